@@ -1,0 +1,329 @@
+package troupe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Priority of a dispatch (seed 000: low | medium | high | critical; default medium).
+type Priority string
+
+// Priorities.
+const (
+	PriorityLow      Priority = "low"
+	PriorityMedium   Priority = "medium"
+	PriorityHigh     Priority = "high"
+	PriorityCritical Priority = "critical"
+)
+
+// ExecutionMode says how a dispatch fits in its plan (seed 000: sequential | parallel).
+type ExecutionMode string
+
+// Execution modes.
+const (
+	Sequential ExecutionMode = "sequential"
+	Parallel   ExecutionMode = "parallel"
+)
+
+// UpstreamResult is one entry of a dispatch's upstream_results: what an agent that ran before
+// produced (seed 000's example: {"agent": "causal_impact", "result": {...}}).
+type UpstreamResult struct {
+	Agent      string         `json:"agent"`
+	Result     map[string]any `json:"result"`
+	DispatchID string         `json:"dispatch_id,omitempty"`
+	Confidence *float64       `json:"confidence,omitempty"`
+	Summary    string         `json:"analysis_summary,omitempty"`
+	Handoff    map[string]any `json:"handoff,omitempty"`
+}
+
+// Dispatch is seed 000's AgentDispatchRequest, field for field, with its DSPy hub context. JSON
+// names are exactly seed 000's. An agent receives a *Dispatch and must not modify it.
+//
+// Beyond the wire fields, a Dispatch handed to an agent by the engine gives access to the run:
+// State reads session state, Progress emits events, Ask asks a human, Partial records a
+// partial result. On a Dispatch built by hand those are inert.
+type Dispatch struct {
+	// identification
+	DispatchID string `json:"dispatch_id"`
+	SessionID  string `json:"session_id"`
+	QueryID    string `json:"query_id"`
+
+	// routing
+	TargetAgent    string   `json:"target_agent"`
+	DispatchReason string   `json:"dispatch_reason"`
+	Priority       Priority `json:"priority"`
+
+	// input data
+	Query       string         `json:"query"`
+	ParsedQuery map[string]any `json:"parsed_query"`
+	RAGContext  map[string]any `json:"rag_context,omitempty"`
+
+	// execution context
+	ExecutionMode   ExecutionMode    `json:"execution_mode"`
+	UpstreamResults []UpstreamResult `json:"upstream_results"`
+	DependsOn       []string         `json:"depends_on"`
+
+	// constraints
+	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty"`
+	MaxCostDollars *float64 `json:"max_cost_dollars,omitempty"`
+
+	// metadata
+	DispatchedAt time.Time      `json:"dispatched_at"`
+	UserContext  map[string]any `json:"user_context,omitempty"`
+
+	// DSPy context (the hub provides)
+	OptimizedPrompts map[string]string `json:"optimized_prompts,omitempty"`
+	CollectSignals   bool              `json:"collect_signals"`
+	SignalSignature  *string           `json:"signal_signature,omitempty"`
+
+	rt DispatchRuntime
+}
+
+// DispatchRuntime is what the engine attaches to a dispatch it hands to an agent. Executors and
+// engines implement it; agents use it only through Dispatch's methods.
+type DispatchRuntime interface {
+	State(key string) (any, bool)
+	Progress(kind string, data any)
+	Ask(ctx context.Context, q Question) (Answer, error)
+	Partial(result map[string]any)
+}
+
+// Attach returns a shallow copy of d bound to rt; the engine calls it before handing d to an
+// agent. Fields are shared, so the copy must be treated as read-only like d.
+func (d *Dispatch) Attach(rt DispatchRuntime) *Dispatch {
+	c := *d
+	c.rt = rt
+	return &c
+}
+
+// Runtime returns what Attach bound, or nil.
+func (d *Dispatch) Runtime() DispatchRuntime { return d.rt }
+
+// State returns the session state value under key as the agent's dispatch saw it.
+func (d *Dispatch) State(key string) (any, bool) {
+	if d.rt == nil {
+		return nil, false
+	}
+	return d.rt.State(key)
+}
+
+// Progress emits an agent_progress event with data into the run's event stream (seed 004's
+// replicate_done and partial_summary are progress events). It is a no-op outside a run.
+func (d *Dispatch) Progress(kind string, data any) {
+	if d.rt != nil {
+		d.rt.Progress(kind, data)
+	}
+}
+
+// Ask puts a question to the run's human-input handler and waits for the answer. Without a
+// handler the run pauses: Ask returns ErrPaused, which the agent should return as its error.
+func (d *Dispatch) Ask(ctx context.Context, q Question) (Answer, error) {
+	if d.rt == nil {
+		return Answer{}, fmt.Errorf("%w: dispatch is not attached to a run", ErrPaused)
+	}
+	return d.rt.Ask(ctx, q)
+}
+
+// Partial records a partial result; with on_timeout=use_partial it becomes the result of a
+// dispatch that times out.
+func (d *Dispatch) Partial(result map[string]any) {
+	if d.rt != nil {
+		d.rt.Partial(result)
+	}
+}
+
+// Timeout returns the dispatch's own timeout, or 0 when it has none.
+func (d *Dispatch) Timeout() time.Duration {
+	if d.TimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*d.TimeoutSeconds * float64(time.Second))
+}
+
+// applyDefaults sets seed 000's defaults: priority medium, sequential, collect_signals true.
+func (d *Dispatch) applyDefaults() {
+	d.Priority = PriorityMedium
+	d.ExecutionMode = Sequential
+	d.CollectSignals = true
+}
+
+// NewDispatch returns a dispatch with seed 000's defaults set.
+func NewDispatch() *Dispatch {
+	d := &Dispatch{}
+	d.applyDefaults()
+	return d
+}
+
+// AgentSet answers whether an agent name is known; *Registry implements it.
+type AgentSet interface {
+	Has(name string) bool
+}
+
+// IsDispatchID reports whether s matches ^disp_[a-z0-9]{16}$.
+func IsDispatchID(s string) bool {
+	if len(s) != 21 || s[:5] != "disp_" {
+		return false
+	}
+	for i := 5; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// NewDispatchID formats x as a dispatch id matching ^disp_[a-z0-9]{16}$. The engine derives x
+// from the run's seed and the dispatch's place in the plan, so replaying a run reproduces ids.
+func NewDispatchID(x uint64) string {
+	var b [21]byte
+	copy(b[:], "disp_")
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+	for i := 20; i >= 5; i-- {
+		b[i] = digits[x%36]
+		x /= 36
+	}
+	return string(b[:])
+}
+
+// Validate checks d as seed 000's validate_dispatch_request does, against agents instead of a
+// hard-coded list, plus the required fields and enumerations of its pydantic model. It returns
+// every problem found, as ValidationErrors.
+func (d *Dispatch) Validate(agents AgentSet) error {
+	var es ValidationErrors
+	bad := func(field, problem string, sentinel error) {
+		es = append(es, &ValidationError{Object: "dispatch", Field: field, Problem: problem, Err: sentinel})
+	}
+	switch {
+	case d.DispatchID == "":
+		bad("dispatch_id", "required", ErrInvalidDispatch)
+	case !IsDispatchID(d.DispatchID):
+		bad("dispatch_id", fmt.Sprintf("%q does not match ^disp_[a-z0-9]{16}$", d.DispatchID), ErrInvalidDispatch)
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"session_id", d.SessionID}, {"query_id", d.QueryID}, {"dispatch_reason", d.DispatchReason}, {"query", d.Query},
+	} {
+		if f.v == "" {
+			bad(f.name, "required", ErrInvalidDispatch)
+		}
+	}
+	switch {
+	case d.TargetAgent == "":
+		bad("target_agent", "required", ErrInvalidDispatch)
+	case agents != nil && !agents.Has(d.TargetAgent):
+		bad("target_agent", fmt.Sprintf("invalid target agent: %s", d.TargetAgent), ErrUnknownAgent)
+	}
+	if d.ParsedQuery == nil {
+		bad("parsed_query", "required", ErrInvalidDispatch)
+	}
+	switch d.Priority {
+	case PriorityLow, PriorityMedium, PriorityHigh, PriorityCritical:
+	default:
+		bad("priority", fmt.Sprintf("%q is not one of low, medium, high, critical", d.Priority), ErrInvalidDispatch)
+	}
+	switch d.ExecutionMode {
+	case Sequential, Parallel:
+	default:
+		bad("execution_mode", fmt.Sprintf("%q is not one of sequential, parallel", d.ExecutionMode), ErrInvalidDispatch)
+	}
+	for i, dep := range d.DependsOn {
+		if agents != nil && !agents.Has(dep) {
+			bad(fmt.Sprintf("depends_on[%d]", i), fmt.Sprintf("invalid dependency: %s", dep), ErrUnknownAgent)
+		}
+	}
+	if d.TimeoutSeconds != nil && !(*d.TimeoutSeconds > 0) || d.TimeoutSeconds != nil && math.IsInf(*d.TimeoutSeconds, 0) {
+		bad("timeout_seconds", "timeout must be positive", ErrInvalidDispatch)
+	}
+	if d.MaxCostDollars != nil && !(*d.MaxCostDollars > 0) {
+		bad("max_cost_dollars", "cost limit must be positive", ErrInvalidDispatch)
+	}
+	if d.DispatchedAt.IsZero() {
+		bad("dispatched_at", "required", ErrInvalidDispatch)
+	}
+	return es.orNil()
+}
+
+var dispatchRequired = []string{"dispatch_id", "session_id", "query_id", "target_agent", "dispatch_reason", "query", "parsed_query"}
+
+// DecodeDispatch decodes a JSON dispatch request, applies seed 000's defaults (priority,
+// execution_mode, collect_signals, dispatched_at = now), and validates it against agents. A
+// missing required field, a wrongly typed field and every rule of Validate are reported.
+func DecodeDispatch(data []byte, agents AgentSet, now time.Time) (*Dispatch, error) {
+	present, err := decodeKeys("dispatch", data)
+	if err != nil {
+		return nil, err
+	}
+	var es ValidationErrors
+	for _, k := range dispatchRequired {
+		if _, ok := present[k]; !ok {
+			es = append(es, &ValidationError{Object: "dispatch", Field: k, Problem: "required", Err: ErrInvalidDispatch})
+		}
+	}
+	d := NewDispatch()
+	if err := strictField("dispatch", json.Unmarshal(data, d)); err != nil {
+		return nil, err
+	}
+	if _, ok := present["dispatched_at"]; !ok {
+		d.DispatchedAt = now
+	}
+	if err := d.Validate(agents); err != nil {
+		for _, e := range err.(ValidationErrors) {
+			if !containsField(es, e.Field) {
+				es = append(es, e)
+			}
+		}
+	}
+	if len(es) > 0 {
+		return d, es
+	}
+	return d, nil
+}
+
+func containsField(es ValidationErrors, f string) bool {
+	for _, e := range es {
+		if e.Field == f {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeKeys returns which top-level keys of a JSON object are present (and whether non-null).
+func decodeKeys(object string, data []byte) (map[string]bool, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, strictField(object, err)
+	}
+	if raw == nil {
+		return nil, &ValidationError{Object: object, Field: "", Problem: "expected a JSON object, got null"}
+	}
+	present := make(map[string]bool, len(raw))
+	for k, v := range raw {
+		present[k] = !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+	}
+	return present, nil
+}
+
+// strictField turns encoding/json errors into ValidationErrors that name the field.
+func strictField(object string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if ok := asTypeError(err, &te); ok {
+		return &ValidationError{Object: object, Field: te.Field, Problem: fmt.Sprintf("expected %s, got JSON %s", te.Type, te.Value), Err: err}
+	}
+	return &ValidationError{Object: object, Field: "", Problem: "malformed JSON: " + err.Error(), Err: err}
+}
+
+func asTypeError(err error, target **json.UnmarshalTypeError) bool {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*target = te
+	}
+	return ok
+}

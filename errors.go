@@ -1,0 +1,192 @@
+package troupe
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors for conditions callers branch on; match them with errors.Is.
+var (
+	// ErrUnknownAgent: a dispatch, dependency, fallback or next_agent names no registered agent.
+	ErrUnknownAgent = errors.New("troupe: unknown agent")
+	// ErrInvalidDispatch: a dispatch request failed seed 000's validate_dispatch_request.
+	ErrInvalidDispatch = errors.New("troupe: invalid dispatch")
+	// ErrInvalidResult: a dispatch response failed seed 000's validate_dispatch_response.
+	ErrInvalidResult = errors.New("troupe: invalid result")
+	// ErrTimeout: a dispatch ran past its deadline.
+	ErrTimeout = errors.New("troupe: dispatch timed out")
+	// ErrCancelled: the run was cancelled by its caller.
+	ErrCancelled = errors.New("troupe: run cancelled")
+	// ErrPaused: the run stopped to wait for a human and can be resumed.
+	ErrPaused = errors.New("troupe: run paused for human input")
+	// ErrBudgetExhausted: the time or cost budget was spent; no new dispatches start.
+	ErrBudgetExhausted = errors.New("troupe: budget exhausted")
+	// ErrBlocked: a guardrail blocked a dispatch or its result.
+	ErrBlocked = errors.New("troupe: blocked by guardrail")
+	// ErrRunNotFound: a store has no run with that id.
+	ErrRunNotFound = errors.New("troupe: run not found")
+	// ErrRunFinished: a run that already reached a terminal stage cannot be resumed.
+	ErrRunFinished = errors.New("troupe: run already finished")
+	// ErrSeqConflict: an append's sequence number is not the next one of the run's log.
+	ErrSeqConflict = errors.New("troupe: event sequence conflict")
+)
+
+// ValidationError says which object and field failed validation and why.
+type ValidationError struct {
+	Object  string // "dispatch", "result", "context", "criteria", ...
+	Field   string // JSON field name, e.g. "target_agent"
+	Problem string // e.g. "required", `unknown agent "x"`
+	Err     error  // sentinel the error matches, if any
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("troupe: %s: field %q: %s", e.Object, e.Field, e.Problem)
+}
+
+// Unwrap returns the sentinel the problem belongs to (e.g. ErrUnknownAgent).
+func (e *ValidationError) Unwrap() error { return e.Err }
+
+// ValidationErrors is every problem found in one object, in field order.
+type ValidationErrors []*ValidationError
+
+func (es ValidationErrors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap exposes each problem to errors.Is and errors.As.
+func (es ValidationErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+func (es ValidationErrors) orNil() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+// OrchestrationError is seed 001's structured error: where in the lifecycle it happened, the
+// context at failure time (and so the trace id), the cause and whether retry or fallback can
+// recover from it. It works with errors.Is / errors.As through Unwrap.
+type OrchestrationError struct {
+	Stage       Stage
+	Message     string
+	Context     Context
+	Cause       error
+	Recoverable bool
+	Metadata    map[string]any
+}
+
+func (e *OrchestrationError) Error() string {
+	var b strings.Builder
+	b.WriteString("troupe: ")
+	b.WriteString(e.Stage.String())
+	b.WriteString(": ")
+	b.WriteString(e.Message)
+	if e.Cause != nil && (e.Message == "" || !strings.Contains(e.Message, e.Cause.Error())) {
+		b.WriteString(": ")
+		b.WriteString(e.Cause.Error())
+	}
+	if id := e.Context.TraceID(); id != "" {
+		b.WriteString(" (trace ")
+		b.WriteString(id)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *OrchestrationError) Unwrap() error { return e.Cause }
+
+// Error codes of seed 003's shared agent error contract, plus troupe's own.
+const (
+	CodeInvalidInput   = "INVALID_INPUT"   // missing or malformed input field
+	CodeRAGEmpty       = "RAG_EMPTY"       // no content found for the topic
+	CodeTimeout        = "TIMEOUT"         // the agent took too long
+	CodeStateMissing   = "STATE_MISSING"   // a declared read is not in session state
+	CodeInvalidOutput  = "INVALID_OUTPUT"  // the agent's response failed validation
+	CodePanic          = "PANIC"           // the agent panicked
+	CodeAgentError     = "AGENT_ERROR"     // the agent returned a plain error
+	CodeBlocked        = "BLOCKED"         // a guardrail blocked the dispatch or its result
+	CodeCancelled      = "CANCELLED"       // the run was cancelled
+	CodeHumanRejected  = "HUMAN_REJECTED"  // a human rejected a result that required review
+	CodeBudget         = "BUDGET"          // the run's budget was spent
+	CodeUnknownAgent   = "UNKNOWN_AGENT"   // no such agent in the registry
+	CodeHumanRequired  = "HUMAN_REQUIRED"  // input from a human is needed and none can be had now
+	CodeInvalidRequest = "INVALID_REQUEST" // the dispatch request failed validation
+)
+
+// AgentError is seed 003's error contract, returned by an agent to say what went wrong, whether
+// retrying can help and what the coordinator should do instead.
+type AgentError struct {
+	Code           string
+	Message        string
+	Recoverable    bool
+	FallbackAction string
+	Cause          error
+}
+
+func (e *AgentError) Error() string {
+	s := "troupe: agent error " + e.Code + ": " + e.Message
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *AgentError) Unwrap() error { return e.Cause }
+
+// PanicError is what a panicking agent turns into: the panic value and the goroutine's stack.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("troupe: agent panicked: %v", e.Value) }
+
+// ErrorInfo is one entry of a result's errors list (seed 000's errors: List[Dict]), shaped as
+// seed 003's error contract so every agent reports failures the same way.
+type ErrorInfo struct {
+	Code           string         `json:"code"`
+	Message        string         `json:"message"`
+	Recoverable    bool           `json:"recoverable"`
+	FallbackAction string         `json:"fallback_action,omitempty"`
+	Details        map[string]any `json:"details,omitempty"`
+}
+
+// ErrorInfoOf converts any error into an ErrorInfo: an *AgentError keeps its fields, a
+// *PanicError carries its stack in details, anything else becomes AGENT_ERROR, recoverable.
+func ErrorInfoOf(err error) ErrorInfo {
+	var ae *AgentError
+	if errors.As(err, &ae) {
+		return ErrorInfo{Code: ae.Code, Message: err.Error(), Recoverable: ae.Recoverable, FallbackAction: ae.FallbackAction}
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		return ErrorInfo{Code: CodePanic, Message: pe.Error(), Details: map[string]any{"panic": fmt.Sprint(pe.Value), "stack": pe.Stack}}
+	}
+	var ve *ValidationError
+	var ves ValidationErrors
+	if errors.As(err, &ves) || errors.As(err, &ve) {
+		return ErrorInfo{Code: CodeInvalidOutput, Message: err.Error()}
+	}
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return ErrorInfo{Code: CodeTimeout, Message: err.Error(), Recoverable: true}
+	case errors.Is(err, ErrBlocked):
+		return ErrorInfo{Code: CodeBlocked, Message: err.Error()}
+	case errors.Is(err, ErrCancelled):
+		return ErrorInfo{Code: CodeCancelled, Message: err.Error()}
+	}
+	return ErrorInfo{Code: CodeAgentError, Message: err.Error(), Recoverable: true}
+}

@@ -1,0 +1,3 @@
+module github.com/troupehq/troupe
+
+go 1.26

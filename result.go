@@ -1,0 +1,187 @@
+package troupe
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Status of a dispatch response (seed 000: completed | failed | timeout | cancelled).
+type Status string
+
+// Statuses.
+const (
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusTimeout   Status = "timeout"
+	StatusCancelled Status = "cancelled"
+)
+
+// TrainingSignal is one DSPy training example an agent collected while it ran (seed 000's
+// Sender agents return them; the hub collects them).
+type TrainingSignal struct {
+	Signature string         `json:"signature"`
+	Input     map[string]any `json:"input,omitempty"`
+	Output    map[string]any `json:"output,omitempty"`
+	Quality   *float64       `json:"quality,omitempty"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+}
+
+// Result is seed 000's AgentDispatchResponse, field for field, with its DSPy signal fields;
+// JSON names are exactly seed 000's. Two troupe extensions follow them: cost_dollars (what the
+// dispatch cost, for max_cost_dollars budgets) and annotations (what guardrails attached).
+//
+// An agent returns a *Result with what it knows — agent_result, analysis_summary, confidence,
+// warnings, handoff, next_agent, requires_human, usage — and the engine fills in the
+// identification, status and timing fields. The engine copies what an agent returns, so an
+// agent may return the same *Result value from many calls.
+type Result struct {
+	// identification
+	DispatchID string `json:"dispatch_id"`
+	SessionID  string `json:"session_id"`
+	QueryID    string `json:"query_id"`
+	AgentName  string `json:"agent_name"`
+
+	// status
+	Status Status `json:"status"`
+
+	// results (if completed)
+	AgentResult     map[string]any `json:"agent_result,omitempty"`
+	AnalysisSummary *string        `json:"analysis_summary,omitempty"`
+	Confidence      *float64       `json:"confidence,omitempty"`
+
+	// errors (if failed)
+	Errors   []ErrorInfo `json:"errors"`
+	Warnings []string    `json:"warnings"`
+
+	// routing
+	NextAgent     *string `json:"next_agent,omitempty"`
+	RequiresHuman bool    `json:"requires_human"`
+
+	// handoff
+	Handoff map[string]any `json:"handoff,omitempty"`
+
+	// metadata
+	ExecutionTimeMS int64     `json:"execution_time_ms"`
+	TokensUsed      *int64    `json:"tokens_used,omitempty"`
+	ModelUsed       *string   `json:"model_used,omitempty"`
+	StartedAt       time.Time `json:"started_at"`
+	CompletedAt     time.Time `json:"completed_at"`
+
+	// observability
+	SpanID  *string `json:"span_id,omitempty"`
+	TraceID *string `json:"trace_id,omitempty"`
+
+	// DSPy signals (senders provide)
+	TrainingSignals []TrainingSignal `json:"training_signals"`
+	SignalQuality   *float64         `json:"signal_quality,omitempty"`
+
+	// troupe extensions
+	CostDollars *float64       `json:"cost_dollars,omitempty"`
+	Annotations map[string]any `json:"annotations,omitempty"`
+}
+
+// Ptr returns a pointer to v; handy for Result's and Dispatch's optional fields.
+func Ptr[T any](v T) *T { return &v }
+
+// Summary returns the analysis summary or "".
+func (r *Result) Summary() string {
+	if r == nil || r.AnalysisSummary == nil {
+		return ""
+	}
+	return *r.AnalysisSummary
+}
+
+// Succeeded reports whether the result is completed.
+func (r *Result) Succeeded() bool { return r != nil && r.Status == StatusCompleted }
+
+// Validate checks r as seed 000's validate_dispatch_response does — completed requires
+// agent_result, failed requires errors, execution time not negative, timestamps in order,
+// next_agent known — plus its pydantic model's required fields, enumerations and bounds.
+func (r *Result) Validate(agents AgentSet) error {
+	var es ValidationErrors
+	bad := func(field, problem string, sentinel error) {
+		es = append(es, &ValidationError{Object: "result", Field: field, Problem: problem, Err: sentinel})
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"dispatch_id", r.DispatchID}, {"session_id", r.SessionID}, {"query_id", r.QueryID}, {"agent_name", r.AgentName},
+	} {
+		if f.v == "" {
+			bad(f.name, "required", ErrInvalidResult)
+		}
+	}
+	switch r.Status {
+	case StatusCompleted:
+		if len(r.AgentResult) == 0 {
+			bad("agent_result", "completed status requires agent_result", ErrInvalidResult)
+		}
+	case StatusFailed:
+		if len(r.Errors) == 0 {
+			bad("errors", "failed status requires errors", ErrInvalidResult)
+		}
+	case StatusTimeout, StatusCancelled:
+	case "":
+		bad("status", "required", ErrInvalidResult)
+	default:
+		bad("status", fmt.Sprintf("%q is not one of completed, failed, timeout, cancelled", r.Status), ErrInvalidResult)
+	}
+	if r.Confidence != nil && !(*r.Confidence >= 0 && *r.Confidence <= 1) {
+		bad("confidence", fmt.Sprintf("%v is outside [0, 1]", *r.Confidence), ErrInvalidResult)
+	}
+	if r.SignalQuality != nil && !(*r.SignalQuality >= 0 && *r.SignalQuality <= 1) {
+		bad("signal_quality", fmt.Sprintf("%v is outside [0, 1]", *r.SignalQuality), ErrInvalidResult)
+	}
+	if r.ExecutionTimeMS < 0 {
+		bad("execution_time_ms", "execution time cannot be negative", ErrInvalidResult)
+	}
+	switch {
+	case r.StartedAt.IsZero():
+		bad("started_at", "required", ErrInvalidResult)
+	case r.CompletedAt.IsZero():
+		bad("completed_at", "required", ErrInvalidResult)
+	case r.CompletedAt.Before(r.StartedAt):
+		bad("completed_at", "completion time before start time", ErrInvalidResult)
+	}
+	if r.NextAgent != nil && *r.NextAgent != "" && agents != nil && !agents.Has(*r.NextAgent) {
+		bad("next_agent", "invalid next_agent: "+*r.NextAgent, ErrUnknownAgent)
+	}
+	if r.TokensUsed != nil && *r.TokensUsed < 0 {
+		bad("tokens_used", "cannot be negative", ErrInvalidResult)
+	}
+	if r.CostDollars != nil && *r.CostDollars < 0 {
+		bad("cost_dollars", "cannot be negative", ErrInvalidResult)
+	}
+	return es.orNil()
+}
+
+var resultRequired = []string{"dispatch_id", "session_id", "query_id", "agent_name", "status", "execution_time_ms", "started_at", "completed_at"}
+
+// DecodeResult decodes a JSON dispatch response and validates it against agents: missing
+// required fields, wrongly typed fields and every rule of Validate are reported together.
+func DecodeResult(data []byte, agents AgentSet) (*Result, error) {
+	present, err := decodeKeys("result", data)
+	if err != nil {
+		return nil, err
+	}
+	var es ValidationErrors
+	for _, k := range resultRequired {
+		if _, ok := present[k]; !ok {
+			es = append(es, &ValidationError{Object: "result", Field: k, Problem: "required", Err: ErrInvalidResult})
+		}
+	}
+	r := &Result{}
+	if err := strictField("result", json.Unmarshal(data, r)); err != nil {
+		return nil, err
+	}
+	if err := r.Validate(agents); err != nil {
+		for _, e := range err.(ValidationErrors) {
+			if !containsField(es, e.Field) {
+				es = append(es, e)
+			}
+		}
+	}
+	if len(es) > 0 {
+		return r, es
+	}
+	return r, nil
+}

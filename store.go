@@ -1,0 +1,49 @@
+package troupe
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps run logs. The engine appends every event before it acts on it; watching, resuming
+// and replaying a run are reads of its log. Implementations must be safe for concurrent use.
+//
+// Append must reject an event whose Seq is not one more than the last of its run (ErrSeqConflict),
+// so two writers can never interleave one log. Events returns the events of runID with Seq >
+// after, in order; the returned slice and payloads must not be modified by the caller. A store
+// that does not know runID returns ErrRunNotFound.
+type Store interface {
+	Append(ctx context.Context, events ...Event) error
+	Events(ctx context.Context, runID string, after int64) ([]Event, error)
+}
+
+// Executor is where a run's work runs and where its time and entropy come from: goroutines in
+// one process, or a durable workflow engine. The engine never starts a goroutine, reads the
+// clock or draws randomness except through an Executor. Implementations are safe for
+// concurrent use.
+type Executor interface {
+	// Now is the executor's clock.
+	Now() time.Time
+	// Seed returns fresh entropy for a run that was not given a seed.
+	Seed() uint64
+	// Scope returns the owner of one run's jobs; cancelling ctx cancels every job of it.
+	Scope(ctx context.Context) Scope
+}
+
+// Scope runs the jobs of one run.
+type Scope interface {
+	// Go runs job after delay. Its Run gets a context that is cancelled at deadline (zero: no
+	// deadline) or when the scope's context is cancelled. Done is called exactly once: after Run
+	// returns, or when the deadline passes first (expired = true); Run may then still be running
+	// but its outcome must be ignored. Done may call Go.
+	Go(job Job, delay time.Duration, deadline time.Time)
+	// Wait returns once every job's Done has been called and every Run that has not expired has
+	// returned.
+	Wait()
+}
+
+// Job is one unit of work handed to a Scope.
+type Job interface {
+	Run(ctx context.Context)
+	Done(expired bool)
+}
