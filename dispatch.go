@@ -83,7 +83,7 @@ type Dispatch struct {
 	rt DispatchRuntime
 }
 
-// DispatchRuntime is what the engine attaches to a dispatch it hands to an agent. Executors and
+// DispatchRuntime is what an engine binds to a dispatch it hands to an agent. Executors and
 // engines implement it; agents use it only through Dispatch's methods.
 type DispatchRuntime interface {
 	State(key string) (any, bool)
@@ -92,15 +92,10 @@ type DispatchRuntime interface {
 	Partial(result map[string]any)
 }
 
-// Attach returns a shallow copy of d bound to rt; the engine calls it before handing d to an
-// agent. Fields are shared, so the copy must be treated as read-only like d.
-func (d *Dispatch) Attach(rt DispatchRuntime) *Dispatch {
-	c := *d
-	c.rt = rt
-	return &c
-}
+// Bind attaches rt to d; an engine calls it on the dispatch it is about to hand to an agent.
+func (d *Dispatch) Bind(rt DispatchRuntime) { d.rt = rt }
 
-// Runtime returns what Attach bound, or nil.
+// Runtime returns what Bind attached, or nil.
 func (d *Dispatch) Runtime() DispatchRuntime { return d.rt }
 
 // State returns the session state value under key as the agent's dispatch saw it.

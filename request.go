@@ -22,6 +22,9 @@ type Request struct {
 	Priority    Priority           `json:"priority,omitempty"`
 	Seed        uint64             `json:"seed,omitempty"`
 
+	// Timeouts sets timeout_seconds of the dispatches to an agent, overriding its default.
+	Timeouts map[string]float64 `json:"timeouts,omitempty"`
+
 	// OptimizedPrompts are the hub's prompts per agent (seed 000's DSPy context).
 	OptimizedPrompts map[string]map[string]string `json:"optimized_prompts,omitempty"`
 

@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/troupehq/troupe"
+)
+
+// call is one dispatch: the request, the response being built, and the executor job that runs
+// it. It is also the runtime its agent reaches through Dispatch's methods.
+type call struct {
+	r        *Run
+	t        *task
+	spec     *troupe.AgentSpec
+	d        troupe.Dispatch
+	work     troupe.Result  // written by Run on the executor goroutine only
+	res      *troupe.Result // the outcome: &work, a timeout result, or a recorded one
+	attempt  int
+	deadline time.Time
+
+	// guarded by r.mu
+	partial  map[string]any
+	asked    int
+	paused   bool
+	expired  bool
+	replayed bool
+}
+
+// Run executes the dispatch on an executor goroutine: checks, guardrails, the agent (with panic
+// recovery: the one place troupe recovers agent panics), validation, review by a human.
+func (c *call) Run(ctx context.Context) {
+	r := c.r
+	res := &c.work
+	start := r.e.exec.Now()
+	out, err := c.invoke(ctx)
+	end := r.e.exec.Now()
+	if out != nil {
+		*res = *out
+		// The agent may return one *Result from many calls: never append into its slices.
+		res.Errors, res.Warnings = slices.Clip(res.Errors), slices.Clip(res.Warnings)
+	}
+	res.DispatchID, res.SessionID, res.QueryID, res.AgentName = c.d.DispatchID, c.d.SessionID, c.d.QueryID, c.d.TargetAgent
+	res.StartedAt, res.CompletedAt = start, end
+	res.ExecutionTimeMS = end.Sub(start).Milliseconds()
+	if res.TraceID == nil {
+		id := r.tc.TraceID()
+		res.TraceID = &id
+	}
+	switch {
+	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
+		return
+	case err != nil && ctx.Err() != nil && r.ctx.Err() != nil:
+		c.fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: causeText(r.ctx)})
+		return
+	case err != nil:
+		c.fail(troupe.StatusFailed, troupe.ErrorInfoOf(err))
+		return
+	case out == nil:
+		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: "agent returned neither a result nor an error"})
+		return
+	}
+	if res.Status == "" {
+		res.Status = troupe.StatusCompleted
+	}
+	if verr := res.Validate(r.e.reg); verr != nil {
+		// Recorded as invalid, never silently accepted: the agent's output stays in the result.
+		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
+		return
+	}
+	c.checkResult(ctx)
+	if res.Status == troupe.StatusCompleted && res.RequiresHuman {
+		c.review(ctx)
+	}
+}
+
+func (c *call) invoke(ctx context.Context) (out *troupe.Result, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	r := c.r
+	if len(c.spec.Reads) > 0 {
+		r.mu.Lock()
+		var missing []string
+		for _, k := range c.spec.Reads {
+			if _, ok := r.state[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		r.mu.Unlock()
+		if missing != nil {
+			return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads", missing, c.d.TargetAgent),
+				FallbackAction: "run the agent that writes it first"}
+		}
+	}
+	for _, g := range c.guards() {
+		if v := g.CheckDispatch(ctx, &c.d); v.Block {
+			return nil, fmt.Errorf("%w: %s: %s", troupe.ErrBlocked, g.Name(), v.Reason)
+		}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, &troupe.PanicError{Value: v, Stack: stack()}
+		}
+	}()
+	return c.spec.Agent.Run(ctx, &c.d)
+}
+
+func stack() string {
+	buf := make([]byte, 16<<10)
+	return string(buf[:runtime.Stack(buf, false)])
+}
+
+func (c *call) guards() []troupe.Guardrail {
+	if len(c.spec.Guardrails) == 0 {
+		return c.r.guards
+	}
+	return append(c.spec.Guardrails[:len(c.spec.Guardrails):len(c.spec.Guardrails)], c.r.guards...)
+}
+
+// checkResult runs the guardrails over the result: a block fails it, warnings and annotations
+// are attached.
+func (c *call) checkResult(ctx context.Context) {
+	res := &c.work
+	for _, g := range c.guards() {
+		v := g.CheckResult(ctx, &c.d, res)
+		res.Warnings = append(res.Warnings, v.Warnings...)
+		if len(v.Annotations) > 0 {
+			if res.Annotations == nil {
+				res.Annotations = make(map[string]any)
+			}
+			res.Annotations[g.Name()] = v.Annotations
+		}
+		if v.Block {
+			c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeBlocked, Message: fmt.Sprintf("%s blocked the result: %s", g.Name(), v.Reason)})
+			return
+		}
+	}
+}
+
+// review asks a human to approve a result that came back with requires_human.
+func (c *call) review(ctx context.Context) {
+	q := troupe.Question{Kind: troupe.QuestionReview, Prompt: fmt.Sprintf("%s asks for review of its result", c.d.TargetAgent), Data: c.work.AgentResult}
+	if s := c.work.Summary(); s != "" {
+		q.Prompt += ": " + s
+	}
+	ans, err := c.Ask(ctx, q)
+	switch {
+	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
+	case err != nil:
+		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeHumanRequired, Message: "review: " + err.Error(), Recoverable: true})
+	case !ans.Approved:
+		msg := "rejected by a human"
+		if ans.Text != "" {
+			msg += ": " + ans.Text
+		}
+		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeHumanRejected, Message: msg})
+	}
+}
+
+func (c *call) fail(s troupe.Status, info troupe.ErrorInfo) {
+	c.work.Status = s
+	c.work.Errors = append(c.work.Errors, info)
+}
+
+func (c *call) isPaused() bool {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.paused
+}
+
+// Done records the outcome under the run's lock and advances the run.
+func (c *call) Done(expired bool) {
+	r := c.r
+	r.mu.Lock()
+	if expired {
+		c.expired = true
+		c.timedOut()
+	} else {
+		c.res = &c.work
+	}
+	r.completeLocked(c)
+	fin := r.claimFinishLocked()
+	r.mu.Unlock()
+	if fin {
+		r.finish()
+	}
+}
+
+// timedOut makes the call's outcome a timeout result; Run may still be writing c.work on its
+// goroutine, so the outcome is a separate value.
+func (c *call) timedOut() {
+	r := c.r
+	now := r.e.exec.Now()
+	start := c.d.DispatchedAt
+	c.res = &troupe.Result{
+		DispatchID: c.d.DispatchID, SessionID: c.d.SessionID, QueryID: c.d.QueryID, AgentName: c.d.TargetAgent,
+		Status: troupe.StatusTimeout, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(),
+		AgentResult: c.partial,
+		Errors: []troupe.ErrorInfo{{Code: troupe.CodeTimeout, Recoverable: true,
+			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.deadline.Sub(start))}},
+	}
+	c.paused = false
+}
+
+// State reads session state.
+func (c *call) State(key string) (any, bool) {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	v, ok := c.r.state[key]
+	return v, ok
+}
+
+// Progress appends an agent_progress event.
+func (c *call) Progress(kind string, data any) {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.expired || r.finishing {
+		return
+	}
+	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindAgentProgress, Step: c.t.step, DispatchID: c.d.DispatchID, Agent: c.d.TargetAgent,
+		Data: &troupe.Progress{Kind: kind, Data: data}})
+}
+
+// Partial records a partial result for on_timeout use_partial.
+func (c *call) Partial(result map[string]any) {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	if !c.expired {
+		c.partial = result
+	}
+}
+
+// Ask records the question, then answers it from the log (a resumed run), the run's handler,
+// or — with no handler — pauses the run.
+func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+	r := c.r
+	r.mu.Lock()
+	if c.expired {
+		r.mu.Unlock()
+		return troupe.Answer{}, troupe.ErrTimeout
+	}
+	c.asked++
+	q.ID = c.d.DispatchID + "-q" + strconv.Itoa(c.asked)
+	q.DispatchID, q.Agent = c.d.DispatchID, c.d.TargetAgent
+	if q.Kind == "" {
+		q.Kind = troupe.QuestionAsk
+	}
+	if a, ok := r.replay.answer(q.ID); ok {
+		r.mu.Unlock()
+		return a, nil
+	}
+	qc := q
+	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAsked, Step: c.t.step, DispatchID: q.DispatchID, Agent: q.Agent, Data: &qc})
+	h := r.human
+	if h == nil {
+		c.paused = true
+		r.pausing = true
+		r.questions = append(r.questions, q)
+		r.mu.Unlock()
+		return troupe.Answer{}, fmt.Errorf("%w: %s", troupe.ErrPaused, q.Prompt)
+	}
+	r.mu.Unlock()
+	a, err := h.Answer(ctx, q)
+	if err != nil {
+		return troupe.Answer{}, fmt.Errorf("engine: human input for %s: %w", q.ID, err)
+	}
+	a.QuestionID = q.ID
+	r.mu.Lock()
+	ac := a
+	if !c.expired {
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Step: c.t.step, DispatchID: q.DispatchID, Agent: q.Agent, Data: &ac})
+	}
+	r.mu.Unlock()
+	return a, nil
+}

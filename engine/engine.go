@@ -1,0 +1,233 @@
+// Package engine runs troupe requests: it plans, routes, dispatches through an executor,
+// applies the error policy, aggregates, and records every step as an event in a store before
+// acting on it.
+//
+// A run is a state machine advanced by whoever finishes a piece of work — the goroutine of a
+// completing agent, a deadline timer, a cancellation — so a run waiting on its agents holds no
+// goroutine of its own. Watching a run is reading its log: Run returns an iterator that reads
+// the events the state machine appends, and breaking out of it cancels the run and waits for
+// every goroutine the run started.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/aggregate"
+	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/store/memory"
+)
+
+// Config configures an Engine. Every zero value is safe and bounded: nothing is unlimited.
+type Config struct {
+	// Registry holds the agents. Required; it must not change once the engine is built.
+	Registry *troupe.Registry
+	// Planner turns requests into plans; nil plans every registered agent, in stages derived
+	// from their declared dependencies and state keys.
+	Planner troupe.Planner
+	// Router decides each task's target at ROUTE time; nil takes the planned agent.
+	Router troupe.Router
+	// Store records run logs; nil is an in-memory store.
+	Store troupe.Store
+	// Executor runs dispatches and supplies time and entropy; nil is the local goroutine executor.
+	Executor troupe.Executor
+	// Policy is the default error policy; a request's Policy replaces it.
+	Policy troupe.ErrorPolicy
+	// DefaultTimeout applies to dispatches of agents with no timeout of their own; 0 means 5 minutes.
+	DefaultTimeout time.Duration
+	// TimeBudget bounds a run's time for starting dispatches; 0 means 1 hour. Requests may lower it.
+	TimeBudget time.Duration
+	// MaxCostDollars bounds a run's spend; 0 means $10. Requests may lower it.
+	MaxCostDollars float64
+	// MaxDispatches bounds dispatches per run, retries and fallbacks included; 0 means 1,000.
+	MaxDispatches int
+	// MaxConcurrency caps a group's concurrent dispatches when its plan stage sets no cap; 0 means 10.
+	MaxConcurrency int
+	// Guardrails run around every dispatch of every run, after the agent's own.
+	Guardrails []troupe.Guardrail
+	// Human answers questions when a request brings no handler of its own; nil pauses such runs.
+	Human troupe.HumanHandler
+	// Resolution is the conflict resolution strategy of aggregation; "" is highest_confidence.
+	Resolution aggregate.Strategy
+	// TeardownTimeout bounds each agent's Teardown; 0 means 10 seconds.
+	TeardownTimeout time.Duration
+	// Seed, when non-zero, seeds every run that brings no seed (tests use it for fixed ids).
+	Seed uint64
+}
+
+// Engine runs requests. It is safe for concurrent use; build one and share it.
+type Engine struct {
+	reg        *troupe.Registry
+	names      []string
+	planner    troupe.Planner
+	router     troupe.Router
+	store      troupe.Store
+	exec       troupe.Executor
+	policy     troupe.ErrorPolicy
+	timeout    time.Duration
+	timeBudget time.Duration
+	costBudget float64
+	maxDisp    int
+	maxConc    int
+	guards     []troupe.Guardrail
+	human      troupe.HumanHandler
+	strategy   aggregate.Strategy
+	teardownTO time.Duration
+	seed       uint64
+
+	mu   sync.Mutex
+	live map[string]*Run
+}
+
+// New validates cfg and returns an engine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Registry == nil || cfg.Registry.Len() == 0 {
+		return nil, errors.New("engine: config: Registry is required and must hold at least one agent")
+	}
+	if err := cfg.Policy.Validate(cfg.Registry); err != nil {
+		return nil, fmt.Errorf("engine: config: policy: %w", err)
+	}
+	switch {
+	case cfg.DefaultTimeout < 0, cfg.TimeBudget < 0, cfg.TeardownTimeout < 0:
+		return nil, errors.New("engine: config: durations cannot be negative")
+	case cfg.MaxCostDollars < 0, cfg.MaxDispatches < 0, cfg.MaxConcurrency < 0:
+		return nil, errors.New("engine: config: limits cannot be negative")
+	}
+	switch cfg.Resolution {
+	case "", aggregate.HighestConfidence, aggregate.MostRecent, aggregate.WeightedVote:
+	default:
+		return nil, fmt.Errorf("engine: config: Resolution %q is not one of highest_confidence, most_recent, weighted_vote", cfg.Resolution)
+	}
+	e := &Engine{
+		reg: cfg.Registry, names: cfg.Registry.Names(), planner: cfg.Planner, router: cfg.Router,
+		store: cfg.Store, exec: cfg.Executor, policy: cfg.Policy,
+		timeout: orDuration(cfg.DefaultTimeout, 5*time.Minute), timeBudget: orDuration(cfg.TimeBudget, time.Hour),
+		costBudget: cfg.MaxCostDollars, maxDisp: cfg.MaxDispatches, maxConc: cfg.MaxConcurrency,
+		guards: cfg.Guardrails, human: cfg.Human, strategy: cfg.Resolution,
+		teardownTO: orDuration(cfg.TeardownTimeout, 10*time.Second), seed: cfg.Seed,
+		live: make(map[string]*Run),
+	}
+	if e.costBudget == 0 {
+		e.costBudget = 10
+	}
+	if e.maxDisp == 0 {
+		e.maxDisp = 1000
+	}
+	if e.maxConc == 0 {
+		e.maxConc = 10
+	}
+	if e.planner == nil {
+		e.planner = defaultPlanner{}
+	}
+	if e.router == nil {
+		e.router = plannedRouter{}
+	}
+	if e.store == nil {
+		e.store = memory.New()
+	}
+	if e.exec == nil {
+		e.exec = local.New(local.Config{})
+	}
+	return e, nil
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() troupe.Store { return e.store }
+
+// Registry returns the engine's registry.
+func (e *Engine) Registry() *troupe.Registry { return e.reg }
+
+// Plan returns the plan the engine would run for req, without running anything.
+func (e *Engine) Plan(req troupe.Request) (*troupe.Plan, error) {
+	return e.planner.Plan(&req, e.reg)
+}
+
+// Run starts req and returns its events as they are appended to the log. The stream ends after
+// the terminal event (or run_paused); an error is yielded once, last, when the run could not
+// be recorded or could not start. Cancelling ctx cancels the run; breaking out of the loop
+// cancels it too, and in both cases the iterator returns only once every goroutine the run
+// started has returned (or been left behind as a straggler past its deadline).
+func (e *Engine) Run(ctx context.Context, req troupe.Request) iter.Seq2[troupe.Event, error] {
+	return func(yield func(troupe.Event, error) bool) {
+		r, err := e.Start(ctx, req)
+		if err != nil {
+			yield(troupe.Event{}, err)
+			return
+		}
+		for ev, err := range r.Events(ctx) {
+			if !yield(ev, err) {
+				r.Cancel()
+				r.wait()
+				return
+			}
+		}
+		r.wait()
+	}
+}
+
+// Start starts req and returns at once with a handle; the run goes on without the caller, its
+// events go to the store, and Run.Events, Run.Wait and Run.State observe it. Agent Setup runs
+// before Start returns. The run is cancelled with ctx.
+func (e *Engine) Start(ctx context.Context, req troupe.Request) (*Run, error) {
+	r, err := e.newRun(ctx, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.begin(nil)
+	return r, nil
+}
+
+// Lookup returns the live (not yet finished) run with id.
+func (e *Engine) Lookup(id string) (*Run, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.live[id]
+	return r, ok
+}
+
+// Close cancels every live run, waits for them, then waits for stragglers (agents that ignored
+// cancellation past their deadline) until ctx is done.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	runs := make([]*Run, 0, len(e.live))
+	for _, r := range e.live {
+		runs = append(runs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range runs {
+		r.Cancel()
+	}
+	for _, r := range runs {
+		r.wait()
+	}
+	if d, ok := e.exec.(interface{ Drain(context.Context) error }); ok {
+		return d.Drain(ctx)
+	}
+	return nil
+}
+
+// plannedRouter routes a task to its planned agent.
+type plannedRouter struct{}
+
+func (plannedRouter) Route(in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+	if in.Task.Agent == "" {
+		return troupe.RoutingDecision{}, fmt.Errorf("engine: task %q names no agent and the engine has no Router", in.Task.ID)
+	}
+	reason := in.Task.Reason
+	if reason == "" {
+		reason = "planned"
+	}
+	return troupe.RoutingDecision{Target: in.Task.Agent, Reason: reason}, nil
+}

@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/troupehq/troupe"
+)
+
+// replayIndex is what a resumed run knows from its log: which events are already recorded
+// (so they are not appended twice), the results of finished dispatches (so they are not run
+// twice), the answers humans gave, and the plan (which must come out the same).
+type replayIndex struct {
+	keys    map[string]bool
+	results map[string]*troupe.Result
+	answers map[string]troupe.Answer
+	asked   map[string]bool
+	plan    *troupe.Plan
+}
+
+// eventKey identifies an event that a resumed run would produce again; "" means the kind is
+// never deduplicated (progress, warnings, terminal events).
+func eventKey(ev *troupe.Event) string {
+	switch ev.Kind {
+	case troupe.KindRunInitialized, troupe.KindPlanCreated, troupe.KindBudgetExhausted:
+		return string(ev.Kind)
+	case troupe.KindRouteDecided, troupe.KindDispatchStarted, troupe.KindDispatchCompleted,
+		troupe.KindDispatchFailed, troupe.KindStateDelta, troupe.KindRetryScheduled:
+		return string(ev.Kind) + "/" + ev.DispatchID
+	case troupe.KindHumanAsked:
+		if q, ok := ev.Data.(*troupe.Question); ok {
+			return string(ev.Kind) + "/" + q.ID
+		}
+	case troupe.KindHumanAnswered:
+		if a, ok := ev.Data.(*troupe.Answer); ok {
+			return string(ev.Kind) + "/" + a.QuestionID
+		}
+	}
+	return ""
+}
+
+func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, error) {
+	x := &replayIndex{keys: map[string]bool{}, results: map[string]*troupe.Result{}, answers: map[string]troupe.Answer{}, asked: map[string]bool{}}
+	var start *troupe.RunStart
+	for i := range events {
+		ev := &events[i]
+		if ev.Stage.Terminal() {
+			return nil, nil, fmt.Errorf("engine: resume %s: %w (it ended %s at event %d)", ev.RunID, troupe.ErrRunFinished, ev.Stage, ev.Seq)
+		}
+		if k := eventKey(ev); k != "" {
+			x.keys[k] = true
+		}
+		switch d := ev.Data.(type) {
+		case *troupe.RunStart:
+			if ev.Kind == troupe.KindRunInitialized {
+				start = d
+			}
+		case *troupe.Plan:
+			x.plan = d
+		case *troupe.Result:
+			x.results[d.DispatchID] = d
+		case *troupe.Question:
+			x.asked[d.ID] = true
+		case *troupe.Answer:
+			x.answers[d.QuestionID] = *d
+		}
+	}
+	if start == nil {
+		return nil, nil, fmt.Errorf("engine: resume: the log has no run_initialized event")
+	}
+	return x, start, nil
+}
+
+func (x *replayIndex) recorded(ev *troupe.Event) bool {
+	k := eventKey(ev)
+	return k != "" && x.keys[k]
+}
+
+func (x *replayIndex) result(id string) (*troupe.Result, bool) {
+	if x == nil {
+		return nil, false
+	}
+	r, ok := x.results[id]
+	return r, ok
+}
+
+func (x *replayIndex) answer(qid string) (troupe.Answer, bool) {
+	if x == nil {
+		return troupe.Answer{}, false
+	}
+	a, ok := x.answers[qid]
+	return a, ok
+}
+
+// checkPlan verifies that planning again gave the recorded plan: same request, same catalog,
+// same planner must give the same plan, or the recorded results may not fit it.
+func (x *replayIndex) checkPlan(p *troupe.Plan) error {
+	if x.plan == nil {
+		return nil
+	}
+	a, err1 := json.Marshal(x.plan.ExecutionPlan())
+	b, err2 := json.Marshal(p.ExecutionPlan())
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return fmt.Errorf("engine: resume: the plan is now %s but the log recorded %s; the registry or planner changed", b, a)
+	}
+	return nil
+}
+
+// ResumeOptions are what a resumed run gets that its log cannot hold.
+type ResumeOptions struct {
+	// Answers to questions the run paused on (by Question.ID).
+	Answers []troupe.Answer
+	// Human answers further questions; nil is the engine's handler.
+	Human troupe.HumanHandler
+	// Guardrails of the run (they are not recorded in the log).
+	Guardrails []troupe.Guardrail
+}
+
+// Resume continues a run from its log: a run that paused for a human, or one whose process
+// stopped mid-way. Recorded dispatch results are taken instead of dispatching again, recorded
+// events are not appended again, and the plan must come out as recorded. A run that reached a
+// terminal stage cannot be resumed (troupe.ErrRunFinished).
+func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (*Run, error) {
+	events, err := e.store.Events(ctx, runID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: resume %s: %w", runID, err)
+	}
+	if len(events) == 0 {
+		return nil, fmt.Errorf("engine: resume %s: %w", runID, troupe.ErrRunNotFound)
+	}
+	x, start, err := newReplayIndex(events)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range opts.Answers {
+		switch {
+		case !x.asked[a.QuestionID]:
+			return nil, fmt.Errorf("engine: resume %s: answer to %q: the run never asked that question", runID, a.QuestionID)
+		case x.keys["human_answered/"+a.QuestionID]:
+			return nil, fmt.Errorf("engine: resume %s: question %q is already answered", runID, a.QuestionID)
+		}
+		x.answers[a.QuestionID] = a
+	}
+	req := start.Request
+	req.Seed, req.RunID = start.Seed, runID
+	req.Human, req.Guardrails = opts.Human, opts.Guardrails
+	r, err := e.newRun(ctx, req, x)
+	if err != nil {
+		return nil, err
+	}
+	last := events[len(events)-1].Seq
+	r.seq, r.firstSeq = last, last
+	r.begin(opts.Answers)
+	return r, nil
+}

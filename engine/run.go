@@ -1,0 +1,845 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/aggregate"
+	"github.com/troupehq/troupe/policy"
+)
+
+// Run is one run of a request: a handle to watch it, wait for it, read its state or cancel it.
+// Its methods are safe for concurrent use.
+type Run struct {
+	e      *Engine
+	id     string
+	tc     *troupe.Context
+	req    troupe.Request
+	seed   uint64
+	pol    *troupe.ErrorPolicy
+	ctx    context.Context // cancelled when the run is cancelled or fails fast
+	cancel context.CancelCauseFunc
+	bg     context.Context // never cancelled: for appends and teardown
+	scope  troupe.Scope
+	guards []troupe.Guardrail
+	human  troupe.HumanHandler
+	replay *replayIndex
+
+	timeBudget time.Duration
+	costBudget float64
+
+	mu         sync.Mutex
+	seq        int64
+	buf        [1]troupe.Event
+	plan       *troupe.Plan
+	stages     [][]*task
+	stage      int // index of the current stage
+	next       int // next task of the current stage to start
+	inflight   int
+	state      map[string]any
+	upstream   []troupe.UpstreamResult
+	order      []string
+	warnings   []string
+	errs       []troupe.ErrorInfo
+	status     troupe.RunStatus
+	failure    *troupe.ErrorInfo
+	failReason string
+	failStage  troupe.Stage
+	calls      []*call
+	firstSeq   int64
+	cancelled  bool
+	pausing    bool
+	questions  []troupe.Question
+	budgetHit  bool
+	cost       float64
+	dispatches int
+	fallbacks  map[string]string
+	setup      []string
+	started    time.Time // budget clock
+	startedAt  time.Time
+	updatedAt  time.Time
+	agg        *troupe.Aggregation
+	finishing  bool // the closing sequence has been claimed
+	finished   bool // terminal or run_paused appended (or the log broke)
+	err        error
+	watchers   []chan struct{}
+	done       chan struct{}
+	waitOnce   sync.Once
+}
+
+type taskState uint8
+
+const (
+	taskPending taskState = iota
+	taskRunning
+	taskDone
+	taskSkipped
+	taskPaused
+)
+
+type task struct {
+	t         *troupe.Task
+	step      int // 1-based stage
+	index     int // place in the plan, from 0
+	decision  troupe.RoutingDecision
+	fallbacks []string
+	fbUsed    int
+	attempt   int // attempt of the current agent
+	serial    int // dispatches made for this task
+	state     taskState
+	final     *troupe.Result
+	partial   bool
+}
+
+// newRun prepares a run: ids, context, policy, budgets. replay is nil for a new run.
+func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayIndex) (*Run, error) {
+	seed := req.Seed
+	if seed == 0 {
+		seed = e.seed
+	}
+	if seed == 0 {
+		seed = e.exec.Seed()
+	}
+	req.Seed = seed
+	if req.RunID == "" {
+		req.RunID = base36("run_", mix(seed, saltRun))
+	}
+	if req.SessionID == "" {
+		req.SessionID = base36("sess_", mix(seed, saltSession))
+	}
+	if req.QueryID == "" {
+		req.QueryID = base36("qry_", mix(seed, saltQuery))
+	}
+	if req.Context.TraceID() == "" {
+		tc := troupe.NewContext(base36("trace_", mix(seed, saltTrace)), req.Context.Profile())
+		for k, v := range req.Context.MetadataMap() {
+			tc = tc.WithMetadata(k, v)
+		}
+		req.Context = tc
+	}
+	if req.Priority == "" {
+		req.Priority = troupe.PriorityMedium
+	}
+	pol := &e.policy
+	if req.Policy != nil {
+		if err := req.Policy.Validate(e.reg); err != nil {
+			return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "invalid error policy", Context: req.Context, Cause: err}
+		}
+		pol = req.Policy
+	}
+	if req.Budget.TimeSeconds < 0 || req.Budget.MaxCostDollars < 0 {
+		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
+	}
+	tc := req.Context
+	r := &Run{
+		e: e, id: req.RunID, tc: &tc, req: req, seed: seed, pol: pol,
+		human: req.Human, replay: replay, status: troupe.RunPlanning,
+		timeBudget: e.timeBudget, costBudget: e.costBudget,
+		done: make(chan struct{}),
+	}
+	if r.human == nil {
+		r.human = e.human
+	}
+	if b := req.Budget.TimeSeconds; b > 0 && secs(b) < r.timeBudget {
+		r.timeBudget = secs(b)
+	}
+	if c := req.Criteria; c != nil && c.TimeBudgetSeconds != nil && secs(*c.TimeBudgetSeconds) < r.timeBudget {
+		r.timeBudget = secs(*c.TimeBudgetSeconds)
+	}
+	if b := req.Budget.MaxCostDollars; b > 0 && b < r.costBudget {
+		r.costBudget = b
+	}
+	r.guards = append(slices.Clip(req.Guardrails), e.guards...)
+	r.state = maps.Clone(req.State)
+	if r.state == nil {
+		r.state = make(map[string]any)
+	}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	r.bg = context.WithoutCancel(ctx)
+	e.mu.Lock()
+	if _, dup := e.live[r.id]; dup {
+		e.mu.Unlock()
+		r.cancel(nil)
+		return nil, fmt.Errorf("engine: run %q is already live", r.id)
+	}
+	e.live[r.id] = r
+	e.mu.Unlock()
+	r.scope = e.exec.Scope(r.ctx)
+	return r, nil
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// ID returns the run id.
+func (r *Run) ID() string { return r.id }
+
+// Context returns the run's execution context.
+func (r *Run) Context() troupe.Context { return *r.tc }
+
+// Cancel cancels the run: in-flight dispatches are cancelled, nothing new starts, and the run
+// ends CANCELLED.
+func (r *Run) Cancel() { r.cancel(troupe.ErrCancelled) }
+
+// Done is closed when the run has appended its last event.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// begin runs INITIALIZE (agent setup) and PLAN, then starts the first stage. It runs on the
+// caller of Start or Resume.
+func (r *Run) begin(answers []troupe.Answer) {
+	now := r.e.exec.Now()
+	r.started, r.startedAt, r.updatedAt = now, now, now
+	p, planErr := r.e.planner.Plan(&r.req, r.e.reg)
+	setupErr := r.setupAgents(p)
+
+	r.mu.Lock()
+	kind := troupe.KindRunInitialized
+	if r.replay != nil {
+		kind = troupe.KindRunResumed
+	}
+	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: r.req, Seed: r.seed, Setup: r.setup}})
+	for i := range answers {
+		a := answers[i]
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: &a})
+	}
+	switch {
+	case setupErr != nil:
+		r.failLocked(troupe.StageInitialize, troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: setupErr.Error()}, "agent setup failed")
+	case planErr != nil:
+		r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: planErr.Error()}, "planning failed")
+	default:
+		r.plan = p
+		if r.replay != nil {
+			if err := r.replay.checkPlan(p); err != nil {
+				r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: err.Error()}, "resume diverged from the recorded run")
+				break
+			}
+		}
+		r.emitLocked(troupe.Event{Stage: troupe.StagePlan, Kind: troupe.KindPlanCreated, Data: p})
+		r.buildTasks(p)
+		r.status = troupe.RunExecuting
+		r.startStageLocked(0)
+	}
+	fin := r.claimFinishLocked()
+	r.mu.Unlock()
+	if fin {
+		r.finish()
+	}
+}
+
+func (r *Run) buildTasks(p *troupe.Plan) {
+	n := 0
+	all := make([]task, p.NumTasks())
+	r.stages = make([][]*task, len(p.Stages))
+	for i := range p.Stages {
+		st := &p.Stages[i]
+		r.stages[i] = make([]*task, len(st.Tasks))
+		for j := range st.Tasks {
+			t := &all[n]
+			t.t, t.step, t.index = &st.Tasks[j], i+1, n
+			r.stages[i][j] = t
+			n++
+		}
+	}
+}
+
+// setupAgents calls Setup on the planned agents and their fallbacks (seed 001: INITIALIZE is
+// where setup happens). On error the agents already set up are torn down.
+func (r *Run) setupAgents(p *troupe.Plan) error {
+	if p == nil {
+		return nil
+	}
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	for _, st := range p.Stages {
+		for _, t := range st.Tasks {
+			add(t.Agent)
+			for _, fb := range r.pol.FallbackAgents[t.Agent] {
+				add(fb)
+			}
+		}
+	}
+	for _, n := range names {
+		spec, ok := r.e.reg.Spec(n)
+		if !ok {
+			continue
+		}
+		s, ok := spec.Agent.(troupe.Setupper)
+		if !ok {
+			continue
+		}
+		if err := safeCall(func() error { return s.Setup(r.ctx) }); err != nil {
+			r.teardown()
+			return fmt.Errorf("setup of %s: %w", n, err)
+		}
+		r.setup = append(r.setup, n)
+	}
+	return nil
+}
+
+// teardown calls Teardown on every agent set up, in reverse order, each with its own bound.
+// It returns the problems as warnings.
+func (r *Run) teardown() []string {
+	var warns []string
+	for i := len(r.setup) - 1; i >= 0; i-- {
+		spec, _ := r.e.reg.Spec(r.setup[i])
+		td, ok := spec.Agent.(troupe.Teardowner)
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(r.bg, r.e.teardownTO)
+		if err := safeCall(func() error { return td.Teardown(ctx) }); err != nil {
+			warns = append(warns, fmt.Sprintf("teardown of %s: %v", r.setup[i], err))
+		}
+		cancel()
+	}
+	r.setup = nil
+	return warns
+}
+
+func safeCall(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &troupe.PanicError{Value: v, Stack: stack()}
+		}
+	}()
+	return f()
+}
+
+// emitLocked appends ev to the log (unless a resumed run already recorded it) and wakes the
+// watchers. A store failure stops the run: nothing more can be recorded.
+func (r *Run) emitLocked(ev troupe.Event) {
+	if r.err != nil {
+		return
+	}
+	if r.replay != nil && r.replay.recorded(&ev) {
+		return
+	}
+	r.seq++
+	ev.RunID, ev.Seq, ev.Context = r.id, r.seq, r.tc
+	ev.Time = r.e.exec.Now()
+	r.updatedAt = ev.Time
+	r.buf[0] = ev
+	err := r.e.store.Append(r.bg, r.buf[:]...)
+	r.buf[0] = troupe.Event{}
+	if err != nil {
+		r.seq--
+		r.err = &troupe.OrchestrationError{Stage: ev.Stage, Message: "cannot record event " + string(ev.Kind), Context: *r.tc, Cause: err}
+		r.cancel(r.err)
+	}
+	for _, w := range r.watchers {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// startStageLocked routes the tasks of stage i and starts as many as its cap allows.
+func (r *Run) startStageLocked(i int) {
+	for ; i < len(r.stages); i++ {
+		r.stage, r.next = i, 0
+		if r.stopping() {
+			return
+		}
+		for _, t := range r.stages[i] {
+			if !r.routeLocked(t) {
+				return
+			}
+		}
+		r.fillLocked()
+		if r.inflight > 0 || r.stopping() {
+			return
+		}
+		// Every task of the stage finished without running (budget, replay): go on.
+	}
+}
+
+func (r *Run) stopping() bool {
+	return r.failure != nil || r.pausing || r.err != nil || r.ctx.Err() != nil
+}
+
+// routeLocked makes the task's routing decision and records it.
+func (r *Run) routeLocked(t *task) bool {
+	in := troupe.RouteInput{Task: *t.t, Query: r.req.Query, ParsedQuery: r.req.ParsedQuery, State: r.state, Available: r.e.names}
+	d, err := r.e.router.Route(in, *r.tc)
+	if err == nil && !r.e.reg.Has(d.Target) {
+		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
+	}
+	if err != nil {
+		r.failLocked(troupe.StageRoute, troupe.ErrorInfo{Code: troupe.CodeUnknownAgent, Message: fmt.Sprintf("routing task %s: %v", t.t.ID, err)}, "routing failed")
+		return false
+	}
+	t.fallbacks = t.fallbacks[:0]
+	for _, fb := range append([]string{d.Fallback}, r.pol.FallbackAgents[d.Target]...) {
+		if fb != "" && fb != d.Target && !slices.Contains(t.fallbacks, fb) {
+			t.fallbacks = append(t.fallbacks, fb)
+		}
+	}
+	if d.Fallback == "" && len(t.fallbacks) > 0 && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
+		d.Fallback = t.fallbacks[0]
+	}
+	t.decision = d
+	r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.dispatchID(t, t.serial), Agent: d.Target, Data: &t.decision})
+	return true
+}
+
+func (r *Run) dispatchID(t *task, serial int) string {
+	return troupe.NewDispatchID(mix(r.seed, saltDispatch, uint64(t.index), uint64(serial)))
+}
+
+// fillLocked starts pending tasks of the current stage up to the stage's cap.
+func (r *Run) fillLocked() {
+	tasks := r.stages[r.stage]
+	limit := r.plan.Stages[r.stage].MaxConcurrency
+	if limit <= 0 {
+		limit = r.e.maxConc
+	}
+	for r.next < len(tasks) && r.inflight < limit && !r.stopping() {
+		t := tasks[r.next]
+		r.next++
+		if why := r.budgetLocked(); why != "" {
+			t.state = taskSkipped
+			continue
+		}
+		t.attempt = 1
+		r.dispatchLocked(t, t.decision.Target, t.decision.Reason, 0)
+	}
+}
+
+// budgetLocked says why no new dispatch may start, recording it once.
+func (r *Run) budgetLocked() string {
+	var why string
+	switch elapsed := r.e.exec.Now().Sub(r.started); {
+	case elapsed >= r.timeBudget:
+		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
+	case r.cost >= r.costBudget:
+		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget, r.cost)
+	case r.dispatches >= r.e.maxDisp:
+		why = fmt.Sprintf("dispatch limit of %d reached", r.e.maxDisp)
+	default:
+		return ""
+	}
+	if !r.budgetHit {
+		r.budgetHit = true
+		msg := why + "; no new dispatches start"
+		r.warnings = append(r.warnings, msg)
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindBudgetExhausted, Data: &troupe.Warning{Message: msg, Code: troupe.CodeBudget}})
+	}
+	return why
+}
+
+// dispatchLocked creates the next dispatch of t to agent and hands it to the executor (or, when
+// resuming, takes its recorded result).
+func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration) {
+	spec, _ := r.e.reg.Spec(agent)
+	c := &call{r: r, t: t, spec: spec, attempt: t.attempt}
+	id := r.dispatchID(t, t.serial)
+	t.serial++
+	t.state = taskRunning
+	r.dispatches++
+	now := r.e.exec.Now()
+	d := &c.d
+	d.DispatchID, d.SessionID, d.QueryID = id, r.req.SessionID, r.req.QueryID
+	d.TargetAgent, d.DispatchReason, d.Priority = agent, reason, r.req.Priority
+	d.Query, d.ParsedQuery, d.RAGContext, d.UserContext = r.req.Query, r.req.ParsedQuery, r.req.RAGContext, r.req.UserContext
+	if d.ParsedQuery == nil {
+		d.ParsedQuery = emptyParsed
+	}
+	d.ExecutionMode = troupe.Sequential
+	if len(r.stages[r.stage]) > 1 {
+		d.ExecutionMode = troupe.Parallel
+	}
+	d.UpstreamResults = r.upstream[:len(r.upstream):len(r.upstream)]
+	d.DependsOn = t.t.DependsOn
+	d.DispatchedAt = now.Add(delay)
+	d.CollectSignals = true
+	d.OptimizedPrompts = r.req.OptimizedPrompts[agent]
+	timeout := r.e.timeout
+	if spec.Timeout > 0 {
+		timeout = spec.Timeout
+	}
+	if s, ok := r.req.Timeouts[agent]; ok && s > 0 {
+		d.TimeoutSeconds = &s
+		timeout = secs(s)
+	}
+	if r.costBudget > r.cost {
+		left := r.costBudget - r.cost
+		d.MaxCostDollars = &left
+	}
+	c.deadline = now.Add(delay + timeout)
+	d.Bind(c)
+	r.calls = append(r.calls, c)
+	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchStarted, Step: t.step, DispatchID: id, Agent: agent, Data: d})
+	if rec, ok := r.replay.result(id); ok {
+		c.res = rec
+		c.replayed = true
+		r.inflight++
+		r.completeLocked(c)
+		return
+	}
+	r.inflight++
+	r.scope.Go(c, delay, c.deadline)
+}
+
+var emptyParsed = map[string]any{}
+
+// completeLocked records a finished dispatch and decides what comes next.
+func (r *Run) completeLocked(c *call) {
+	r.inflight--
+	t := c.t
+	res := c.res
+	if c.paused {
+		t.state = taskPaused
+		r.advanceLocked()
+		return
+	}
+	if !c.replayed {
+		kind := troupe.KindDispatchCompleted
+		if res.Status != troupe.StatusCompleted {
+			kind = troupe.KindDispatchFailed
+		}
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: kind, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Status: res.Status, Data: res})
+	}
+	if res.CostDollars != nil {
+		r.cost += *res.CostDollars
+	}
+	if len(res.Warnings) > 0 && r.pol.Warning() == troupe.WarnContinue {
+		for _, w := range res.Warnings {
+			r.warnings = append(r.warnings, res.AgentName+": "+w)
+		}
+	}
+	if res.Status == troupe.StatusCompleted {
+		r.succeedLocked(c, false)
+		r.advanceLocked()
+		return
+	}
+	r.errs = append(r.errs, res.Errors...)
+	f := policy.Failure{Status: res.Status, Attempt: c.attempt, Fallbacks: t.fallbacks, FallbacksUsed: t.fbUsed, HasPartial: len(res.AgentResult) > 0}
+	for _, e := range res.Errors {
+		f.Recoverable = f.Recoverable || e.Recoverable
+	}
+	if r.ctx.Err() != nil && r.failure == nil {
+		f.Status = troupe.StatusCancelled
+	}
+	act := policy.Decide(r.pol, f, mix(r.seed, saltJitter, uint64(t.index), uint64(t.serial)))
+	switch act.Kind {
+	case policy.Retry:
+		if r.stopping() {
+			break
+		}
+		if why := r.budgetLocked(); why != "" {
+			break
+		}
+		t.attempt++
+		next := r.dispatchID(t, t.serial)
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindRetryScheduled, Step: t.step, DispatchID: next, Agent: res.AgentName,
+			Data: &troupe.RetryScheduled{Attempt: t.attempt, Backoff: act.Backoff, Reason: act.Reason, NextID: next, PreviousID: res.DispatchID}})
+		r.dispatchLocked(t, res.AgentName, fmt.Sprintf("retry %d of %s: %s", t.attempt, res.AgentName, firstError(res)), act.Backoff)
+		return
+	case policy.Fallback:
+		if r.stopping() {
+			break
+		}
+		if why := r.budgetLocked(); why != "" {
+			break
+		}
+		t.fbUsed++
+		t.attempt = 1
+		if r.fallbacks == nil {
+			r.fallbacks = make(map[string]string)
+		}
+		r.fallbacks[t.decision.Target] = act.Agent
+		d := &troupe.RoutingDecision{Target: act.Agent, Reason: fmt.Sprintf("fallback for %s, which failed: %s", res.AgentName, firstError(res)),
+			Metadata: map[string]any{"primary": t.decision.Target, "fallback_index": t.fbUsed}}
+		r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.dispatchID(t, t.serial), Agent: act.Agent, Data: d})
+		r.dispatchLocked(t, act.Agent, d.Reason, 0)
+		return
+	case policy.UsePartial:
+		r.warnings = append(r.warnings, fmt.Sprintf("%s: timed out; its partial result is used", res.AgentName))
+		r.succeedLocked(c, true)
+		r.advanceLocked()
+		return
+	case policy.FailRun:
+		info := troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: res.AgentName + ": " + firstError(res)}
+		if len(res.Errors) > 0 {
+			info = res.Errors[0]
+			info.Message = res.AgentName + ": " + info.Message
+		}
+		r.failLocked(troupe.StageExecute, info, act.Reason)
+	}
+	t.state, t.final = taskDone, res
+	r.advanceLocked()
+}
+
+func firstError(res *troupe.Result) string {
+	if len(res.Errors) > 0 {
+		return res.Errors[0].Message
+	}
+	return string(res.Status)
+}
+
+// succeedLocked records a usable result: session state writes, upstream results.
+func (r *Run) succeedLocked(c *call, partial bool) {
+	t, res := c.t, c.res
+	t.state, t.final, t.partial = taskDone, res, partial
+	var delta map[string]any
+	for _, k := range c.spec.Writes {
+		if v, ok := res.AgentResult[k]; ok {
+			if delta == nil {
+				delta = make(map[string]any, len(c.spec.Writes))
+			}
+			delta[k] = v
+		}
+	}
+	if delta != nil {
+		maps.Copy(r.state, delta)
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindStateDelta, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Data: &troupe.StateDelta{Set: delta}})
+	}
+	r.upstream = append(r.upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
+		Confidence: res.Confidence, Summary: res.Summary(), Handoff: res.Handoff})
+	r.order = append(r.order, res.AgentName)
+}
+
+// failLocked marks the run failed: nothing new starts and in-flight dispatches are cancelled.
+func (r *Run) failLocked(stage troupe.Stage, info troupe.ErrorInfo, reason string) {
+	if r.failure != nil {
+		return
+	}
+	r.failure = &info
+	r.failReason = reason
+	r.failStage = stage
+	r.cancel(errFailFast)
+}
+
+var errFailFast = errors.New("engine: run failed")
+
+// advanceLocked moves to the next stage when the current one is done.
+func (r *Run) advanceLocked() {
+	if r.inflight > 0 {
+		return
+	}
+	if r.stages != nil && r.stage < len(r.stages) && !r.stopping() {
+		r.fillLocked()
+		if r.inflight > 0 {
+			return
+		}
+		r.startStageLocked(r.stage + 1)
+	}
+}
+
+// claimFinishLocked reports whether the caller must run the closing sequence: the run has no
+// work in flight and nothing more to start, and nobody claimed it yet.
+func (r *Run) claimFinishLocked() bool {
+	if r.finishing || r.inflight > 0 {
+		return false
+	}
+	if !r.stopping() && r.stages != nil && r.stage < len(r.stages) && (r.next < len(r.stages[r.stage]) || r.stage < len(r.stages)-1) {
+		return false
+	}
+	r.finishing = true
+	return true
+}
+
+// finish aggregates, tears agents down and appends the terminal event (or run_paused).
+func (r *Run) finish() {
+	r.mu.Lock()
+	var out troupe.Outcome
+	var stage troupe.Stage
+	var kind troupe.Kind
+	aggregateIt := false
+	switch {
+	case r.err != nil:
+		// The log is broken: nothing more can be recorded.
+	case r.failure != nil:
+		out = troupe.Outcome{Status: troupe.RunFailed, Error: r.failure}
+		stage, kind = troupe.StageFailed, troupe.KindRunFailed
+		aggregateIt = r.failStage == troupe.StageExecute
+	case r.ctx.Err() != nil:
+		out = troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: causeText(r.ctx)}}
+		stage, kind = troupe.StageCancelled, troupe.KindRunCancelled
+	case r.pausing:
+		out = troupe.Outcome{Status: troupe.RunPaused, Questions: slices.Clone(r.questions)}
+		stage, kind = troupe.StagePaused, troupe.KindRunPaused
+	default:
+		succeeded, total := r.tally()
+		v := policy.Judge(r.pol, succeeded, total)
+		aggregateIt = true
+		if v.OK {
+			out = troupe.Outcome{Status: troupe.RunCompleted}
+			stage, kind = troupe.StageComplete, troupe.KindRunCompleted
+			if v.Reason != "" {
+				r.warnings = append(r.warnings, v.Reason)
+			}
+		} else {
+			out = troupe.Outcome{Status: troupe.RunFailed, Error: &troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: v.Reason}}
+			stage, kind = troupe.StageFailed, troupe.KindRunFailed
+			r.failure, r.failReason, r.failStage = out.Error, v.Reason, troupe.StageAggregate
+		}
+	}
+	if aggregateIt && r.err == nil {
+		r.status = troupe.RunAggregating
+		r.aggregateLocked()
+	}
+	r.mu.Unlock()
+
+	warns := r.teardown()
+
+	r.mu.Lock()
+	if kind != "" && r.err == nil {
+		r.warnings = append(r.warnings, warns...)
+		out.Fallback = r.fallbacks
+		out.Failed, out.Skipped = r.unfinished()
+		r.status = out.Status
+		r.emitLocked(troupe.Event{Stage: stage, Kind: kind, Status: statusOf(out.Status), Data: &out})
+	}
+	r.finished = true
+	ws := r.watchers
+	r.mu.Unlock()
+	for _, w := range ws {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+	r.e.mu.Lock()
+	delete(r.e.live, r.id)
+	r.e.mu.Unlock()
+	r.cancel(nil) // release the run's context
+	close(r.done)
+}
+
+func statusOf(s troupe.RunStatus) troupe.Status {
+	switch s {
+	case troupe.RunCompleted:
+		return troupe.StatusCompleted
+	case troupe.RunCancelled:
+		return troupe.StatusCancelled
+	case troupe.RunFailed:
+		return troupe.StatusFailed
+	}
+	return ""
+}
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil {
+		return c.Error()
+	}
+	return "cancelled"
+}
+
+// tally counts planned tasks and those that ended with a usable result.
+func (r *Run) tally() (succeeded, total int) {
+	for _, st := range r.stages {
+		for _, t := range st {
+			total++
+			if t.final != nil && (t.final.Status == troupe.StatusCompleted || t.partial) {
+				succeeded++
+			}
+		}
+	}
+	return
+}
+
+// unfinished lists agents whose final result is not completed, and planned agents never run.
+func (r *Run) unfinished() (failed, skipped []string) {
+	for _, st := range r.stages {
+		for _, t := range st {
+			switch {
+			case t.final != nil && t.final.Status != troupe.StatusCompleted && !t.partial:
+				failed = append(failed, t.final.AgentName)
+			case t.final == nil:
+				skipped = append(skipped, t.t.Agent)
+			}
+		}
+	}
+	return
+}
+
+func (r *Run) aggregateLocked() {
+	results := make([]*troupe.Result, 0, len(r.order))
+	for _, st := range r.stages {
+		for _, t := range st {
+			if t.final != nil {
+				results = append(results, t.final)
+			}
+		}
+	}
+	agg, err := aggregate.Combine(results, aggregate.Options{Strategy: r.e.strategy, ExecutionOrder: r.order,
+		TotalExecutionTimeMS: r.e.exec.Now().Sub(r.startedAt).Milliseconds()})
+	if err != nil {
+		r.warnings = append(r.warnings, "aggregation: "+err.Error())
+		return
+	}
+	agg.Warnings = append(agg.Warnings, r.warnings...)
+	r.agg = agg
+	r.emitLocked(troupe.Event{Stage: troupe.StageAggregate, Kind: troupe.KindRunAggregated, Data: agg})
+}
+
+// State returns a copy of the run's seed-000 orchestrator state, at any point of the run.
+func (r *Run) State() troupe.OrchestratorState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := troupe.OrchestratorState{
+		RunID: r.id, SessionID: r.req.SessionID, QueryID: r.req.QueryID,
+		CurrentStage: r.stage, StartedAt: r.startedAt, UpdatedAt: r.updatedAt,
+		TotalExecutionTimeMS: r.updatedAt.Sub(r.startedAt).Milliseconds(),
+		DispatchedAgents:     map[string]*troupe.Dispatch{}, CompletedAgents: map[string]*troupe.Result{}, FailedAgents: map[string]*troupe.Result{},
+		Errors: slices.Clone(r.errs), Warnings: slices.Clone(r.warnings), Status: r.status,
+		SessionState: maps.Clone(r.state), Aggregation: r.agg,
+	}
+	if s.Errors == nil {
+		s.Errors = []troupe.ErrorInfo{}
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
+	}
+	if r.failure != nil {
+		s.Errors = append(s.Errors, *r.failure)
+	}
+	if r.plan != nil {
+		s.ExecutionPlan = r.plan.ExecutionPlan()
+	}
+	for _, c := range r.calls {
+		s.DispatchedAgents[c.d.TargetAgent] = &c.d
+	}
+	for _, st := range r.stages {
+		for _, t := range st {
+			if t.final == nil {
+				continue
+			}
+			if t.final.Status == troupe.StatusCompleted {
+				s.CompletedAgents[t.final.AgentName] = t.final
+			} else {
+				s.FailedAgents[t.final.AgentName] = t.final
+			}
+		}
+	}
+	return s
+}
+
+// Aggregation returns the run's aggregation once it has one.
+func (r *Run) Aggregation() *troupe.Aggregation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.agg
+}
+
+// Err returns the error that stopped the run from being recorded, if any.
+func (r *Run) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+

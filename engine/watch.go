@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"iter"
+	"slices"
+
+	"github.com/troupehq/troupe"
+)
+
+// Events returns the run's events from the log as they are appended, ending with the terminal
+// event or run_paused. For a resumed run it starts at the first event of the resumption. If ctx
+// ends first, its error is yielded; the run itself goes on.
+func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
+	return func(yield func(troupe.Event, error) bool) {
+		w := make(chan struct{}, 1)
+		r.mu.Lock()
+		r.watchers = append(r.watchers, w)
+		after := r.firstSeq
+		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			if i := slices.Index(r.watchers, w); i >= 0 {
+				r.watchers = slices.Delete(r.watchers, i, i+1)
+			}
+			r.mu.Unlock()
+		}()
+		for {
+			evs, err := r.e.store.Events(r.bg, r.id, after)
+			if err != nil {
+				yield(troupe.Event{}, err)
+				return
+			}
+			for _, ev := range evs {
+				after = ev.Seq
+				if !yield(ev, nil) {
+					return
+				}
+				if ev.Stage.Terminal() || ev.Kind == troupe.KindRunPaused {
+					return
+				}
+			}
+			r.mu.Lock()
+			fin, seq, rerr := r.finished, r.seq, r.err
+			r.mu.Unlock()
+			if after < seq {
+				continue
+			}
+			if fin {
+				if rerr != nil {
+					yield(troupe.Event{}, rerr)
+				}
+				return
+			}
+			select {
+			case <-w:
+			case <-r.done:
+			case <-ctx.Done():
+				yield(troupe.Event{}, context.Cause(ctx))
+				return
+			}
+		}
+	}
+}
+
+// wait blocks until the run has finished and every goroutine it started has returned (or was
+// left behind past its deadline).
+func (r *Run) wait() {
+	<-r.done
+	r.waitOnce.Do(r.scope.Wait)
+}
+
+// Wait blocks until the run ends (or pauses) and its goroutines are done, then returns its
+// final state. The error is nil for a completed run; otherwise an *troupe.OrchestrationError
+// whose cause is troupe.ErrCancelled, troupe.ErrPaused or the failure. If ctx ends first,
+// Wait returns ctx's error and the run goes on.
+func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return r.State(), context.Cause(ctx)
+	}
+	r.wait()
+	st := r.State()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return st, r.err
+	}
+	oe := &troupe.OrchestrationError{Context: *r.tc}
+	switch st.Status {
+	case troupe.RunCompleted:
+		return st, nil
+	case troupe.RunPaused:
+		oe.Stage, oe.Message, oe.Cause, oe.Recoverable = troupe.StagePaused, "waiting for a human", troupe.ErrPaused, true
+	case troupe.RunCancelled:
+		oe.Stage, oe.Message, oe.Cause = troupe.StageCancelled, causeText(r.ctx), troupe.ErrCancelled
+	default:
+		oe.Stage, oe.Message = r.failStage, r.failReason
+		if r.failure != nil {
+			oe.Message = joinReason(r.failReason, r.failure.Message)
+			oe.Recoverable = r.failure.Recoverable
+			oe.Metadata = map[string]any{"code": r.failure.Code}
+		}
+		if len(r.fallbacks) > 0 {
+			if oe.Metadata == nil {
+				oe.Metadata = map[string]any{}
+			}
+			oe.Metadata["fallback"] = r.fallbacks
+		}
+	}
+	return st, oe
+}
+
+func joinReason(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ": " + b
+}

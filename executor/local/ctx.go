@@ -1,0 +1,106 @@
+package local
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// jobCtx is the context a job's Run receives. It is cancelled by its scope (deadline, run
+// cancellation) rather than by a timer of its own, which keeps a dispatch to one allocation.
+// It implements the AfterFunc method the context package looks for, so contexts derived from it
+// need no watcher goroutine.
+type jobCtx struct {
+	parent   context.Context
+	deadline time.Time
+
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	afters map[*afterFunc]struct{}
+}
+
+type afterFunc struct{ f func() }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (c *jobCtx) Deadline() (time.Time, bool) {
+	pd, ok := c.parent.Deadline()
+	if c.deadline.IsZero() {
+		return pd, ok
+	}
+	if ok && pd.Before(c.deadline) {
+		return pd, true
+	}
+	return c.deadline, true
+}
+
+func (c *jobCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		if c.err != nil {
+			return closedChan
+		}
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
+func (c *jobCtx) Err() error {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.parent.Err()
+}
+
+func (c *jobCtx) Value(key any) any { return c.parent.Value(key) }
+
+// cancel sets err (first one wins), closes Done and runs registered after-funcs.
+func (c *jobCtx) cancel(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+	afters := c.afters
+	c.afters = nil
+	c.mu.Unlock()
+	for a := range afters {
+		a.f()
+	}
+}
+
+// AfterFunc is used by context.WithCancel and friends on a child of c: f cancels the child.
+func (c *jobCtx) AfterFunc(f func()) (stop func() bool) {
+	a := &afterFunc{f: f}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	if c.afters == nil {
+		c.afters = make(map[*afterFunc]struct{})
+	}
+	c.afters[a] = struct{}{}
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, ok := c.afters[a]; ok {
+			delete(c.afters, a)
+			return true
+		}
+		return false
+	}
+}
+
+func (c *jobCtx) String() string { return "troupe.jobCtx" }

@@ -1,0 +1,343 @@
+// Package local is troupe's in-process executor: a run's dispatches run on goroutines of this
+// process, with deadlines that hold even against an agent that ignores its context.
+//
+// Each run gets a scope that owns its goroutines. A goroutine that finishes a job picks up the
+// next one the engine hands out while it was finishing (a sequential chain runs on one
+// goroutine), and a new goroutine is started only when more jobs are ready than goroutines
+// free to take them. Deadlines of all of a run's jobs share one timer. When a deadline passes
+// first, the job is reported expired and its goroutine becomes a straggler: the run goes on,
+// and Executor.Drain waits for stragglers to return.
+package local
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupehq/troupe"
+)
+
+// Config configures an Executor. The zero value is ready to use.
+type Config struct {
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
+	// Entropy returns seeds for runs without one; nil means math/rand/v2's runtime-seeded source.
+	Entropy func() uint64
+	// CancelGrace is how long a job may run on after its run is cancelled before it is reported
+	// expired and left behind; 0 means one second.
+	CancelGrace time.Duration
+}
+
+// Executor runs jobs on goroutines. It is safe for concurrent use.
+type Executor struct {
+	clock      func() time.Time
+	entropy    func() uint64
+	grace      time.Duration
+	stragglers sync.WaitGroup
+	nStraggle  atomic.Int64
+}
+
+// New returns an executor.
+func New(cfg Config) *Executor {
+	e := &Executor{clock: cfg.Clock, entropy: cfg.Entropy, grace: cfg.CancelGrace}
+	if e.clock == nil {
+		e.clock = time.Now
+	}
+	if e.entropy == nil {
+		e.entropy = rand.Uint64
+	}
+	if e.grace <= 0 {
+		e.grace = time.Second
+	}
+	return e
+}
+
+// Now returns the executor's clock.
+func (e *Executor) Now() time.Time { return e.clock() }
+
+// Seed returns fresh entropy.
+func (e *Executor) Seed() uint64 { return e.entropy() }
+
+// Stragglers returns how many abandoned jobs are still running.
+func (e *Executor) Stragglers() int64 { return e.nStraggle.Load() }
+
+// Drain waits until every straggler has returned or ctx is done.
+func (e *Executor) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { e.stragglers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		// The waiting goroutine ends with the last straggler.
+		return context.Cause(ctx)
+	}
+}
+
+// ErrDeadline is the cause a job's context carries when its deadline passes.
+var ErrDeadline = errors.New("local: job deadline exceeded")
+
+const (
+	stateQueued int32 = iota
+	stateRunning
+	stateDone
+)
+
+type job struct {
+	j        troupe.Job
+	ctx      jobCtx
+	state    atomic.Int32
+	heapIdx  int
+	deadline time.Time
+	delay    *time.Timer
+}
+
+// Scope returns a new scope whose jobs are cancelled with ctx.
+func (e *Executor) Scope(ctx context.Context) troupe.Scope {
+	s := &scope{e: e, ctx: ctx, cancelDone: make(chan struct{})}
+	s.stopCancel = context.AfterFunc(ctx, s.cancelAll)
+	return s
+}
+
+type scope struct {
+	e   *Executor
+	ctx context.Context
+
+	mu        sync.Mutex
+	queue     []*job
+	releasing int // workers inside Done that will take a queued job before exiting
+	running   deadlineHeap
+	delayed   map[*job]struct{}
+	timer     *time.Timer
+	timerAt   time.Time
+	cancelled bool
+
+	active     sync.WaitGroup
+	stopCancel func() bool
+	cancelDone chan struct{}
+}
+
+func (s *scope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
+	jb := &job{j: j, deadline: deadline, heapIdx: -1}
+	jb.ctx.parent = s.ctx
+	jb.ctx.deadline = deadline
+	if delay > 0 {
+		s.mu.Lock()
+		if !s.cancelled {
+			s.active.Add(1)
+			if s.delayed == nil {
+				s.delayed = make(map[*job]struct{})
+			}
+			s.delayed[jb] = struct{}{}
+			jb.delay = time.AfterFunc(delay, func() {
+				s.mu.Lock()
+				_, still := s.delayed[jb]
+				delete(s.delayed, jb)
+				s.mu.Unlock()
+				if still {
+					s.enqueue(jb)
+				}
+				s.active.Done()
+			})
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+	s.enqueue(jb)
+}
+
+// enqueue makes jb ready and starts a goroutine unless a finishing worker will take it.
+func (s *scope) enqueue(jb *job) {
+	s.mu.Lock()
+	s.queue = append(s.queue, jb)
+	spawn := len(s.queue) > s.releasing
+	if spawn {
+		s.active.Add(1)
+	}
+	s.mu.Unlock()
+	if spawn {
+		go s.worker()
+	}
+}
+
+func (s *scope) worker() {
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			s.active.Done()
+			return
+		}
+		jb := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		if len(s.queue) == 0 {
+			s.queue = s.queue[:0:0]
+		}
+		jb.state.Store(stateRunning)
+		if s.cancelled {
+			jb.ctx.cancel(context.Cause(s.ctx))
+			jb.deadline = earliest(jb.deadline, s.e.clock().Add(s.e.grace))
+		}
+		if !jb.deadline.IsZero() {
+			heap.Push(&s.running, jb)
+			s.armLocked()
+		}
+		s.mu.Unlock()
+
+		jb.j.Run(&jb.ctx)
+
+		s.mu.Lock()
+		if jb.heapIdx >= 0 {
+			heap.Remove(&s.running, jb.heapIdx)
+		}
+		if !jb.state.CompareAndSwap(stateRunning, stateDone) {
+			// Expired while running: Done was called by the timer, and this goroutine's share
+			// of the scope was handed to the executor's stragglers.
+			s.mu.Unlock()
+			s.e.nStraggle.Add(-1)
+			s.e.stragglers.Done()
+			return
+		}
+		s.releasing++
+		s.mu.Unlock()
+		jb.j.Done(false)
+		s.mu.Lock()
+		s.releasing--
+		s.mu.Unlock()
+	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// armLocked points the scope's timer at the earliest running deadline.
+func (s *scope) armLocked() {
+	if len(s.running) == 0 {
+		return
+	}
+	at := s.running[0].deadline
+	if s.timer != nil && !s.timerAt.IsZero() && !at.Before(s.timerAt) {
+		return
+	}
+	d := at.Sub(s.e.clock())
+	s.timerAt = at
+	if s.timer == nil {
+		s.timer = time.AfterFunc(d, s.expire)
+	} else {
+		s.timer.Reset(d)
+	}
+}
+
+// expire runs on the timer's goroutine: every job past its deadline is reported expired.
+func (s *scope) expire() {
+	s.mu.Lock()
+	s.timerAt = time.Time{}
+	now := s.e.clock()
+	var expired []*job
+	for len(s.running) > 0 && !s.running[0].deadline.After(now) {
+		jb := heap.Pop(&s.running).(*job)
+		if jb.state.CompareAndSwap(stateRunning, stateDone) {
+			expired = append(expired, jb)
+		}
+	}
+	if len(expired) > 0 {
+		// Hold the scope open while Done runs here; hand each expired worker to the executor.
+		s.active.Add(1)
+		for range expired {
+			s.e.stragglers.Add(1)
+			s.e.nStraggle.Add(1)
+			s.active.Done()
+		}
+	}
+	s.armLocked()
+	s.mu.Unlock()
+	for _, jb := range expired {
+		jb.ctx.cancel(ErrDeadline)
+		jb.j.Done(true)
+	}
+	if len(expired) > 0 {
+		s.active.Done()
+	}
+}
+
+// cancelAll runs when the scope's context is done: running jobs are cancelled and get the
+// grace period before they are left behind; delayed jobs start at once (and see the cancel).
+func (s *scope) cancelAll() {
+	defer close(s.cancelDone)
+	cause := context.Cause(s.ctx)
+	s.mu.Lock()
+	s.cancelled = true
+	limit := s.e.clock().Add(s.e.grace)
+	var cancel []*job
+	for _, jb := range s.running {
+		cancel = append(cancel, jb)
+		if jb.deadline.After(limit) {
+			jb.deadline = limit
+		}
+	}
+	heap.Init(&s.running)
+	s.timerAt = time.Time{}
+	s.armLocked()
+	var ready []*job
+	for jb := range s.delayed {
+		if jb.delay.Stop() {
+			ready = append(ready, jb)
+			delete(s.delayed, jb)
+		}
+	}
+	s.mu.Unlock()
+	for _, jb := range cancel {
+		jb.ctx.cancel(cause)
+	}
+	for _, jb := range ready {
+		s.enqueue(jb)
+		s.active.Done() // the delay timer's share
+	}
+}
+
+func (s *scope) Wait() {
+	s.active.Wait()
+	if !s.stopCancel() {
+		<-s.cancelDone
+		s.active.Wait() // cancelAll may have started delayed jobs
+	}
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+}
+
+type deadlineHeap []*job
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h deadlineHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+func (h *deadlineHeap) Push(x any) {
+	jb := x.(*job)
+	jb.heapIdx = len(*h)
+	*h = append(*h, jb)
+}
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	n := len(old)
+	jb := old[n-1]
+	old[n-1] = nil
+	jb.heapIdx = -1
+	*h = old[:n-1]
+	return jb
+}

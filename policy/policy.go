@@ -1,0 +1,164 @@
+// Package policy decides what a run does when a dispatch fails, times out or the run ends with
+// failures: retry with backoff, fall back to another agent, use a partial result, skip and go
+// on, or fail the run. It is pure: the same policy, failure and random draw give the same
+// action; the engine supplies the draw from the run's seed, so jitter is reproducible.
+package policy
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/troupehq/troupe"
+)
+
+// Kind is what to do about a failed dispatch.
+type Kind uint8
+
+// Action kinds.
+const (
+	Skip       Kind = iota + 1 // record the failure, go on with the run
+	Retry                      // dispatch the same agent again after Backoff
+	Fallback                   // dispatch Agent instead
+	UsePartial                 // take the partial result the agent reported before timing out
+	FailRun                    // stop the run: FAILED
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Skip:
+		return "skip"
+	case Retry:
+		return "retry"
+	case Fallback:
+		return "fallback"
+	case UsePartial:
+		return "use_partial"
+	case FailRun:
+		return "fail_run"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Failure describes one dispatch that did not complete.
+type Failure struct {
+	Status        troupe.Status // failed, timeout or cancelled
+	Recoverable   bool          // from the agent's error (seed 003's recoverable flag)
+	Attempt       int           // attempt of the same agent that just failed, from 1
+	Fallbacks     []string      // fallback agents for the task's primary, in order
+	FallbacksUsed int           // how many of Fallbacks were already tried
+	HasPartial    bool          // the agent reported a partial result
+}
+
+// Action is the decision.
+type Action struct {
+	Kind    Kind
+	Backoff time.Duration // for Retry
+	Agent   string        // for Fallback
+	Reason  string        // a sentence for the event log
+}
+
+// Decide applies p to f. rnd is a uniformly random 64-bit draw used for jitter only. The rules,
+// in order (seed 000's error propagation flow, with seed 001's strategies as on_error):
+//
+//   - cancelled: Skip (the run is ending anyway).
+//   - timeout: on_timeout fail_fast → FailRun; use_partial with a partial result → UsePartial;
+//     otherwise Skip.
+//   - failed, on_error retry or fallback, recoverable, attempts left → Retry with backoff.
+//   - failed, on_error fallback, fallback enabled, an untried fallback agent → Fallback.
+//   - failed, on_error continue → Skip.
+//   - otherwise → FailRun.
+func Decide(p *troupe.ErrorPolicy, f Failure, rnd uint64) Action {
+	switch f.Status {
+	case troupe.StatusCancelled:
+		return Action{Kind: Skip, Reason: "dispatch cancelled"}
+	case troupe.StatusTimeout:
+		switch p.Timeout() {
+		case troupe.TimeoutFailFast:
+			return Action{Kind: FailRun, Reason: "timed out and on_timeout is fail_fast"}
+		case troupe.TimeoutUsePartial:
+			if f.HasPartial {
+				return Action{Kind: UsePartial, Reason: "timed out; using the partial result it reported (on_timeout use_partial)"}
+			}
+			return Action{Kind: Skip, Reason: "timed out with no partial result; skipping (on_timeout use_partial)"}
+		}
+		return Action{Kind: Skip, Reason: "timed out; skipping (on_timeout skip_agent)"}
+	}
+	onErr := p.Error()
+	if (onErr == troupe.Retry || onErr == troupe.Fallback) && f.Recoverable && f.Attempt < p.Retry.Attempts() {
+		b := Backoff(p.Retry, f.Attempt+1, rnd)
+		return Action{Kind: Retry, Backoff: b, Reason: fmt.Sprintf("recoverable failure; retry %d of %d after %v (on_error %s)", f.Attempt+1, p.Retry.Attempts(), b, onErr)}
+	}
+	if onErr == troupe.Fallback && p.FallbackEnabled() && f.FallbacksUsed < len(f.Fallbacks) {
+		fb := f.Fallbacks[f.FallbacksUsed]
+		return Action{Kind: Fallback, Agent: fb, Reason: fmt.Sprintf("falling back to %s (on_error fallback)", fb)}
+	}
+	switch onErr {
+	case troupe.Continue:
+		return Action{Kind: Skip, Reason: "failure recorded; continuing (on_error continue)"}
+	case troupe.Retry:
+		return Action{Kind: FailRun, Reason: "failed after retries (on_error retry)"}
+	case troupe.Fallback:
+		if !p.FallbackEnabled() {
+			return Action{Kind: FailRun, Reason: "failed and fallback is disabled (enable_fallback false)"}
+		}
+		return Action{Kind: FailRun, Reason: "failed and no fallback agent is left (on_error fallback)"}
+	}
+	return Action{Kind: FailRun, Reason: "failed (on_error fail_fast)"}
+}
+
+// Backoff defaults for a zero RetryPolicy.
+const (
+	DefaultInitialBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff     = 10 * time.Second
+	DefaultMultiplier     = 2.0
+)
+
+// Backoff returns the wait before attempt (from 2): Initial·Multiplier^(attempt-2), capped at
+// Max, then scaled by 1 ± Jitter using rnd. Zero fields take the defaults above.
+func Backoff(r troupe.RetryPolicy, attempt int, rnd uint64) time.Duration {
+	initial, maxB, mult := r.Initial, r.Max, r.Multiplier
+	if initial <= 0 {
+		initial = DefaultInitialBackoff
+	}
+	if maxB <= 0 {
+		maxB = DefaultMaxBackoff
+	}
+	if mult <= 0 {
+		mult = DefaultMultiplier
+	}
+	if attempt < 2 {
+		attempt = 2
+	}
+	w := float64(initial) * math.Pow(mult, float64(attempt-2))
+	if w > float64(maxB) {
+		w = float64(maxB)
+	}
+	if r.Jitter > 0 {
+		u := float64(rnd>>11) / (1 << 53) // [0, 1)
+		w *= 1 + r.Jitter*(2*u-1)
+	}
+	return time.Duration(w)
+}
+
+// Verdict is the judgement of a whole run once its dispatches are done.
+type Verdict struct {
+	OK     bool
+	Reason string
+}
+
+// Judge applies allow_partial_results and min_success_rate to a run in which succeeded of total
+// planned tasks completed (a task completed through a fallback or a partial result counts).
+func Judge(p *troupe.ErrorPolicy, succeeded, total int) Verdict {
+	if total == 0 || succeeded == total {
+		return Verdict{OK: true}
+	}
+	if !p.PartialAllowed() {
+		return Verdict{Reason: fmt.Sprintf("%d of %d agents did not complete and allow_partial_results is false", total-succeeded, total)}
+	}
+	rate := float64(succeeded) / float64(total)
+	if rate < p.MinSuccess() {
+		return Verdict{Reason: fmt.Sprintf("success rate %.2f (%d of %d) is below min_success_rate %.2f", rate, succeeded, total, p.MinSuccess())}
+	}
+	return Verdict{OK: true, Reason: fmt.Sprintf("partial results: %d of %d agents completed", succeeded, total)}
+}

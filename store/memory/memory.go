@@ -1,0 +1,97 @@
+// Package memory is troupe's in-memory Store: run logs kept in process memory, for tests,
+// the CLI and single-process servers that need no durability.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/troupehq/troupe"
+)
+
+// Store keeps every run's events in memory. The zero value is not usable; call New. A Store is
+// safe for concurrent use; events it returns share payloads with what was appended, which the
+// engine never modifies after appending.
+type Store struct {
+	mu   sync.RWMutex
+	runs map[string]*runLog
+}
+
+type runLog struct {
+	mu     sync.RWMutex
+	events []troupe.Event
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{runs: make(map[string]*runLog)} }
+
+func (s *Store) log(runID string, create bool) *runLog {
+	s.mu.RLock()
+	l := s.runs[runID]
+	s.mu.RUnlock()
+	if l != nil || !create {
+		return l
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l = s.runs[runID]; l == nil {
+		l = &runLog{events: make([]troupe.Event, 0, 8)}
+		s.runs[runID] = l
+	}
+	return l
+}
+
+// Append adds events to their runs' logs. Each event's Seq must be one more than the last of its
+// run (the first is 1); otherwise nothing of that event onward is appended and the error wraps
+// troupe.ErrSeqConflict.
+func (s *Store) Append(ctx context.Context, events ...troupe.Event) error {
+	for i := range events {
+		ev := &events[i]
+		l := s.log(ev.RunID, ev.Seq == 1)
+		if l == nil {
+			return fmt.Errorf("memory: append %s seq %d: %w", ev.RunID, ev.Seq, troupe.ErrRunNotFound)
+		}
+		l.mu.Lock()
+		if want := int64(len(l.events)) + 1; ev.Seq != want {
+			l.mu.Unlock()
+			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", ev.RunID, ev.Seq, want, troupe.ErrSeqConflict)
+		}
+		l.events = append(l.events, *ev)
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// Events returns the events of runID with Seq > after. The slice is a read-only view of the log
+// (appends never write into it), so reading a live run's log costs no copy; neither the slice
+// nor the payloads may be modified.
+func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe.Event, error) {
+	l := s.log(runID, false)
+	if l == nil {
+		return nil, fmt.Errorf("memory: run %q: %w", runID, troupe.ErrRunNotFound)
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if after < 0 {
+		after = 0
+	}
+	if after >= int64(len(l.events)) {
+		return nil, nil
+	}
+	n := int64(len(l.events))
+	return l.events[after:n:n], nil
+}
+
+// Runs returns the ids of every run in the store, sorted.
+func (s *Store) Runs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := make([]string, 0, len(s.runs))
+	for id := range s.runs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
