@@ -92,6 +92,9 @@ func (c *Context) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
+	if j.Profile == "" && j.TraceID != "" {
+		j.Profile = DefaultProfile // seed 001: profile defaults to "default", as in NewContext
+	}
 	*c = Context{traceID: j.TraceID, profile: j.Profile, metadata: j.Metadata, parent: j.Parent}
 	return nil
 }

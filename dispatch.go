@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -248,19 +250,20 @@ var dispatchRequired = []string{"dispatch_id", "session_id", "query_id", "target
 // execution_mode, collect_signals, dispatched_at = now), and validates it against agents. A
 // missing required field, a wrongly typed field and every rule of Validate are reported.
 func DecodeDispatch(data []byte, agents AgentSet, now time.Time) (*Dispatch, error) {
-	present, err := decodeKeys("dispatch", data)
+	raw, present, err := decodeKeys("dispatch", data)
 	if err != nil {
 		return nil, err
 	}
 	var es ValidationErrors
 	for _, k := range dispatchRequired {
-		if _, ok := present[k]; !ok {
+		if !present[k] {
 			es = append(es, &ValidationError{Object: "dispatch", Field: k, Problem: "required", Err: ErrInvalidDispatch})
 		}
 	}
 	d := NewDispatch()
-	if err := strictField("dispatch", json.Unmarshal(data, d)); err != nil {
-		return nil, err
+	if err := json.Unmarshal(data, d); err != nil {
+		d = NewDispatch()
+		es = append(es, decodeMembers("dispatch", raw, d)...)
 	}
 	if _, ok := present["dispatched_at"]; !ok {
 		d.DispatchedAt = now
@@ -287,20 +290,44 @@ func containsField(es ValidationErrors, f string) bool {
 	return false
 }
 
-// decodeKeys returns which top-level keys of a JSON object are present (and whether non-null).
-func decodeKeys(object string, data []byte) (map[string]bool, error) {
+// decodeKeys returns the top-level members of a JSON object and which keys are present: a key
+// is present when its value is not null (pydantic rejects None for a required field).
+func decodeKeys(object string, data []byte) (map[string]json.RawMessage, map[string]bool, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, strictField(object, err)
+		return nil, nil, strictField(object, err)
 	}
 	if raw == nil {
-		return nil, &ValidationError{Object: object, Field: "", Problem: "expected a JSON object, got null"}
+		return nil, nil, &ValidationError{Object: object, Field: "", Problem: "expected a JSON object, got null"}
 	}
 	present := make(map[string]bool, len(raw))
 	for k, v := range raw {
 		present[k] = !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
 	}
-	return present, nil
+	return raw, present, nil
+}
+
+// decodeMembers decodes the members of an object into v one at a time, so that a bad member
+// neither hides the others' problems nor keeps them from being decoded, and names every bad
+// member — also those whose type decodes itself (time.Time), whose errors encoding/json does
+// not attribute to a field.
+func decodeMembers(object string, raw map[string]json.RawMessage, v any) ValidationErrors {
+	var es ValidationErrors
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		one, err := json.Marshal(map[string]json.RawMessage{k: raw[k]})
+		if err == nil {
+			err = json.Unmarshal(one, v)
+		}
+		if err == nil {
+			continue
+		}
+		ve := strictField(object, err).(*ValidationError)
+		if ve.Field == "" {
+			ve.Field, ve.Problem = k, "invalid value: "+err.Error()
+		}
+		es = append(es, ve)
+	}
+	return es
 }
 
 // strictField turns encoding/json errors into ValidationErrors that name the field.

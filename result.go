@@ -159,19 +159,20 @@ var resultRequired = []string{"dispatch_id", "session_id", "query_id", "agent_na
 // DecodeResult decodes a JSON dispatch response and validates it against agents: missing
 // required fields, wrongly typed fields and every rule of Validate are reported together.
 func DecodeResult(data []byte, agents AgentSet) (*Result, error) {
-	present, err := decodeKeys("result", data)
+	raw, present, err := decodeKeys("result", data)
 	if err != nil {
 		return nil, err
 	}
 	var es ValidationErrors
 	for _, k := range resultRequired {
-		if _, ok := present[k]; !ok {
+		if !present[k] {
 			es = append(es, &ValidationError{Object: "result", Field: k, Problem: "required", Err: ErrInvalidResult})
 		}
 	}
 	r := &Result{}
-	if err := strictField("result", json.Unmarshal(data, r)); err != nil {
-		return nil, err
+	if err := json.Unmarshal(data, r); err != nil {
+		r = &Result{}
+		es = append(es, decodeMembers("result", raw, r)...)
 	}
 	if err := r.Validate(agents); err != nil {
 		for _, e := range err.(ValidationErrors) {

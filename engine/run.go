@@ -842,4 +842,3 @@ func (r *Run) Err() error {
 	defer r.mu.Unlock()
 	return r.err
 }
-

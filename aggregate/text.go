@@ -1,0 +1,93 @@
+package aggregate
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/troupehq/troupe"
+)
+
+// KeyInsights returns, for each completed result in order, its analysis_summary (if any) and
+// then the string items of its agent_result["key_insights"] ([]string or []any; other items
+// are skipped). Items are trimmed; empty ones and repeats are dropped, first occurrence kept.
+// The result is never nil.
+func KeyInsights(results []*troupe.Result) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, r := range completed(results) {
+		add(r.Summary())
+		switch items := r.AgentResult["key_insights"].(type) {
+		case []string:
+			for _, s := range items {
+				add(s)
+			}
+		case []any:
+			for _, it := range items {
+				if s, ok := it.(string); ok {
+					add(s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Synthesis returns a natural-language synthesis of the completed results, composed only from
+// what they say:
+//
+//  1. the last completed result's own agent_result "synthesis" string, or else its
+//     "explanation" string (seed 000's explainer writes one), when non-empty;
+//  2. otherwise "<agent>: <analysis_summary>" for each completed result with a summary, in
+//     order, each ended as a sentence;
+//  3. otherwise, for each completed result, "<agent> contributed <its top-level fields>.".
+//
+// It returns "" when no result completed.
+func Synthesis(results []*troupe.Result) string {
+	rs := completed(results)
+	if len(rs) == 0 {
+		return ""
+	}
+	last := rs[len(rs)-1].AgentResult
+	for _, k := range [...]string{"synthesis", "explanation"} {
+		if s, ok := last[k].(string); ok && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	var sentences []string
+	for _, r := range rs {
+		if s := strings.TrimSpace(r.Summary()); s != "" {
+			sentences = append(sentences, r.AgentName+": "+sentence(s))
+		}
+	}
+	if len(sentences) > 0 {
+		return strings.Join(sentences, " ")
+	}
+	for _, r := range rs {
+		fields := "no fields"
+		if len(r.AgentResult) > 0 {
+			fields = list(sortedKeys(r.AgentResult))
+		}
+		sentences = append(sentences, r.AgentName+" contributed "+fields+".")
+	}
+	return strings.Join(sentences, " ")
+}
+
+// sentence ends s with a full stop unless it already ends a sentence, possibly inside closing
+// quotes or brackets.
+func sentence(s string) string {
+	t := strings.TrimRightFunc(s, func(r rune) bool {
+		return r == '"' || r == '\'' || unicode.In(r, unicode.Pe, unicode.Pf)
+	})
+	if last, _ := utf8.DecodeLastRuneInString(t); strings.ContainsRune(".!?…。！？", last) {
+		return s
+	}
+	return s + "."
+}

@@ -1,0 +1,237 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+)
+
+// noop is a do-nothing agent; it returns one shared result (the engine copies it).
+var noopResult = &troupe.Result{AgentResult: map[string]any{"ok": true}, Confidence: troupe.Ptr(1.0)}
+
+func noop(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return noopResult, nil }
+
+// staticPlan returns a planner that always hands out p (plans are read-only to the engine).
+func staticPlan(p *troupe.Plan) troupe.Planner {
+	return troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) { return p, nil })
+}
+
+func chainPlan(names []string) *troupe.Plan {
+	p := &troupe.Plan{}
+	for i, n := range names {
+		t := troupe.Task{ID: n, Agent: n, Reason: "step", Priority: 1}
+		if i > 0 {
+			t.DependsOn = []string{names[i-1]}
+		}
+		p.Stages = append(p.Stages, troupe.PlanStage{Tasks: []troupe.Task{t}, MaxConcurrency: 1})
+	}
+	return p
+}
+
+func groupPlan(names []string, limit int) *troupe.Plan {
+	st := troupe.PlanStage{MaxConcurrency: limit}
+	for _, n := range names {
+		st.Tasks = append(st.Tasks, troupe.Task{ID: n, Agent: n, Reason: "fan-out", Priority: 1})
+	}
+	return &troupe.Plan{Stages: []troupe.PlanStage{st}}
+}
+
+func registry(tb testing.TB, n int, a troupe.Agent) (*troupe.Registry, []string) {
+	reg := troupe.NewRegistry()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("agent_%04d", i)
+		if err := reg.Add(names[i], a); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return reg, names
+}
+
+func runAll(b *testing.B, eng *engine.Engine) {
+	ctx := context.Background()
+	for b.Loop() {
+		n := 0
+		for ev, err := range eng.Run(ctx, troupe.Request{Query: "bench"}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Kind == troupe.KindRunFailed {
+				b.Fatalf("run failed: %+v", ev.Data)
+			}
+			n++
+		}
+		if n == 0 {
+			b.Fatal("no events")
+		}
+	}
+}
+
+// BenchmarkChain10: 10 no-op agents in sequence, events on, memory store.
+func BenchmarkChain10(b *testing.B) {
+	reg, names := registry(b, 10, troupe.AgentFunc(noop))
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	runAll(b, eng)
+}
+
+// BenchmarkChain10Floor is the floor: ten function calls each on a fresh goroutine, handed
+// over by channel — what a hand-rolled chain with per-step timeouts costs at least.
+func BenchmarkChain10Floor(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	for b.Loop() {
+		for range 10 {
+			ch := make(chan *troupe.Result, 1)
+			go func() { r, _ := noop(ctx, nil); ch <- r }()
+			<-ch
+		}
+	}
+}
+
+// BenchmarkFanOut100: 100 no-op agents in one group, uncapped, plus aggregation.
+func BenchmarkFanOut100(b *testing.B) {
+	reg, names := registry(b, 100, troupe.AgentFunc(noop))
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(groupPlan(names, 100))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	runAll(b, eng)
+}
+
+// BenchmarkFanOut100Floor: 100 goroutines and a WaitGroup.
+func BenchmarkFanOut100Floor(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		res := make([]*troupe.Result, 100)
+		for i := range 100 {
+			wg.Go(func() { res[i], _ = noop(ctx, nil) })
+		}
+		wg.Wait()
+	}
+}
+
+func sleeper(d time.Duration) troupe.Agent {
+	return troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return noopResult, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+}
+
+// BenchmarkIOFanOut1000: 1,000 agents that each wait 10 ms, uncapped, then capped at 50.
+func BenchmarkIOFanOut1000(b *testing.B) {
+	for _, limit := range []int{1000, 50} {
+		name := "uncapped"
+		if limit < 1000 {
+			name = fmt.Sprintf("cap%d", limit)
+		}
+		b.Run(name, func(b *testing.B) {
+			reg, names := registry(b, 1000, sleeper(10*time.Millisecond))
+			eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(groupPlan(names, limit))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			runAll(b, eng)
+		})
+	}
+}
+
+// BenchmarkIOFanOut1000Floor: 1,000 goroutines each waiting 10 ms.
+func BenchmarkIOFanOut1000Floor(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range 1000 {
+			wg.Go(func() { time.Sleep(10 * time.Millisecond) })
+		}
+		wg.Wait()
+	}
+}
+
+// BenchmarkBlockedRunMemory starts 10,000 runs that each block inside their first agent and
+// reports the memory they hold, per run (heap in use plus goroutine stacks, after GC).
+func BenchmarkBlockedRunMemory(b *testing.B) {
+	const runs = 10000
+	for b.Loop() {
+		release := make(chan struct{})
+		var entered sync.WaitGroup
+		entered.Add(runs)
+		blocker := troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
+			entered.Done()
+			select {
+			case <-release:
+				return noopResult, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		reg, names := registry(b, 1, blocker)
+		eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := memInUse()
+		handles := make([]*engine.Run, runs)
+		ctx := context.Background()
+		for i := range handles {
+			if handles[i], err = eng.Start(ctx, troupe.Request{Query: "blocked"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		entered.Wait()
+		after := memInUse()
+		b.ReportMetric(float64(after-before)/runs, "B/blocked-run")
+		close(release)
+		for _, h := range handles {
+			if _, err := h.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkBlockedGoroutineFloor: the floor, one goroutine blocked on a channel per "run".
+func BenchmarkBlockedGoroutineFloor(b *testing.B) {
+	const runs = 10000
+	for b.Loop() {
+		release := make(chan struct{})
+		var entered, exited sync.WaitGroup
+		entered.Add(runs)
+		before := memInUse()
+		for range runs {
+			exited.Go(func() { entered.Done(); <-release })
+		}
+		entered.Wait()
+		after := memInUse()
+		b.ReportMetric(float64(after-before)/runs, "B/blocked-run")
+		close(release)
+		exited.Wait()
+	}
+}
+
+func memInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}

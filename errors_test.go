@@ -1,0 +1,257 @@
+package troupe_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe"
+)
+
+func TestOrchestrationErrorChain(t *testing.T) {
+	agentErr := &troupe.AgentError{Code: troupe.CodeRAGEmpty, Message: "no content", Recoverable: true, FallbackAction: "suggest related topics"}
+	oe := &troupe.OrchestrationError{
+		Stage:       troupe.StageExecute,
+		Message:     "dispatch to explainer failed",
+		Context:     troupe.NewContext("trace-42", "demo"),
+		Cause:       fmt.Errorf("attempt 3: %w", agentErr),
+		Recoverable: true,
+	}
+	wrapped := fmt.Errorf("engine: %w", oe)
+
+	t.Run("errors.Is through Cause", func(t *testing.T) {
+		timeout := &troupe.OrchestrationError{Stage: troupe.StageExecute, Cause: fmt.Errorf("x: %w", troupe.ErrTimeout)}
+		if !errors.Is(fmt.Errorf("w: %w", timeout), troupe.ErrTimeout) {
+			t.Error("errors.Is(…, ErrTimeout) = false")
+		}
+		if errors.Is(wrapped, troupe.ErrTimeout) {
+			t.Error("errors.Is matched a sentinel that is not in the chain")
+		}
+	})
+	t.Run("errors.As finds the OrchestrationError", func(t *testing.T) {
+		var got *troupe.OrchestrationError
+		if !errors.As(wrapped, &got) {
+			t.Fatal("errors.As(*OrchestrationError) = false")
+		}
+		if got.Stage != troupe.StageExecute || !got.Recoverable || got.Context.TraceID() != "trace-42" {
+			t.Errorf("got %+v", got)
+		}
+	})
+	t.Run("errors.As finds the AgentError behind it", func(t *testing.T) {
+		var got *troupe.AgentError
+		if !errors.As(wrapped, &got) || got != agentErr {
+			t.Fatalf("errors.As(*AgentError) = %v, %v", got, got == agentErr)
+		}
+	})
+	t.Run("no cause", func(t *testing.T) {
+		e := &troupe.OrchestrationError{Stage: troupe.StagePlan, Message: "no agents"}
+		if e.Unwrap() != nil {
+			t.Errorf("Unwrap() = %v, want nil", e.Unwrap())
+		}
+	})
+}
+
+func TestOrchestrationErrorMessage(t *testing.T) {
+	cause := errors.New("connection refused")
+	tests := []struct {
+		name         string
+		err          *troupe.OrchestrationError
+		want         []string // substrings, in order
+		causeAppears int      // how often the cause's text appears
+	}{
+		{
+			name: "stage, message, cause and trace",
+			err:  &troupe.OrchestrationError{Stage: troupe.StageRoute, Message: "no route", Cause: cause, Context: troupe.NewContext("abc", "")},
+			want: []string{"troupe: ", "route", "no route", "connection refused", "abc"}, causeAppears: 1,
+		},
+		{
+			name: "cause already in the message is not repeated",
+			err:  &troupe.OrchestrationError{Stage: troupe.StageExecute, Message: "agent failed: connection refused", Cause: cause, Context: troupe.NewContext("t1", "")},
+			want: []string{"execute", "agent failed: connection refused", "t1"}, causeAppears: 1,
+		},
+		{
+			name: "no trace id",
+			err:  &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "setup failed"},
+			want: []string{"initialize", "setup failed"},
+		},
+		{
+			name: "terminal stage",
+			err:  &troupe.OrchestrationError{Stage: troupe.StageFailed, Message: "min success rate not met", Context: troupe.NewContext("t2", "")},
+			want: []string{"failed", "min success rate not met", "t2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := tt.err.Error()
+			rest := msg
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("Error() = %q: missing %q (in order %q)", msg, w, tt.want)
+				}
+				rest = rest[i+len(w):]
+			}
+			if n := strings.Count(msg, cause.Error()); n != tt.causeAppears {
+				t.Errorf("Error() = %q: cause appears %d times, want %d", msg, n, tt.causeAppears)
+			}
+			if tt.err.Context.TraceID() == "" && strings.Contains(msg, "trace") {
+				t.Errorf("Error() = %q mentions a trace without a trace id", msg)
+			}
+		})
+	}
+}
+
+func TestAgentError(t *testing.T) {
+	cause := errors.New("index offline")
+	tests := []struct {
+		name      string
+		err       *troupe.AgentError
+		want      []string
+		wantCause error
+	}{
+		{"with cause", &troupe.AgentError{Code: troupe.CodeRAGEmpty, Message: "no content", Cause: cause}, []string{"RAG_EMPTY", "no content", "index offline"}, cause},
+		{"without cause", &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: "missing brand"}, []string{"INVALID_INPUT", "missing brand"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := tt.err.Error()
+			if !strings.HasPrefix(msg, "troupe: ") {
+				t.Errorf("Error() = %q does not start with the package name", msg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("Error() = %q, missing %q", msg, w)
+				}
+			}
+			if !errors.Is(tt.err.Unwrap(), tt.wantCause) || (tt.wantCause == nil) != (tt.err.Unwrap() == nil) {
+				t.Errorf("Unwrap() = %v, want %v", tt.err.Unwrap(), tt.wantCause)
+			}
+		})
+	}
+}
+
+func TestErrorInfoOf(t *testing.T) {
+	agentErr := &troupe.AgentError{
+		Code: troupe.CodeTimeout, Message: "agent took too long", Recoverable: true, FallbackAction: "route to tutor",
+	}
+	panicErr := &troupe.PanicError{Value: "index out of range", Stack: "goroutine 7 [running]:\nmain.agent()\n"}
+	tests := []struct {
+		name        string
+		err         error
+		want        troupe.ErrorInfo
+		wantMessage []string // substrings of Message; Message is otherwise not compared
+	}{
+		{
+			name:        "agent error keeps its fields",
+			err:         agentErr,
+			want:        troupe.ErrorInfo{Code: troupe.CodeTimeout, Recoverable: true, FallbackAction: "route to tutor"},
+			wantMessage: []string{"agent took too long"},
+		},
+		{
+			name:        "wrapped agent error",
+			err:         fmt.Errorf("attempt 2: %w", &troupe.AgentError{Code: troupe.CodeStateMissing, Message: "no scope", FallbackAction: "run diagnostic first"}),
+			want:        troupe.ErrorInfo{Code: troupe.CodeStateMissing, FallbackAction: "run diagnostic first"},
+			wantMessage: []string{"no scope"},
+		},
+		{
+			name: "agent error behind an orchestration error",
+			err:  &troupe.OrchestrationError{Stage: troupe.StageExecute, Message: "m", Cause: agentErr},
+			want: troupe.ErrorInfo{Code: troupe.CodeTimeout, Recoverable: true, FallbackAction: "route to tutor"},
+		},
+		{
+			name: "panic carries its stack",
+			err:  panicErr,
+			want: troupe.ErrorInfo{Code: troupe.CodePanic, Details: map[string]any{
+				"panic": "index out of range", "stack": "goroutine 7 [running]:\nmain.agent()\n",
+			}},
+			wantMessage: []string{"panic", "index out of range"},
+		},
+		{
+			name:        "timeout",
+			err:         fmt.Errorf("dispatch disp_x: %w", troupe.ErrTimeout),
+			want:        troupe.ErrorInfo{Code: troupe.CodeTimeout, Recoverable: true},
+			wantMessage: []string{"timed out"},
+		},
+		{
+			name: "blocked",
+			err:  fmt.Errorf("pii guard: %w", troupe.ErrBlocked),
+			want: troupe.ErrorInfo{Code: troupe.CodeBlocked},
+		},
+		{
+			name: "cancelled",
+			err:  troupe.ErrCancelled,
+			want: troupe.ErrorInfo{Code: troupe.CodeCancelled},
+		},
+		{
+			name:        "invalid output",
+			err:         (&troupe.Result{}).Validate(nil),
+			want:        troupe.ErrorInfo{Code: troupe.CodeInvalidOutput},
+			wantMessage: []string{"dispatch_id"},
+		},
+		{
+			name:        "plain error",
+			err:         errors.New("model returned garbage"),
+			want:        troupe.ErrorInfo{Code: troupe.CodeAgentError, Recoverable: true},
+			wantMessage: []string{"model returned garbage"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := troupe.ErrorInfoOf(tt.err)
+			for _, w := range tt.wantMessage {
+				if !strings.Contains(got.Message, w) {
+					t.Errorf("Message = %q, missing %q", got.Message, w)
+				}
+			}
+			if got.Message == "" {
+				t.Error("Message is empty")
+			}
+			got.Message = ""
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ErrorInfoOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidationErrors(t *testing.T) {
+	es := troupe.ValidationErrors{
+		{Object: "dispatch", Field: "target_agent", Problem: "invalid target agent: oracle", Err: troupe.ErrUnknownAgent},
+		{Object: "dispatch", Field: "timeout_seconds", Problem: "timeout must be positive", Err: troupe.ErrInvalidDispatch},
+		{Object: "dispatch", Field: "x", Problem: "no sentinel"},
+	}
+	var err error = es
+	for _, sentinel := range []error{troupe.ErrUnknownAgent, troupe.ErrInvalidDispatch} {
+		if !errors.Is(err, sentinel) {
+			t.Errorf("errors.Is(%v) = false", sentinel)
+		}
+	}
+	if errors.Is(err, troupe.ErrInvalidResult) {
+		t.Error("errors.Is(ErrInvalidResult) = true")
+	}
+	var ve *troupe.ValidationError
+	if !errors.As(err, &ve) || ve.Field != "target_agent" {
+		t.Errorf("errors.As = %v", ve)
+	}
+	msg := err.Error()
+	for _, w := range []string{"troupe: dispatch", `"target_agent"`, "invalid target agent: oracle", `"timeout_seconds"`, "no sentinel"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("Error() = %q, missing %q", msg, w)
+		}
+	}
+}
+
+func TestSentinelsNamePackage(t *testing.T) {
+	for _, err := range []error{
+		troupe.ErrUnknownAgent, troupe.ErrInvalidDispatch, troupe.ErrInvalidResult, troupe.ErrTimeout,
+		troupe.ErrCancelled, troupe.ErrPaused, troupe.ErrBudgetExhausted, troupe.ErrBlocked,
+		troupe.ErrRunNotFound, troupe.ErrRunFinished, troupe.ErrSeqConflict,
+	} {
+		if !strings.HasPrefix(err.Error(), "troupe: ") {
+			t.Errorf("%q does not start with the package name", err)
+		}
+	}
+}

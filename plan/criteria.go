@@ -1,0 +1,270 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/troupehq/troupe"
+)
+
+// CriteriaFromParsed derives seed 000's AgentSelectionCriteria from a parsed query (the NLP
+// layer's parsed_query, typically decoded from JSON):
+//
+//   - intent_type comes from "intent" or "intent_type" (both may be given if they agree);
+//   - "preferred_agents", "excluded_agents" and "secondary_intents" fill those fields;
+//   - "complexity", "requires_ml", "requires_causal_inference", "requires_experimentation",
+//     "enable_discovery", "discovery_config", "confidence_threshold" and
+//     "time_budget_seconds" are copied;
+//   - every other key whose value is a list of strings ([]string, or []any holding only
+//     strings) becomes an entity, as do the lists of an "entities" object;
+//   - everything else (strings such as "time_period", numbers, objects) is ignored, and so is
+//     any key whose value is nil.
+//
+// A known key with a value of the wrong type is an error naming the key; so are criteria that
+// fail troupe.SelectionCriteria.Validate. Entity lists are copied, never shared with parsed.
+func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error) {
+	c := &troupe.SelectionCriteria{}
+	var es troupe.ValidationErrors
+	bad := func(key, problem string) {
+		es = append(es, &troupe.ValidationError{Object: "parsed_query", Field: key, Problem: problem})
+	}
+	want := func(key, kind string, v any) { bad(key, fmt.Sprintf("want %s, got %T", kind, v)) }
+	addEntity := func(key string, vs []string) {
+		if c.Entities == nil {
+			c.Entities = make(map[string][]string)
+		}
+		c.Entities[key] = vs
+	}
+
+	intentKey := ""
+	for _, key := range sortedKeys(parsed) {
+		v := parsed[key]
+		if v == nil {
+			continue
+		}
+		switch key {
+		case "intent", "intent_type":
+			s, ok := v.(string)
+			switch {
+			case !ok:
+				want(key, "a string", v)
+			case intentKey != "" && s != c.IntentType:
+				bad(key, fmt.Sprintf("%q conflicts with %s %q", s, intentKey, c.IntentType))
+			default:
+				intentKey, c.IntentType = key, s
+			}
+		case "complexity":
+			if s, ok := v.(string); ok {
+				c.Complexity = s
+			} else {
+				want(key, "a string", v)
+			}
+		case FlagRequiresML, FlagRequiresCausalInference, FlagRequiresExperimentation, "enable_discovery":
+			b, ok := v.(bool)
+			if !ok {
+				want(key, "a boolean", v)
+				break
+			}
+			switch key {
+			case FlagRequiresML:
+				c.RequiresML = b
+			case FlagRequiresCausalInference:
+				c.RequiresCausalInference = b
+			case FlagRequiresExperimentation:
+				c.RequiresExperimentation = b
+			default:
+				c.EnableDiscovery = b
+			}
+		case "discovery_config":
+			if m, ok := v.(map[string]any); ok {
+				c.DiscoveryConfig = cloneAny(m).(map[string]any)
+			} else {
+				want(key, "an object", v)
+			}
+		case "confidence_threshold", "time_budget_seconds":
+			f, ok := toFloat(v)
+			if !ok {
+				want(key, "a finite number", v)
+				break
+			}
+			if key == "confidence_threshold" {
+				c.ConfidenceThreshold = &f
+			} else {
+				c.TimeBudgetSeconds = &f
+			}
+		case "preferred_agents", "excluded_agents", "secondary_intents":
+			vs, ok := stringList(v)
+			if !ok {
+				want(key, "a list of strings", v)
+				break
+			}
+			switch key {
+			case "preferred_agents":
+				c.PreferredAgents = vs
+			case "excluded_agents":
+				c.ExcludedAgents = vs
+			default:
+				c.SecondaryIntents = vs
+			}
+		case "entities":
+			var nested map[string]any
+			switch m := v.(type) {
+			case map[string]any:
+				nested = m
+			case map[string][]string:
+				nested = make(map[string]any, len(m))
+				for k, vs := range m {
+					nested[k] = vs
+				}
+			default:
+				want(key, "an object of string lists", v)
+			}
+			for _, k := range sortedKeys(nested) {
+				vs, ok := stringList(nested[k])
+				if !ok {
+					want("entities."+k, "a list of strings", nested[k])
+					continue
+				}
+				if top, ok := stringList(parsed[k]); ok && parsed[k] != nil && !slices.Equal(top, vs) {
+					bad("entities."+k, fmt.Sprintf("conflicts with top-level %q", k))
+					continue
+				}
+				addEntity(k, vs)
+			}
+		default:
+			if vs, ok := stringList(v); ok {
+				addEntity(key, vs)
+			}
+		}
+	}
+	if len(es) > 0 {
+		return nil, fmt.Errorf("plan: parsed query: %w", es)
+	}
+	if err := validateCriteria(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// validateCriteria is SelectionCriteria.Validate plus what a plan needs to be encodable:
+// finite numbers.
+func validateCriteria(c *troupe.SelectionCriteria) error {
+	err := c.Validate()
+	if t := c.TimeBudgetSeconds; err == nil && t != nil && math.IsInf(*t, 0) {
+		err = troupe.ValidationErrors{{Object: "criteria", Field: "time_budget_seconds", Problem: "must be finite"}}
+	}
+	if err != nil {
+		return fmt.Errorf("plan: invalid criteria: %w", err)
+	}
+	return nil
+}
+
+// stringList converts []string or []any of strings to a fresh []string.
+func stringList(v any) ([]string, bool) {
+	switch l := v.(type) {
+	case []string:
+		return slices.Clone(l), true
+	case []any:
+		out := make([]string, len(l))
+		for i, e := range l {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false
+			}
+			out[i] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// toFloat converts any Go number to a finite float64.
+func toFloat(v any) (float64, bool) {
+	f, ok := number(v)
+	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// cloneCriteria deep-copies c so a plan never shares memory with its request.
+func cloneCriteria(c *troupe.SelectionCriteria) *troupe.SelectionCriteria {
+	out := *c
+	if c.Entities != nil {
+		out.Entities = make(map[string][]string, len(c.Entities))
+		for k, vs := range c.Entities {
+			out.Entities[k] = slices.Clone(vs)
+		}
+	}
+	if c.DiscoveryConfig != nil {
+		out.DiscoveryConfig = cloneAny(c.DiscoveryConfig).(map[string]any)
+	}
+	if c.TimeBudgetSeconds != nil {
+		f := *c.TimeBudgetSeconds
+		out.TimeBudgetSeconds = &f
+	}
+	if c.ConfidenceThreshold != nil {
+		f := *c.ConfidenceThreshold
+		out.ConfidenceThreshold = &f
+	}
+	out.PreferredAgents = slices.Clone(c.PreferredAgents)
+	out.ExcludedAgents = slices.Clone(c.ExcludedAgents)
+	out.SecondaryIntents = slices.Clone(c.SecondaryIntents)
+	return &out
+}
+
+// cloneAny deep-copies the maps and slices of a JSON-shaped value; other values are shared.
+func cloneAny(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneAny(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneAny(e)
+		}
+		return out
+	case []string:
+		return slices.Clone(x)
+	}
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
