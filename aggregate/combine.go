@@ -60,14 +60,14 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		return nil, err
 	}
 	a := &troupe.Aggregation{
-		AgentsExecuted:     []string{},
-		ExecutionOrder:     []string{},
-		CombinedResults:    map[string]any{},
+		AgentsExecuted:     make([]string, 0, len(results)),
+		ExecutionOrder:     make([]string, 0, len(results)),
+		CombinedResults:    make(map[string]any, len(results)),
 		KeyInsights:        []string{},
 		ResolutionStrategy: string(s),
 		Warnings:           []string{},
 	}
-	last := map[string]int{} // agent → index of its last completed result
+	last := make(map[string]int, len(results)) // agent → index of its last completed result
 	for i, r := range results {
 		if r == nil {
 			continue
@@ -80,7 +80,7 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		}
 	}
 
-	var kept []*troupe.Result
+	kept := make([]*troupe.Result, 0, len(results))
 	var execTime, tokens int64
 	var cost float64
 	var haveTokens, haveCost bool
@@ -109,7 +109,7 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		}
 	}
 	if len(o.ExecutionOrder) > 0 {
-		a.ExecutionOrder = append([]string{}, o.ExecutionOrder...)
+		a.ExecutionOrder = append(a.ExecutionOrder[:0], o.ExecutionOrder...)
 	}
 	a.TotalExecutionTimeMS = execTime
 	if o.TotalExecutionTimeMS > 0 {
@@ -122,7 +122,7 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		a.TotalCostDollars = &cost
 	}
 
-	var confidences []float64
+	confidences := make([]float64, 0, len(kept))
 	var unconfident []string
 	for _, r := range kept {
 		a.AgentsExecuted = append(a.AgentsExecuted, r.AgentName)
@@ -147,15 +147,18 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		a.Warnings = append(a.Warnings, "overall_confidence leaves out "+list(unconfident)+", which reported no confidence")
 	}
 
-	fs := flattenAll(kept)
-	sh := sharedPaths(fs)
-	a.Resolved, a.ConflictsDetected, err = Resolve(conflictsIn(fs, sh), s, kept)
+	conflicts, shared := conflictsIn(kept, collect(kept))
+	a.Resolved, a.ConflictsDetected, err = Resolve(conflicts, s, kept)
 	if err != nil {
 		return nil, err
 	}
-	a.ConsistencyScore = consistency(sh, a.ConflictsDetected)
-	a.Synthesis = Synthesis(kept)
-	a.KeyInsights = KeyInsights(kept)
+	a.ConsistencyScore = 1
+	if shared > 0 {
+		// Every conflict found is on a distinct shared path.
+		a.ConsistencyScore = 1 - float64(len(conflicts))/float64(shared)
+	}
+	a.Synthesis = synthesis(kept)
+	a.KeyInsights = keyInsights(kept)
 	return a, nil
 }
 

@@ -1,7 +1,9 @@
 package aggregate
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/troupehq/troupe"
 )
@@ -68,74 +70,108 @@ func completed(results []*troupe.Result) []*troupe.Result {
 	return out
 }
 
-func flattenAll(rs []*troupe.Result) []flat {
-	fs := make([]flat, len(rs))
+// leaf is one path of one result's agent_result: a leaf value, or a non-empty nested object
+// (which only counts when another result has a leaf at the same path).
+type leaf struct {
+	path   string
+	holder int // index of the result
+	value  any
+	object bool
+	rank   uint64 // lengths of the keys that spell path, packed most significant first
+}
+
+// collect flattens every result into one slice sorted by path and holder, keeping one entry
+// per (path, holder). Where a literal dotted key and nested keys spell the same path, the
+// spelling whose keys come first in sorted key order wins, as a walk over sorted keys would
+// find it; comparing packed key lengths gives that order without sorting any map's keys.
+func collect(rs []*troupe.Result) []leaf {
+	n := 0
+	for _, r := range rs {
+		n += len(r.AgentResult)
+	}
+	ls := make([]leaf, 0, n)
 	for i, r := range rs {
-		fs[i] = flatten(r)
+		ls = walkLeaves(ls, i, "", r.AgentResult, 0, 0)
 	}
-	return fs
-}
-
-// shared is one path held by two or more results.
-type shared struct {
-	path    string
-	holders []int // indexes into the flattened results, in order
-}
-
-// sharedPaths returns, sorted by path, every leaf path held by two or more results. A result
-// holds a path when it has a leaf there or a nested object that another result has a leaf for.
-func sharedPaths(fs []flat) []shared {
-	holders := map[string][]int{}
-	for i, f := range fs {
-		for p := range f.leaves {
-			holders[p] = append(holders[p], i)
+	slices.SortFunc(ls, func(a, b leaf) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
 		}
-	}
-	var late []string // paths that gained an object holder, whose holders need sorting
-	for i, f := range fs {
-		for p := range f.interior {
-			if hs, ok := holders[p]; ok {
-				if len(hs) > 0 && hs[len(hs)-1] > i {
-					late = append(late, p)
-				}
-				holders[p] = append(hs, i)
-			}
+		if a.holder != b.holder {
+			return a.holder - b.holder
 		}
-	}
-	for _, p := range late {
-		slices.Sort(holders[p])
-	}
-	var out []shared
-	for _, p := range sortedKeys(holders) {
-		if hs := holders[p]; len(hs) >= 2 {
-			out = append(out, shared{path: p, holders: hs})
+		return cmp.Compare(a.rank, b.rank)
+	})
+	out := ls[:0]
+	for i, l := range ls {
+		if i > 0 && l.path == ls[i-1].path && l.holder == ls[i-1].holder {
+			continue
 		}
+		out = append(out, l)
 	}
 	return out
 }
 
-func conflictsIn(fs []flat, sh []shared) []troupe.Conflict {
-	out := []troupe.Conflict{}
-	for _, s := range sh {
-		first, _ := fs[s.holders[0]].value(s.path)
+func walkLeaves(ls []leaf, holder int, prefix string, m map[string]any, depth int, rank uint64) []leaf {
+	for k, v := range m {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		r := rank
+		if depth < 8 {
+			r |= uint64(min(len(k), 255)) << (56 - 8*depth)
+		}
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < maxDepth {
+			ls = append(ls, leaf{path: p, holder: holder, value: sub, object: true, rank: r})
+			ls = walkLeaves(ls, holder, p, sub, depth+1, r)
+			continue
+		}
+		ls = append(ls, leaf{path: p, holder: holder, value: v, rank: r})
+	}
+	return ls
+}
+
+// groups calls f for every path held by two or more results: at least one leaf there, and
+// any other holders' leaves or nested objects, in holder order.
+func groups(ls []leaf, f func(g []leaf)) {
+	for i := 0; i < len(ls); {
+		j, leaves := i, 0
+		for ; j < len(ls) && ls[j].path == ls[i].path; j++ {
+			if !ls[j].object {
+				leaves++
+			}
+		}
+		if leaves > 0 && j-i >= 2 {
+			f(ls[i:j])
+		}
+		i = j
+	}
+}
+
+// conflictsIn returns the conflicts among the shared paths of ls and how many paths are shared.
+func conflictsIn(rs []*troupe.Result, ls []leaf) (out []troupe.Conflict, shared int) {
+	out = []troupe.Conflict{}
+	groups(ls, func(g []leaf) {
+		shared++
 		differ := false
-		for _, h := range s.holders[1:] {
-			if v, _ := fs[h].value(s.path); !equal(first, v) {
+		for _, l := range g[1:] {
+			if !equal(g[0].value, l.value) {
 				differ = true
 				break
 			}
 		}
 		if !differ {
-			continue
+			return
 		}
-		c := troupe.Conflict{Field: s.path, Values: make([]troupe.ConflictValue, len(s.holders))}
-		for j, h := range s.holders {
-			v, _ := fs[h].value(s.path)
-			c.Values[j] = troupe.ConflictValue{Agent: fs[h].r.AgentName, Value: v, Confidence: copyPtr(fs[h].r.Confidence)}
+		c := troupe.Conflict{Field: g[0].path, Values: make([]troupe.ConflictValue, len(g))}
+		for j, l := range g {
+			r := rs[l.holder]
+			c.Values[j] = troupe.ConflictValue{Agent: r.AgentName, Value: l.value, Confidence: copyPtr(r.Confidence)}
 		}
 		out = append(out, c)
-	}
-	return out
+	})
+	return out, shared
 }
 
 func copyPtr[T any](p *T) *T {
@@ -152,8 +188,9 @@ func copyPtr[T any](p *T) *T {
 // are sorted by path and unresolved; pass them to Resolve. Results that are nil or not
 // completed are ignored. The result is never nil.
 func DetectConflicts(results []*troupe.Result) []troupe.Conflict {
-	fs := flattenAll(completed(results))
-	return conflictsIn(fs, sharedPaths(fs))
+	rs := completed(results)
+	cs, _ := conflictsIn(rs, collect(rs))
+	return cs
 }
 
 // ConsistencyScore returns how consistent the completed results are, in [0, 1]:
@@ -161,24 +198,23 @@ func DetectConflicts(results []*troupe.Result) []troupe.Conflict {
 // shared. A conflict counts only if its field is one of those shared paths, so conflicts
 // computed from other results cannot push the score out of range.
 func ConsistencyScore(results []*troupe.Result, conflicts []troupe.Conflict) float64 {
-	fs := flattenAll(completed(results))
-	return consistency(sharedPaths(fs), conflicts)
+	rs := completed(results)
+	var paths []string
+	groups(collect(rs), func(g []leaf) { paths = append(paths, g[0].path) })
+	return consistency(paths, conflicts)
 }
 
-func consistency(sh []shared, conflicts []troupe.Conflict) float64 {
-	if len(sh) == 0 {
+// consistency scores conflicts against the shared paths (sorted, distinct).
+func consistency(paths []string, conflicts []troupe.Conflict) float64 {
+	if len(paths) == 0 {
 		return 1
 	}
-	paths := make(map[string]bool, len(sh))
-	for _, s := range sh {
-		paths[s.path] = false
-	}
-	n := 0
+	var hit []string
 	for _, c := range conflicts {
-		if seen, ok := paths[c.Field]; ok && !seen {
-			paths[c.Field] = true
-			n++
+		if _, ok := slices.BinarySearch(paths, c.Field); ok {
+			hit = append(hit, c.Field)
 		}
 	}
-	return 1 - float64(n)/float64(len(sh))
+	slices.Sort(hit)
+	return 1 - float64(len(slices.Compact(hit)))/float64(len(paths))
 }

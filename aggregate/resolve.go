@@ -325,8 +325,21 @@ func pair(a, b float64) (string, string) {
 
 // list joins names as "a", "a and b", "a, b and c".
 func list(names []string) string {
-	if len(names) <= 1 {
-		return strings.Join(names, "")
+	var b strings.Builder
+	writeList(&b, names)
+	return b.String()
+}
+
+// writeList writes names as "a", "a and b", "a, b and c".
+func writeList(b *strings.Builder, names []string) {
+	for i, n := range names {
+		switch {
+		case i == 0:
+		case i == len(names)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(n)
 	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -12,7 +13,10 @@ import (
 // then the string items of its agent_result["key_insights"] ([]string or []any; other items
 // are skipped). Items are trimmed; empty ones and repeats are dropped, first occurrence kept.
 // The result is never nil.
-func KeyInsights(results []*troupe.Result) []string {
+func KeyInsights(results []*troupe.Result) []string { return keyInsights(completed(results)) }
+
+// keyInsights is KeyInsights over results already known to be completed.
+func keyInsights(rs []*troupe.Result) []string {
 	out := []string{}
 	seen := map[string]bool{}
 	add := func(s string) {
@@ -22,7 +26,7 @@ func KeyInsights(results []*troupe.Result) []string {
 			out = append(out, s)
 		}
 	}
-	for _, r := range completed(results) {
+	for _, r := range rs {
 		add(r.Summary())
 		switch items := r.AgentResult["key_insights"].(type) {
 		case []string:
@@ -50,8 +54,10 @@ func KeyInsights(results []*troupe.Result) []string {
 //  3. otherwise, for each completed result, "<agent> contributed <its top-level fields>.".
 //
 // It returns "" when no result completed.
-func Synthesis(results []*troupe.Result) string {
-	rs := completed(results)
+func Synthesis(results []*troupe.Result) string { return synthesis(completed(results)) }
+
+// synthesis is Synthesis over results already known to be completed.
+func synthesis(rs []*troupe.Result) string {
 	if len(rs) == 0 {
 		return ""
 	}
@@ -70,14 +76,26 @@ func Synthesis(results []*troupe.Result) string {
 	if len(sentences) > 0 {
 		return strings.Join(sentences, " ")
 	}
-	for _, r := range rs {
-		fields := "no fields"
-		if len(r.AgentResult) > 0 {
-			fields = list(sortedKeys(r.AgentResult))
+	var b strings.Builder
+	var keys []string
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte(' ')
 		}
-		sentences = append(sentences, r.AgentName+" contributed "+fields+".")
+		b.WriteString(r.AgentName)
+		b.WriteString(" contributed ")
+		if len(r.AgentResult) == 0 {
+			b.WriteString("no fields")
+		}
+		keys = keys[:0]
+		for k := range r.AgentResult {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		writeList(&b, keys)
+		b.WriteByte('.')
 	}
-	return strings.Join(sentences, " ")
+	return b.String()
 }
 
 // sentence ends s with a full stop unless it already ends a sentence, possibly inside closing

@@ -235,3 +235,23 @@ func memInUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
 }
+
+// BenchmarkChain10Detached is Chain10 without a watcher: Start, then Wait.
+func BenchmarkChain10Detached(b *testing.B) {
+	reg, names := registry(b, 10, troupe.AgentFunc(noop))
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	ctx := context.Background()
+	for b.Loop() {
+		r, err := eng.Start(ctx, troupe.Request{Query: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

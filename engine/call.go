@@ -23,6 +23,7 @@ type call struct {
 	res      *troupe.Result // the outcome: &work, a timeout result, or a recorded one
 	attempt  int
 	deadline time.Time
+	costLeft float64 // what d.MaxCostDollars points at
 
 	// guarded by r.mu
 	partial  map[string]any
@@ -49,8 +50,7 @@ func (c *call) Run(ctx context.Context) {
 	res.StartedAt, res.CompletedAt = start, end
 	res.ExecutionTimeMS = end.Sub(start).Milliseconds()
 	if res.TraceID == nil {
-		id := r.tc.TraceID()
-		res.TraceID = &id
+		res.TraceID = r.traceID
 	}
 	switch {
 	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
@@ -177,7 +177,12 @@ func (c *call) isPaused() bool {
 // Done records the outcome under the run's lock and advances the run.
 func (c *call) Done(expired bool) {
 	r := c.r
+	now := r.e.exec.Now()
+	if !expired {
+		now = c.work.CompletedAt // read on this goroutine just now
+	}
 	r.mu.Lock()
+	r.now = now
 	if expired {
 		c.expired = true
 		c.timedOut()
@@ -186,6 +191,7 @@ func (c *call) Done(expired bool) {
 	}
 	r.completeLocked(c)
 	fin := r.claimFinishLocked()
+	r.now = time.Time{}
 	r.mu.Unlock()
 	if fin {
 		r.finish()
@@ -196,7 +202,7 @@ func (c *call) Done(expired bool) {
 // goroutine, so the outcome is a separate value.
 func (c *call) timedOut() {
 	r := c.r
-	now := r.e.exec.Now()
+	now := r.now
 	start := c.d.DispatchedAt
 	c.res = &troupe.Result{
 		DispatchID: c.d.DispatchID, SessionID: c.d.SessionID, QueryID: c.d.QueryID, AgentName: c.d.TargetAgent,

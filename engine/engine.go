@@ -79,6 +79,7 @@ type Engine struct {
 	strategy   aggregate.Strategy
 	teardownTO time.Duration
 	seed       uint64
+	anySetup   bool // some agent implements troupe.Setupper
 
 	mu   sync.Mutex
 	live map[string]*Run
@@ -98,10 +99,8 @@ func New(cfg Config) (*Engine, error) {
 	case cfg.MaxCostDollars < 0, cfg.MaxDispatches < 0, cfg.MaxConcurrency < 0:
 		return nil, errors.New("engine: config: limits cannot be negative")
 	}
-	switch cfg.Resolution {
-	case "", aggregate.HighestConfidence, aggregate.MostRecent, aggregate.WeightedVote:
-	default:
-		return nil, fmt.Errorf("engine: config: Resolution %q is not one of highest_confidence, most_recent, weighted_vote", cfg.Resolution)
+	if err := cfg.Resolution.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: config: Resolution: %w", err)
 	}
 	e := &Engine{
 		reg: cfg.Registry, names: cfg.Registry.Names(), planner: cfg.Planner, router: cfg.Router,
@@ -111,6 +110,12 @@ func New(cfg Config) (*Engine, error) {
 		guards: cfg.Guardrails, human: cfg.Human, strategy: cfg.Resolution,
 		teardownTO: orDuration(cfg.TeardownTimeout, 10*time.Second), seed: cfg.Seed,
 		live: make(map[string]*Run),
+	}
+	for _, n := range e.names {
+		spec, _ := e.reg.Spec(n)
+		if _, ok := spec.Agent.(troupe.Setupper); ok {
+			e.anySetup = true
+		}
 	}
 	if e.costBudget == 0 {
 		e.costBudget = 10

@@ -23,7 +23,8 @@ func splitmix(x uint64) uint64 {
 
 // base36 formats x with a prefix: run_…, trace_…, sess_…, qry_….
 func base36(prefix string, x uint64) string {
-	return prefix + strconv.FormatUint(x, 36)
+	var buf [32]byte
+	return string(strconv.AppendUint(append(buf[:0], prefix...), x, 36))
 }
 
 // Salts that keep the derived streams apart.

@@ -33,8 +33,10 @@ type Run struct {
 
 	timeBudget time.Duration
 	costBudget float64
+	traceID    *string // shared by every result of the run
 
 	mu         sync.Mutex
+	now        time.Time // the clock read once per state transition; zero outside one
 	seq        int64
 	buf        [1]troupe.Event
 	plan       *troupe.Plan
@@ -90,8 +92,9 @@ type task struct {
 	decision  troupe.RoutingDecision
 	fallbacks []string
 	fbUsed    int
-	attempt   int // attempt of the current agent
-	serial    int // dispatches made for this task
+	attempt   int    // attempt of the current agent
+	serial    int    // dispatches made for this task
+	nextID    string // id of the task's next dispatch, derived once
 	state     taskState
 	final     *troupe.Result
 	partial   bool
@@ -137,7 +140,8 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
 	}
 	tc := req.Context
-	r := &Run{
+	traceID := tc.TraceID()
+	r := &Run{traceID: &traceID,
 		e: e, id: req.RunID, tc: &tc, req: req, seed: seed, pol: pol,
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
 		timeBudget: e.timeBudget, costBudget: e.costBudget,
@@ -197,7 +201,12 @@ func (r *Run) begin(answers []troupe.Answer) {
 	p, planErr := r.e.planner.Plan(&r.req, r.e.reg)
 	setupErr := r.setupAgents(p)
 
+	if res, ok := r.e.store.(interface{ Reserve(string, int) }); ok && r.replay == nil && p != nil {
+		// Three events a task (route, start, finish) and five for the run is the common shape.
+		res.Reserve(r.id, 5+3*p.NumTasks())
+	}
 	r.mu.Lock()
+	r.now = now
 	kind := troupe.KindRunInitialized
 	if r.replay != nil {
 		kind = troupe.KindRunResumed
@@ -226,6 +235,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 		r.startStageLocked(0)
 	}
 	fin := r.claimFinishLocked()
+	r.now = time.Time{}
 	r.mu.Unlock()
 	if fin {
 		r.finish()
@@ -234,11 +244,16 @@ func (r *Run) begin(answers []troupe.Answer) {
 
 func (r *Run) buildTasks(p *troupe.Plan) {
 	n := 0
-	all := make([]task, p.NumTasks())
+	total := p.NumTasks()
+	all := make([]task, total)
+	ptrs := make([]*task, total)
 	r.stages = make([][]*task, len(p.Stages))
+	r.upstream = make([]troupe.UpstreamResult, 0, total)
+	r.order = make([]string, 0, total)
+	r.calls = make([]*call, 0, total)
 	for i := range p.Stages {
 		st := &p.Stages[i]
-		r.stages[i] = make([]*task, len(st.Tasks))
+		r.stages[i] = ptrs[n : n+len(st.Tasks) : n+len(st.Tasks)]
 		for j := range st.Tasks {
 			t := &all[n]
 			t.t, t.step, t.index = &st.Tasks[j], i+1, n
@@ -251,7 +266,7 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 // setupAgents calls Setup on the planned agents and their fallbacks (seed 001: INITIALIZE is
 // where setup happens). On error the agents already set up are torn down.
 func (r *Run) setupAgents(p *troupe.Plan) error {
-	if p == nil {
+	if p == nil || !r.e.anySetup {
 		return nil
 	}
 	var names []string
@@ -328,7 +343,11 @@ func (r *Run) emitLocked(ev troupe.Event) {
 	}
 	r.seq++
 	ev.RunID, ev.Seq, ev.Context = r.id, r.seq, r.tc
-	ev.Time = r.e.exec.Now()
+	if r.now.IsZero() {
+		ev.Time = r.e.exec.Now()
+	} else {
+		ev.Time = r.now
+	}
 	r.updatedAt = ev.Time
 	r.buf[0] = ev
 	err := r.e.store.Append(r.bg, r.buf[:]...)
@@ -391,12 +410,17 @@ func (r *Run) routeLocked(t *task) bool {
 		d.Fallback = t.fallbacks[0]
 	}
 	t.decision = d
-	r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.dispatchID(t, t.serial), Agent: d.Target, Data: &t.decision})
+	r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: d.Target, Data: &t.decision})
 	return true
 }
 
-func (r *Run) dispatchID(t *task, serial int) string {
-	return troupe.NewDispatchID(mix(r.seed, saltDispatch, uint64(t.index), uint64(serial)))
+// nextID returns the id the task's next dispatch will have: derived from the seed, the task's
+// place in the plan and how many dispatches it had, so a resumed run derives the same ids.
+func (r *Run) nextID(t *task) string {
+	if t.nextID == "" {
+		t.nextID = troupe.NewDispatchID(mix(r.seed, saltDispatch, uint64(t.index), uint64(t.serial)))
+	}
+	return t.nextID
 }
 
 // fillLocked starts pending tasks of the current stage up to the stage's cap.
@@ -421,7 +445,11 @@ func (r *Run) fillLocked() {
 // budgetLocked says why no new dispatch may start, recording it once.
 func (r *Run) budgetLocked() string {
 	var why string
-	switch elapsed := r.e.exec.Now().Sub(r.started); {
+	now := r.now
+	if now.IsZero() {
+		now = r.e.exec.Now()
+	}
+	switch elapsed := now.Sub(r.started); {
 	case elapsed >= r.timeBudget:
 		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
 	case r.cost >= r.costBudget:
@@ -445,12 +473,16 @@ func (r *Run) budgetLocked() string {
 func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration) {
 	spec, _ := r.e.reg.Spec(agent)
 	c := &call{r: r, t: t, spec: spec, attempt: t.attempt}
-	id := r.dispatchID(t, t.serial)
+	id := r.nextID(t)
 	t.serial++
+	t.nextID = ""
 	t.state = taskRunning
 	r.dispatches++
 	now := r.e.exec.Now()
 	d := &c.d
+	if !r.now.IsZero() {
+		now = r.now
+	}
 	d.DispatchID, d.SessionID, d.QueryID = id, r.req.SessionID, r.req.QueryID
 	d.TargetAgent, d.DispatchReason, d.Priority = agent, reason, r.req.Priority
 	d.Query, d.ParsedQuery, d.RAGContext, d.UserContext = r.req.Query, r.req.ParsedQuery, r.req.RAGContext, r.req.UserContext
@@ -475,8 +507,8 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		timeout = secs(s)
 	}
 	if r.costBudget > r.cost {
-		left := r.costBudget - r.cost
-		d.MaxCostDollars = &left
+		c.costLeft = r.costBudget - r.cost
+		d.MaxCostDollars = &c.costLeft
 	}
 	c.deadline = now.Add(delay + timeout)
 	d.Bind(c)
@@ -543,7 +575,7 @@ func (r *Run) completeLocked(c *call) {
 			break
 		}
 		t.attempt++
-		next := r.dispatchID(t, t.serial)
+		next := r.nextID(t)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindRetryScheduled, Step: t.step, DispatchID: next, Agent: res.AgentName,
 			Data: &troupe.RetryScheduled{Attempt: t.attempt, Backoff: act.Backoff, Reason: act.Reason, NextID: next, PreviousID: res.DispatchID}})
 		r.dispatchLocked(t, res.AgentName, fmt.Sprintf("retry %d of %s: %s", t.attempt, res.AgentName, firstError(res)), act.Backoff)
@@ -563,7 +595,7 @@ func (r *Run) completeLocked(c *call) {
 		r.fallbacks[t.decision.Target] = act.Agent
 		d := &troupe.RoutingDecision{Target: act.Agent, Reason: fmt.Sprintf("fallback for %s, which failed: %s", res.AgentName, firstError(res)),
 			Metadata: map[string]any{"primary": t.decision.Target, "fallback_index": t.fbUsed}}
-		r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.dispatchID(t, t.serial), Agent: act.Agent, Data: d})
+		r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: act.Agent, Data: d})
 		r.dispatchLocked(t, act.Agent, d.Reason, 0)
 		return
 	case policy.UsePartial:
@@ -655,6 +687,7 @@ func (r *Run) claimFinishLocked() bool {
 // finish aggregates, tears agents down and appends the terminal event (or run_paused).
 func (r *Run) finish() {
 	r.mu.Lock()
+	r.now = r.e.exec.Now()
 	var out troupe.Outcome
 	var stage troupe.Stage
 	var kind troupe.Kind
@@ -692,6 +725,7 @@ func (r *Run) finish() {
 		r.status = troupe.RunAggregating
 		r.aggregateLocked()
 	}
+	r.now = time.Time{}
 	r.mu.Unlock()
 
 	warns := r.teardown()
@@ -777,7 +811,7 @@ func (r *Run) aggregateLocked() {
 		}
 	}
 	agg, err := aggregate.Combine(results, aggregate.Options{Strategy: r.e.strategy, ExecutionOrder: r.order,
-		TotalExecutionTimeMS: r.e.exec.Now().Sub(r.startedAt).Milliseconds()})
+		TotalExecutionTimeMS: r.now.Sub(r.startedAt).Milliseconds()})
 	if err != nil {
 		r.warnings = append(r.warnings, "aggregation: "+err.Error())
 		return

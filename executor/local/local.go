@@ -108,7 +108,8 @@ type scope struct {
 	ctx context.Context
 
 	mu        sync.Mutex
-	queue     []*job
+	queue     []*job // ready jobs are queue[head:]
+	head      int
 	releasing int // workers inside Done that will take a queued job before exiting
 	running   deadlineHeap
 	delayed   map[*job]struct{}
@@ -155,7 +156,7 @@ func (s *scope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
 func (s *scope) enqueue(jb *job) {
 	s.mu.Lock()
 	s.queue = append(s.queue, jb)
-	spawn := len(s.queue) > s.releasing
+	spawn := len(s.queue)-s.head > s.releasing
 	if spawn {
 		s.active.Add(1)
 	}
@@ -168,16 +169,16 @@ func (s *scope) enqueue(jb *job) {
 func (s *scope) worker() {
 	for {
 		s.mu.Lock()
-		if len(s.queue) == 0 {
+		if s.head == len(s.queue) {
 			s.mu.Unlock()
 			s.active.Done()
 			return
 		}
-		jb := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
-		if len(s.queue) == 0 {
-			s.queue = s.queue[:0:0]
+		jb := s.queue[s.head]
+		s.queue[s.head] = nil
+		s.head++
+		if s.head == len(s.queue) {
+			s.queue, s.head = s.queue[:0], 0 // keep the array: the next stage reuses it
 		}
 		jb.state.Store(stateRunning)
 		if s.cancelled {

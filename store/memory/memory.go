@@ -11,12 +11,23 @@ import (
 	"github.com/troupehq/troupe"
 )
 
-// Store keeps every run's events in memory. The zero value is not usable; call New. A Store is
-// safe for concurrent use; events it returns share payloads with what was appended, which the
-// engine never modifies after appending.
+// Config bounds a Store. The zero value keeps the 1,024 most recently finished runs.
+type Config struct {
+	// MaxFinishedRuns is how many runs that reached a terminal event are kept; when one more
+	// finishes, the one that finished longest ago is dropped. Runs not finished (live or
+	// paused) are never dropped. 0 means 1,024.
+	MaxFinishedRuns int
+}
+
+// Store keeps run logs in memory. The zero value is not usable; call New. A Store is safe for
+// concurrent use; events it returns share payloads with what was appended, which the engine
+// never modifies after appending.
 type Store struct {
-	mu   sync.RWMutex
-	runs map[string]*runLog
+	max int
+
+	mu       sync.RWMutex
+	runs     map[string]*runLog
+	finished []string // finished run ids, oldest first
 }
 
 type runLog struct {
@@ -24,8 +35,14 @@ type runLog struct {
 	events []troupe.Event
 }
 
-// New returns an empty store.
-func New() *Store { return &Store{runs: make(map[string]*runLog)} }
+// New returns an empty store bounded by cfg.
+func New(cfg ...Config) *Store {
+	s := &Store{runs: make(map[string]*runLog), max: 1024}
+	if len(cfg) > 0 && cfg[0].MaxFinishedRuns > 0 {
+		s.max = cfg[0].MaxFinishedRuns
+	}
+	return s
+}
 
 func (s *Store) log(runID string, create bool) *runLog {
 	s.mu.RLock()
@@ -60,8 +77,35 @@ func (s *Store) Append(ctx context.Context, events ...troupe.Event) error {
 		}
 		l.events = append(l.events, *ev)
 		l.mu.Unlock()
+		if ev.Stage.Terminal() {
+			s.retire(ev.RunID)
+		}
 	}
 	return nil
+}
+
+// Reserve makes room for n events of runID before its first append, so a run's log is
+// allocated once (the engine calls it with an estimate from the plan). It is optional: a
+// store without it works the same, only growing its slices as it goes.
+func (s *Store) Reserve(runID string, n int) {
+	l := s.log(runID, true)
+	l.mu.Lock()
+	if cap(l.events)-len(l.events) < n {
+		l.events = slices.Grow(l.events, n)
+	}
+	l.mu.Unlock()
+}
+
+// retire records that runID finished and drops the oldest finished runs beyond the bound.
+func (s *Store) retire(runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finished = append(s.finished, runID)
+	for len(s.finished) > s.max {
+		delete(s.runs, s.finished[0])
+		s.finished[0] = ""
+		s.finished = s.finished[1:]
+	}
 }
 
 // Events returns the events of runID with Seq > after. The slice is a read-only view of the log
