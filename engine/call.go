@@ -190,6 +190,7 @@ func (c *call) Done(expired bool) {
 		c.res = &c.work
 	}
 	r.completeLocked(c)
+	r.advanceLocked()
 	fin := r.claimFinishLocked()
 	r.now = time.Time{}
 	r.mu.Unlock()

@@ -171,7 +171,8 @@ func (e *Engine) Run(ctx context.Context, req troupe.Request) iter.Seq2[troupe.E
 			yield(troupe.Event{}, err)
 			return
 		}
-		for ev, err := range r.Events(ctx) {
+		// The watcher outlives ctx on purpose: a cancelled run still ends with run_cancelled.
+		for ev, err := range r.Events(r.bg) {
 			if !yield(ev, err) {
 				r.Cancel()
 				r.wait()

@@ -41,8 +41,9 @@ type Run struct {
 	buf        [1]troupe.Event
 	plan       *troupe.Plan
 	stages     [][]*task
-	stage      int // index of the current stage
-	next       int // next task of the current stage to start
+	stage      int  // index of the current stage
+	next       int  // next task of the current stage to start
+	routed     bool // the current stage's tasks have their routing decisions
 	inflight   int
 	state      map[string]any
 	upstream   []troupe.UpstreamResult
@@ -232,7 +233,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 		r.emitLocked(troupe.Event{Stage: troupe.StagePlan, Kind: troupe.KindPlanCreated, Data: p})
 		r.buildTasks(p)
 		r.status = troupe.RunExecuting
-		r.startStageLocked(0)
+		r.advanceLocked()
 	}
 	fin := r.claimFinishLocked()
 	r.now = time.Time{}
@@ -365,23 +366,26 @@ func (r *Run) emitLocked(ev troupe.Event) {
 	}
 }
 
-// startStageLocked routes the tasks of stage i and starts as many as its cap allows.
-func (r *Run) startStageLocked(i int) {
-	for ; i < len(r.stages); i++ {
-		r.stage, r.next = i, 0
-		if r.stopping() {
-			return
-		}
-		for _, t := range r.stages[i] {
-			if !r.routeLocked(t) {
-				return
+// advanceLocked moves the run as far as it can without waiting: it routes the current stage's
+// tasks once, starts them up to the stage's cap, and when a stage has nothing left in flight
+// or to start, goes on to the next. A dispatch answered from the log (a resumed run) completes
+// synchronously inside fillLocked; the loop, not recursion, carries the run forward.
+func (r *Run) advanceLocked() {
+	for !r.stopping() && r.stage < len(r.stages) {
+		if !r.routed {
+			for _, t := range r.stages[r.stage] {
+				if !r.routeLocked(t) {
+					return
+				}
 			}
+			r.routed = true
 		}
 		r.fillLocked()
-		if r.inflight > 0 || r.stopping() {
+		if r.inflight > 0 || r.next < len(r.stages[r.stage]) {
 			return
 		}
-		// Every task of the stage finished without running (budget, replay): go on.
+		r.stage++
+		r.next, r.routed = 0, false
 	}
 }
 
@@ -514,6 +518,9 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	d.Bind(c)
 	r.calls = append(r.calls, c)
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchStarted, Step: t.step, DispatchID: id, Agent: agent, Data: d})
+	if r.err != nil {
+		return // not recorded, so not acted on: a resumed run will dispatch it
+	}
 	if rec, ok := r.replay.result(id); ok {
 		c.res = rec
 		c.replayed = true
@@ -527,14 +534,14 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 
 var emptyParsed = map[string]any{}
 
-// completeLocked records a finished dispatch and decides what comes next.
+// completeLocked records a finished dispatch and applies the error policy (which may start a
+// retry or a fallback); advancing to further tasks is the caller's advanceLocked.
 func (r *Run) completeLocked(c *call) {
 	r.inflight--
 	t := c.t
 	res := c.res
 	if c.paused {
 		t.state = taskPaused
-		r.advanceLocked()
 		return
 	}
 	if !c.replayed {
@@ -554,7 +561,6 @@ func (r *Run) completeLocked(c *call) {
 	}
 	if res.Status == troupe.StatusCompleted {
 		r.succeedLocked(c, false)
-		r.advanceLocked()
 		return
 	}
 	r.errs = append(r.errs, res.Errors...)
@@ -601,7 +607,6 @@ func (r *Run) completeLocked(c *call) {
 	case policy.UsePartial:
 		r.warnings = append(r.warnings, fmt.Sprintf("%s: timed out; its partial result is used", res.AgentName))
 		r.succeedLocked(c, true)
-		r.advanceLocked()
 		return
 	case policy.FailRun:
 		info := troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: res.AgentName + ": " + firstError(res)}
@@ -612,7 +617,6 @@ func (r *Run) completeLocked(c *call) {
 		r.failLocked(troupe.StageExecute, info, act.Reason)
 	}
 	t.state, t.final = taskDone, res
-	r.advanceLocked()
 }
 
 func firstError(res *troupe.Result) string {
@@ -657,27 +661,13 @@ func (r *Run) failLocked(stage troupe.Stage, info troupe.ErrorInfo, reason strin
 
 var errFailFast = errors.New("engine: run failed")
 
-// advanceLocked moves to the next stage when the current one is done.
-func (r *Run) advanceLocked() {
-	if r.inflight > 0 {
-		return
-	}
-	if r.stages != nil && r.stage < len(r.stages) && !r.stopping() {
-		r.fillLocked()
-		if r.inflight > 0 {
-			return
-		}
-		r.startStageLocked(r.stage + 1)
-	}
-}
-
 // claimFinishLocked reports whether the caller must run the closing sequence: the run has no
 // work in flight and nothing more to start, and nobody claimed it yet.
 func (r *Run) claimFinishLocked() bool {
 	if r.finishing || r.inflight > 0 {
 		return false
 	}
-	if !r.stopping() && r.stages != nil && r.stage < len(r.stages) && (r.next < len(r.stages[r.stage]) || r.stage < len(r.stages)-1) {
+	if !r.stopping() && r.stage < len(r.stages) {
 		return false
 	}
 	r.finishing = true
@@ -805,7 +795,16 @@ func (r *Run) aggregateLocked() {
 	results := make([]*troupe.Result, 0, len(r.order))
 	for _, st := range r.stages {
 		for _, t := range st {
-			if t.final != nil {
+			switch {
+			case t.final == nil:
+			case t.partial:
+				// on_timeout use_partial: the log keeps the timeout; aggregation combines the
+				// partial result it decided to use.
+				p := *t.final
+				p.Status = troupe.StatusCompleted
+				p.Warnings = append(slices.Clip(p.Warnings), "partial result: the agent timed out")
+				results = append(results, &p)
+			default:
 				results = append(results, t.final)
 			}
 		}

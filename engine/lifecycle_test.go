@@ -1,0 +1,389 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/troupetest"
+)
+
+// Cancelling the caller's context ends the run CANCELLED and stops every dispatch.
+func TestCancelStopsEveryDispatch(t *testing.T) {
+	g := newGate()
+	var names []string
+	var pairs []any
+	for i := range 5 {
+		n := fmt.Sprint("w", i)
+		names = append(names, n)
+		pairs = append(pairs, n, g.agent())
+	}
+	eng := newEngine(t, engine.Config{Registry: agents(t, pairs...), Planner: group(5, names...)})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var evs []troupe.Event
+	for ev, err := range eng.Run(ctx, troupe.Request{Query: "q"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+		if len(troupetest.Find(evs, troupe.KindDispatchStarted, "")) == 5 && ev.Kind == troupe.KindDispatchStarted {
+			for range 5 {
+				<-g.entered
+			}
+			cancel()
+		}
+	}
+	troupetest.CheckLog(t, evs)
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCancelled {
+		t.Fatalf("last event %s, want run_cancelled", last.Kind)
+	}
+	for name, rs := range results(evs) {
+		if rs[0].Status != troupe.StatusCancelled {
+			t.Errorf("%s ended %s, want cancelled", name, rs[0].Status)
+		}
+	}
+	if g.in != 0 {
+		t.Errorf("%d agents still running after the run ended", g.in)
+	}
+}
+
+// Breaking out of the event loop cancels the run and leaves no goroutine behind.
+func TestBreakLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g := newGate()
+	eng, err := engine.New(engine.Config{Registry: agents(t, "a", g.agent(), "b", g.agent()), Planner: group(2, "a", "b"), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ev := range eng.Run(t.Context(), troupe.Request{Query: "q"}) {
+		if ev.Kind == troupe.KindDispatchStarted {
+			n++
+			if n == 2 {
+				<-g.entered
+				<-g.entered
+				break
+			}
+		}
+	}
+	if g.in != 0 {
+		t.Errorf("%d agents still inside after break", g.in)
+	}
+}
+
+// Goroutines are gone after a completed, a cancelled and a timed-out run.
+func TestNoGoroutineLeft(t *testing.T) {
+	for _, end := range []string{"completed", "cancelled", "timed out"} {
+		t.Run(end, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			release := make(chan struct{})
+			var step troupetest.Step
+			switch end {
+			case "completed":
+				step = troupetest.OK(nil)
+			case "cancelled":
+				step = troupetest.Block(release, false)
+			case "timed out":
+				step = troupetest.Block(release, true) // ignores its context
+			}
+			exec := local.New(local.Config{})
+			eng, err := engine.New(engine.Config{Registry: agents(t, "a", opt(troupetest.NewScript(step), troupe.WithTimeout(20*time.Millisecond))),
+				Planner: chain("a"), Executor: exec, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			for ev, err := range eng.Run(ctx, troupe.Request{Query: "q"}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if end == "cancelled" && ev.Kind == troupe.KindDispatchStarted {
+					cancel()
+				}
+			}
+			if end == "timed out" && exec.Stragglers() != 1 {
+				t.Errorf("stragglers %d, want 1 (the agent that ignores its context)", exec.Stragglers())
+			}
+			close(release)
+			if err := eng.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A panicking agent yields a failed result with the panic and the stack; the process lives.
+func TestPanicBecomesFailedResult(t *testing.T) {
+	boom := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { panic("boom") })
+	eng := newEngine(t, engine.Config{Registry: agents(t, "boom", boom), Planner: chain("boom")})
+	evs := run(t, eng, troupe.Request{Query: "q"})
+	r := results(evs)["boom"][0]
+	if r.Status != troupe.StatusFailed || r.Errors[0].Code != troupe.CodePanic {
+		t.Fatalf("result %+v", r)
+	}
+	if stack, _ := r.Errors[0].Details["stack"].(string); !strings.Contains(stack, "lifecycle_test.go") {
+		t.Errorf("stack does not show the panicking agent:\n%s", stack)
+	}
+	if !strings.Contains(r.Errors[0].Message, "boom") {
+		t.Errorf("message %q", r.Errors[0].Message)
+	}
+}
+
+// A group's dispatches run concurrently, at most the stage's cap at once.
+func TestGroupCap(t *testing.T) {
+	g := newGate()
+	var names []string
+	var pairs []any
+	for i := range 12 {
+		n := fmt.Sprint("w", i)
+		names = append(names, n)
+		pairs = append(pairs, n, g.agent())
+	}
+	eng := newEngine(t, engine.Config{Registry: agents(t, pairs...), Planner: group(3, names...)})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		<-g.entered
+	}
+	close(g.release)
+	if _, err := r.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if g.peak != 3 {
+		t.Errorf("peak concurrency %d, want 3", g.peak)
+	}
+}
+
+type lifecycleAgent struct {
+	name string
+	mu   *sync.Mutex
+	log  *[]string
+	fail bool
+}
+
+func (a lifecycleAgent) Run(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+	a.record("run")
+	return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+}
+func (a lifecycleAgent) Setup(context.Context) error {
+	a.record("setup")
+	if a.fail {
+		return errors.New("no connection")
+	}
+	return nil
+}
+func (a lifecycleAgent) Teardown(context.Context) error { a.record("teardown"); return nil }
+func (a lifecycleAgent) record(what string) {
+	a.mu.Lock()
+	*a.log = append(*a.log, a.name+" "+what)
+	a.mu.Unlock()
+}
+
+// Setup runs at INITIALIZE; teardown runs on every terminal path, in reverse order.
+func TestSetupAndTeardown(t *testing.T) {
+	for _, end := range []string{"completed", "failed", "cancelled", "setup fails"} {
+		t.Run(end, func(t *testing.T) {
+			var mu sync.Mutex
+			var log []string
+			a := lifecycleAgent{name: "a", mu: &mu, log: &log}
+			b := lifecycleAgent{name: "b", mu: &mu, log: &log, fail: end == "setup fails"}
+			var third troupe.Agent = troupetest.NewScript()
+			if end == "failed" {
+				third = troupetest.NewScript(troupetest.Fail("X", false))
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if end == "cancelled" {
+				third = troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+					cancel()
+					<-ctx.Done()
+					return nil, ctx.Err()
+				})
+			}
+			eng := newEngine(t, engine.Config{Registry: agents(t, "a", a, "b", b, "c", third), Planner: chain("a", "b", "c")})
+			evs, err := troupetest.Collect(eng.Run(ctx, troupe.Request{Query: "q"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"a setup", "b setup", "a run", "b run", "b teardown", "a teardown"}
+			if end == "setup fails" {
+				want = []string{"a setup", "b setup", "a teardown"}
+				if last := troupetest.Last(evs); last.Stage != troupe.StageFailed || !strings.Contains(last.Data.(*troupe.Outcome).Error.Message, "no connection") {
+					t.Errorf("last event %s %+v", last.Kind, last.Data)
+				}
+			}
+			if diff := cmp.Diff(want, log); diff != "" {
+				t.Errorf("lifecycle (-want +got):\n%s", diff)
+			}
+			start := evs[0].Data.(*troupe.RunStart)
+			if end != "setup fails" && !cmp.Equal(start.Setup, []string{"a", "b"}) {
+				t.Errorf("run_initialized says set up %v", start.Setup)
+			}
+		})
+	}
+}
+
+// The time budget stops new dispatches once spent, and says so.
+func TestTimeBudget(t *testing.T) {
+	clock := troupetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	slow := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		clock.Advance(2 * time.Minute)
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	after := troupetest.NewScript()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "slow", slow, "after", after), Planner: chain("slow", "after"),
+		Executor: local.New(local.Config{Clock: clock.Now}), Policy: troupe.ErrorPolicy{MinSuccessRate: troupe.Ptr(0.5)}})
+	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{TimeSeconds: 60}})
+	hits := troupetest.Find(evs, troupe.KindBudgetExhausted, "")
+	if len(hits) != 1 || !strings.Contains(hits[0].Data.(*troupe.Warning).Message, "time budget of 1m0s spent") {
+		t.Fatalf("budget events %+v", hits)
+	}
+	if after.Calls() != 0 {
+		t.Errorf("a dispatch started after the budget was spent")
+	}
+	if out := outcome(t, evs); out.Status != troupe.RunCompleted || !cmp.Equal(out.Skipped, []string{"after"}) {
+		t.Errorf("outcome %+v, want completed (1 of 2 meets min_success_rate 0.5) with after skipped", out)
+	}
+}
+
+// The cost budget stops new dispatches once spent; each dispatch is told what is left.
+func TestCostBudget(t *testing.T) {
+	var seen []float64
+	var mu sync.Mutex
+	spend := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		mu.Lock()
+		seen = append(seen, *d.MaxCostDollars)
+		mu.Unlock()
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, CostDollars: troupe.Ptr(0.4)}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", spend, "b", spend, "c", spend, "d", spend), Planner: chain("a", "b", "c", "d")})
+	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: 1}})
+	if !cmp.Equal(seen, []float64{1, 0.6, 0.19999999999999996}) {
+		t.Errorf("max_cost_dollars seen %v", seen)
+	}
+	if len(troupetest.Find(evs, troupe.KindBudgetExhausted, "")) != 1 {
+		t.Errorf("no budget_exhausted event")
+	}
+	if out := outcome(t, evs); !cmp.Equal(out.Skipped, []string{"d"}) {
+		t.Errorf("skipped %v, want d", out.Skipped)
+	}
+}
+
+// Declared writes go to session state (recorded as state_delta); declared reads that are
+// absent fail the agent with STATE_MISSING (seed 003).
+func TestSessionState(t *testing.T) {
+	writer := troupetest.NewScript(troupetest.OK(map[string]any{"learner_level": "beginner", "other": 1}))
+	var got any
+	reader := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		got, _ = d.State("learner_level")
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	reg := agents(t, "diagnostic", opt(writer, troupe.Writes("learner_level")), "tutor", opt(reader, troupe.Reads("learner_level")))
+	t.Run("written then read", func(t *testing.T) {
+		eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("diagnostic", "tutor")})
+		evs := run(t, eng, troupe.Request{Query: "q"})
+		deltas := troupetest.Find(evs, troupe.KindStateDelta, "diagnostic")
+		if len(deltas) != 1 || !cmp.Equal(deltas[0].Data.(*troupe.StateDelta).Set, map[string]any{"learner_level": "beginner"}) {
+			t.Errorf("state deltas %+v", deltas)
+		}
+		if got != "beginner" {
+			t.Errorf("tutor read %v", got)
+		}
+	})
+	t.Run("read before written", func(t *testing.T) {
+		eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("tutor")})
+		evs := run(t, eng, troupe.Request{Query: "q"})
+		r := results(evs)["tutor"][0]
+		if r.Status != troupe.StatusFailed || r.Errors[0].Code != troupe.CodeStateMissing || r.Errors[0].FallbackAction == "" {
+			t.Errorf("result %+v, want STATE_MISSING with a fallback action", r)
+		}
+	})
+}
+
+// Agents' progress events appear in the run's stream, between their start and finish.
+func TestProgressEvents(t *testing.T) {
+	a := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		for i := range 3 {
+			d.Progress("replicate_done", map[string]any{"i": i})
+		}
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", a), Planner: chain("a")})
+	evs := run(t, eng, troupe.Request{Query: "q"})
+	kinds := troupetest.Kinds(evs)
+	want := []troupe.Kind{troupe.KindDispatchStarted, troupe.KindAgentProgress, troupe.KindAgentProgress, troupe.KindAgentProgress, troupe.KindDispatchCompleted}
+	if diff := cmp.Diff(want, kinds[3:8]); diff != "" {
+		t.Errorf("kinds (-want +got):\n%s", diff)
+	}
+	if p := evs[4].Data.(*troupe.Progress); p.Kind != "replicate_done" {
+		t.Errorf("progress %+v", p)
+	}
+}
+
+// Guardrails, per agent and per run: a check before can block; a check after can annotate or block.
+func TestGuardrails(t *testing.T) {
+	pii := troupe.GuardrailFuncs{ID: "pii", After: func(_ context.Context, _ *troupe.Dispatch, r *troupe.Result) troupe.Verdict {
+		if _, ok := r.AgentResult["email"]; ok {
+			return troupe.Verdict{Block: true, Reason: "result contains an email address"}
+		}
+		return troupe.Verdict{Annotations: map[string]any{"checked": true}, Warnings: []string{"pii checked"}}
+	}}
+	noProd := troupe.GuardrailFuncs{ID: "no-prod", Before: func(_ context.Context, d *troupe.Dispatch) troupe.Verdict {
+		if d.TargetAgent == "deployer" {
+			return troupe.Verdict{Block: true, Reason: "deployments need a change ticket"}
+		}
+		return troupe.Verdict{}
+	}}
+	leaky := troupetest.NewScript(troupetest.OK(map[string]any{"email": "a@b.c"}))
+	reg := agents(t, "clean", opt(troupetest.NewScript(), troupe.Guard(pii)), "leaky", opt(leaky, troupe.Guard(pii)), "deployer", troupetest.NewScript())
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: group(3, "clean", "leaky", "deployer"), Policy: troupe.ErrorPolicy{OnError: troupe.Continue, MinSuccessRate: troupe.Ptr(0.3)}})
+	evs := run(t, eng, troupe.Request{Query: "q", Guardrails: []troupe.Guardrail{noProd}})
+	rs := results(evs)
+	if c := rs["clean"][0]; c.Status != troupe.StatusCompleted || c.Annotations["pii"] == nil || !cmp.Equal(c.Warnings, []string{"pii checked"}) {
+		t.Errorf("clean %+v", c)
+	}
+	if l := rs["leaky"][0]; l.Status != troupe.StatusFailed || l.Errors[0].Code != troupe.CodeBlocked {
+		t.Errorf("leaky %+v", l)
+	}
+	if d := rs["deployer"][0]; d.Status != troupe.StatusFailed || !strings.Contains(d.Errors[0].Message, "change ticket") {
+		t.Errorf("deployer %+v", d)
+	}
+}
+
+// The orchestrator state (seed 000) can be read mid-run and at the end.
+func TestOrchestratorState(t *testing.T) {
+	g := newGate()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript(), "b", g.agent()), Planner: chain("a", "b")})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q", SessionID: "sess_xyz", QueryID: "qry_789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	mid := r.State()
+	if mid.Status != troupe.RunExecuting || mid.CurrentStage != 1 || len(mid.CompletedAgents) != 1 || mid.DispatchedAgents["b"] == nil {
+		t.Errorf("mid-run state %+v", mid)
+	}
+	close(g.release)
+	end, err := r.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Status != troupe.RunCompleted || end.SessionID != "sess_xyz" || end.QueryID != "qry_789" || len(end.CompletedAgents) != 2 ||
+		!cmp.Equal(end.ExecutionPlan, [][]string{{"a"}, {"b"}}) || end.Aggregation == nil {
+		t.Errorf("final state %+v", end)
+	}
+}

@@ -1,0 +1,189 @@
+// Package troupetest is troupe's public test kit: scripted agents, a fake clock, and helpers
+// that collect a run's events and check the invariants every run log must keep.
+package troupetest
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/troupehq/troupe"
+)
+
+// Step is one scripted response: the result and error an agent returns on one call.
+type Step func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error)
+
+// Script is an agent that answers its n-th call with Steps[n] (the last step repeats) and counts
+// its calls. It is safe for concurrent use.
+type Script struct {
+	Steps []Step
+	calls atomic.Int64
+}
+
+// Run answers the call.
+func (s *Script) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	n := int(s.calls.Add(1)) - 1
+	if len(s.Steps) == 0 {
+		return OK(nil)(ctx, d)
+	}
+	return s.Steps[min(n, len(s.Steps)-1)](ctx, d)
+}
+
+// Calls returns how many times the agent ran.
+func (s *Script) Calls() int { return int(s.calls.Load()) }
+
+// NewScript returns a Script with the given steps.
+func NewScript(steps ...Step) *Script { return &Script{Steps: steps} }
+
+// OK returns a step that completes with result (or {"ok": true} when nil) and confidence 0.9.
+func OK(result map[string]any) Step {
+	if result == nil {
+		result = map[string]any{"ok": true}
+	}
+	return func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: result, Confidence: troupe.Ptr(0.9)}, nil
+	}
+}
+
+// Fail returns a step that fails with an *troupe.AgentError.
+func Fail(code string, recoverable bool) Step {
+	return func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return nil, &troupe.AgentError{Code: code, Message: "scripted failure", Recoverable: recoverable}
+	}
+}
+
+// Block returns a step that waits for release (or ctx) before completing; if ignoreCtx, it waits
+// for release only, as an agent that ignores cancellation does.
+func Block(release <-chan struct{}, ignoreCtx bool) Step {
+	return func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if ignoreCtx {
+			<-release
+			return OK(nil)(ctx, d)
+		}
+		select {
+		case <-release:
+			return OK(nil)(ctx, d)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Clock is a fake clock for executors: it stands still until Advance. Safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock reading start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Collect ranges over a run's events and returns them with the error that ended the stream.
+func Collect(seq iter.Seq2[troupe.Event, error]) ([]troupe.Event, error) {
+	var evs []troupe.Event
+	for ev, err := range seq {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+// Stages returns the stages of events with consecutive repeats collapsed: the lifecycle as
+// seed 001's compliance test states it (one EXECUTE for a dispatch's started and completed).
+func Stages(evs []troupe.Event) []troupe.Stage {
+	var out []troupe.Stage
+	for _, ev := range evs {
+		if len(out) == 0 || out[len(out)-1] != ev.Stage {
+			out = append(out, ev.Stage)
+		}
+	}
+	return out
+}
+
+// Kinds returns the kinds of events, in order.
+func Kinds(evs []troupe.Event) []troupe.Kind {
+	out := make([]troupe.Kind, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Kind
+	}
+	return out
+}
+
+// Find returns the events of kind k (for agent, when agent is not "").
+func Find(evs []troupe.Event, k troupe.Kind, agent string) []troupe.Event {
+	var out []troupe.Event
+	for _, ev := range evs {
+		if ev.Kind == k && (agent == "" || ev.Agent == agent) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// Last returns the last event, or the zero Event.
+func Last(evs []troupe.Event) troupe.Event {
+	if len(evs) == 0 {
+		return troupe.Event{}
+	}
+	return evs[len(evs)-1]
+}
+
+// CheckLog reports every broken invariant of a complete run log (from seq 1): sequence numbers
+// dense from 1, one run id, a context on every event, at most one terminal event and nothing
+// after it, INITIALIZE first.
+func CheckLog(t testing.TB, evs []troupe.Event) {
+	t.Helper()
+	for _, p := range LogProblems(evs) {
+		t.Error(p)
+	}
+}
+
+// LogProblems is CheckLog's findings as values.
+func LogProblems(evs []troupe.Event) []string {
+	var out []string
+	if len(evs) == 0 {
+		return []string{"empty log"}
+	}
+	if evs[0].Stage != troupe.StageInitialize {
+		out = append(out, fmt.Sprintf("first event is %s %s, want initialize", evs[0].Stage, evs[0].Kind))
+	}
+	terminal := -1
+	for i, ev := range evs {
+		if ev.Seq != int64(i)+1 {
+			out = append(out, fmt.Sprintf("event %d has seq %d", i+1, ev.Seq))
+		}
+		if ev.RunID != evs[0].RunID {
+			out = append(out, fmt.Sprintf("event %d has run id %q, want %q", ev.Seq, ev.RunID, evs[0].RunID))
+		}
+		if ev.Context == nil || ev.Context.TraceID() == "" {
+			out = append(out, fmt.Sprintf("event %d (%s) has no context trace id", ev.Seq, ev.Kind))
+		}
+		if terminal >= 0 {
+			out = append(out, fmt.Sprintf("event %d (%s) follows terminal event %d", ev.Seq, ev.Kind, terminal+1))
+		}
+		if ev.Stage.Terminal() {
+			terminal = i
+		}
+	}
+	return out
+}
