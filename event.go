@@ -163,7 +163,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 // RunStart is the payload of run_initialized and run_resumed: the request as the engine will
 // run it (ids and seed filled in), so the run can be rebuilt from its log.
 type RunStart struct {
-	Request Request  `json:"request"`
+	Request *Request `json:"request"`
 	Seed    uint64   `json:"seed"`
 	Setup   []string `json:"setup,omitempty"` // agents whose Setup ran
 }

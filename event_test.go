@@ -48,7 +48,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		data any
 	}{
 		{troupe.KindRunInitialized, &troupe.RunStart{
-			Request: troupe.Request{
+			Request: &troupe.Request{
 				RunID: "run-1", SessionID: "s", QueryID: "q", Query: "why?",
 				ParsedQuery: map[string]any{"intent": "causal"}, Criteria: criteria,
 				Context: ctx, Policy: &troupe.ErrorPolicy{OnError: troupe.Retry, EnableFallback: troupe.Ptr(false)},
@@ -58,7 +58,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 			},
 			Seed: 99, Setup: []string{"causal_impact"},
 		}},
-		{troupe.KindRunResumed, &troupe.RunStart{Request: troupe.Request{Query: "again", Context: ctx}, Seed: 1}},
+		{troupe.KindRunResumed, &troupe.RunStart{Request: &troupe.Request{Query: "again", Context: ctx}, Seed: 1}},
 		{troupe.KindPlanCreated, &troupe.Plan{
 			Stages: []troupe.PlanStage{
 				{Tasks: []troupe.Task{{ID: "t1", Agent: "causal_impact", Reason: "primary", Priority: 1}}, MaxConcurrency: 1},

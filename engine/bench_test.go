@@ -189,8 +189,8 @@ func BenchmarkBlockedRunMemory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		before := memInUse()
 		handles := make([]*engine.Run, runs)
+		before, heapBefore, stackBefore := memInUse()
 		ctx := context.Background()
 		for i := range handles {
 			if handles[i], err = eng.Start(ctx, troupe.Request{Query: "blocked"}); err != nil {
@@ -198,8 +198,10 @@ func BenchmarkBlockedRunMemory(b *testing.B) {
 			}
 		}
 		entered.Wait()
-		after := memInUse()
+		after, heapAfter, stackAfter := memInUse()
 		b.ReportMetric(float64(after-before)/runs, "B/blocked-run")
+		b.ReportMetric(float64(heapAfter-heapBefore)/runs, "heap-B/run")
+		b.ReportMetric(float64(stackAfter-stackBefore)/runs, "stack-B/run")
 		close(release)
 		for _, h := range handles {
 			if _, err := h.Wait(ctx); err != nil {
@@ -209,31 +211,35 @@ func BenchmarkBlockedRunMemory(b *testing.B) {
 	}
 }
 
-// BenchmarkBlockedGoroutineFloor: the floor, one goroutine blocked on a channel per "run".
+// BenchmarkBlockedGoroutineFloor: the floor, one bare goroutine blocked on a channel per "run".
 func BenchmarkBlockedGoroutineFloor(b *testing.B) {
 	const runs = 10000
 	for b.Loop() {
 		release := make(chan struct{})
-		var entered, exited sync.WaitGroup
-		entered.Add(runs)
-		before := memInUse()
+		started := make(chan struct{}, runs)
+		before, heapBefore, stackBefore := memInUse()
 		for range runs {
-			exited.Go(func() { entered.Done(); <-release })
+			go func() { started <- struct{}{}; <-release }()
 		}
-		entered.Wait()
-		after := memInUse()
+		for range runs {
+			<-started
+		}
+		after, heapAfter, stackAfter := memInUse()
 		b.ReportMetric(float64(after-before)/runs, "B/blocked-run")
-		close(release)
-		exited.Wait()
+		b.ReportMetric(float64(heapAfter-heapBefore)/runs, "heap-B/run")
+		b.ReportMetric(float64(stackAfter-stackBefore)/runs, "stack-B/run")
+		close(release) // the goroutines return at once
 	}
 }
 
-func memInUse() uint64 {
+// memInUse returns heap plus stack in use, and each, after collecting garbage (which also
+// shrinks goroutine stacks that use less than a quarter of theirs).
+func memInUse() (total, heap, stack uint64) {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapInuse + m.StackInuse
+	return m.HeapInuse + m.StackInuse, m.HeapInuse, m.StackInuse
 }
 
 // BenchmarkChain10Detached is Chain10 without a watcher: Start, then Wait.

@@ -33,14 +33,73 @@ type call struct {
 	replayed bool
 }
 
-// Run executes the dispatch on an executor goroutine: checks, guardrails, the agent (with panic
-// recovery: the one place troupe recovers agent panics), validation, review by a human.
+// Run executes the dispatch on an executor goroutine. It is kept small on purpose: while an
+// agent blocks, only Run's, invoke's and the worker's frames are on the goroutine's stack, and
+// a stack that uses under a quarter of itself is halved by the garbage collector — so a run
+// blocked in an agent holds a 2 KB stack, not 4 KB. Everything heavier happens in prepare and
+// finish, whose frames are gone by then.
 func (c *call) Run(ctx context.Context) {
+	start := c.r.e.exec.Now()
+	var out *troupe.Result
+	err := c.prepare(ctx)
+	if err == nil {
+		out, err = c.invoke(ctx)
+	}
+	c.finish(ctx, start, out, err)
+}
+
+// prepare checks what must hold before the agent runs: the run not cancelled, declared state
+// present (seed 003's STATE_MISSING), guardrails allowing the dispatch.
+//
+//go:noinline
+func (c *call) prepare(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
 	r := c.r
-	res := &c.work
-	start := r.e.exec.Now()
-	out, err := c.invoke(ctx)
+	if len(c.spec.Reads) > 0 {
+		r.mu.Lock()
+		var missing []string
+		for _, k := range c.spec.Reads {
+			if _, ok := r.state[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		r.mu.Unlock()
+		if missing != nil {
+			return &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads", missing, c.d.TargetAgent),
+				FallbackAction: "run the agent that writes it first"}
+		}
+	}
+	for _, g := range c.guards() {
+		if v := g.CheckDispatch(ctx, &c.d); v.Block {
+			return fmt.Errorf("%w: %s: %s", troupe.ErrBlocked, g.Name(), v.Reason)
+		}
+	}
+	return nil
+}
+
+// invoke runs the agent; this is the one place troupe recovers an agent's panic.
+func (c *call) invoke(ctx context.Context) (out *troupe.Result, err error) {
+	defer c.recoverPanic(&out, &err)
+	return c.spec.Agent.Run(ctx, &c.d)
+}
+
+//go:noinline
+func (c *call) recoverPanic(out **troupe.Result, err *error) {
+	if v := recover(); v != nil {
+		*out, *err = nil, &troupe.PanicError{Value: v, Stack: stack()}
+	}
+}
+
+// finish builds the response: engine-owned fields, validation (seed 000), guardrails over the
+// result, and a human's review when the result requires one.
+//
+//go:noinline
+func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, err error) {
+	r := c.r
 	end := r.e.exec.Now()
+	res := &c.work
 	if out != nil {
 		*res = *out
 		// The agent may return one *Result from many calls: never append into its slices.
@@ -77,38 +136,6 @@ func (c *call) Run(ctx context.Context) {
 	if res.Status == troupe.StatusCompleted && res.RequiresHuman {
 		c.review(ctx)
 	}
-}
-
-func (c *call) invoke(ctx context.Context) (out *troupe.Result, err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, context.Cause(ctx)
-	}
-	r := c.r
-	if len(c.spec.Reads) > 0 {
-		r.mu.Lock()
-		var missing []string
-		for _, k := range c.spec.Reads {
-			if _, ok := r.state[k]; !ok {
-				missing = append(missing, k)
-			}
-		}
-		r.mu.Unlock()
-		if missing != nil {
-			return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads", missing, c.d.TargetAgent),
-				FallbackAction: "run the agent that writes it first"}
-		}
-	}
-	for _, g := range c.guards() {
-		if v := g.CheckDispatch(ctx, &c.d); v.Block {
-			return nil, fmt.Errorf("%w: %s: %s", troupe.ErrBlocked, g.Name(), v.Reason)
-		}
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			out, err = nil, &troupe.PanicError{Value: v, Stack: stack()}
-		}
-	}()
-	return c.spec.Agent.Run(ctx, &c.d)
 }
 
 func stack() string {

@@ -143,7 +143,10 @@ func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (
 		}
 		x.answers[a.QuestionID] = a
 	}
-	req := start.Request
+	if start.Request == nil {
+		return nil, fmt.Errorf("engine: resume %s: run_initialized has no request", runID)
+	}
+	req := *start.Request
 	req.Seed, req.RunID = start.Seed, runID
 	req.Human, req.Guardrails = opts.Human, opts.Guardrails
 	r, err := e.newRun(ctx, req, x)

@@ -161,10 +161,7 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		r.costBudget = b
 	}
 	r.guards = append(slices.Clip(req.Guardrails), e.guards...)
-	r.state = maps.Clone(req.State)
-	if r.state == nil {
-		r.state = make(map[string]any)
-	}
+	r.state = maps.Clone(req.State) // nil until written: reading a nil map is fine
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	r.bg = context.WithoutCancel(ctx)
 	e.mu.Lock()
@@ -203,8 +200,9 @@ func (r *Run) begin(answers []troupe.Answer) {
 	setupErr := r.setupAgents(p)
 
 	if res, ok := r.e.store.(interface{ Reserve(string, int) }); ok && r.replay == nil && p != nil {
-		// Three events a task (route, start, finish) and five for the run is the common shape.
-		res.Reserve(r.id, 5+3*p.NumTasks())
+		// The common shape: initialize, plan, three events a task (route, start, finish),
+		// aggregate, terminal.
+		res.Reserve(r.id, 4+3*p.NumTasks())
 	}
 	r.mu.Lock()
 	r.now = now
@@ -212,7 +210,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 	if r.replay != nil {
 		kind = troupe.KindRunResumed
 	}
-	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: r.req, Seed: r.seed, Setup: r.setup}})
+	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: &r.req, Seed: r.seed, Setup: r.setup}})
 	for i := range answers {
 		a := answers[i]
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: &a})
@@ -482,11 +480,11 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	t.nextID = ""
 	t.state = taskRunning
 	r.dispatches++
-	now := r.e.exec.Now()
-	d := &c.d
-	if !r.now.IsZero() {
-		now = r.now
+	now := r.now
+	if now.IsZero() {
+		now = r.e.exec.Now()
 	}
+	d := &c.d
 	d.DispatchID, d.SessionID, d.QueryID = id, r.req.SessionID, r.req.QueryID
 	d.TargetAgent, d.DispatchReason, d.Priority = agent, reason, r.req.Priority
 	d.Query, d.ParsedQuery, d.RAGContext, d.UserContext = r.req.Query, r.req.ParsedQuery, r.req.RAGContext, r.req.UserContext
@@ -506,7 +504,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	if spec.Timeout > 0 {
 		timeout = spec.Timeout
 	}
-	if s, ok := r.req.Timeouts[agent]; ok && s > 0 {
+	if s, ok := r.req.Timeouts[agent]; ok && s > 0 && len(r.req.Timeouts) > 0 {
 		d.TimeoutSeconds = &s
 		timeout = secs(s)
 	}
@@ -640,6 +638,9 @@ func (r *Run) succeedLocked(c *call, partial bool) {
 		}
 	}
 	if delta != nil {
+		if r.state == nil {
+			r.state = make(map[string]any, len(delta))
+		}
 		maps.Copy(r.state, delta)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindStateDelta, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Data: &troupe.StateDelta{Set: delta}})
 	}

@@ -23,10 +23,10 @@ type Config struct {
 // concurrent use; events it returns share payloads with what was appended, which the engine
 // never modifies after appending.
 type Store struct {
-	max int
+	max  int
+	runs sync.Map // run id → *runLog; read on every append, so lock-free to read
 
-	mu       sync.RWMutex
-	runs     map[string]*runLog
+	mu       sync.Mutex
 	finished []string // finished run ids, oldest first
 }
 
@@ -37,7 +37,7 @@ type runLog struct {
 
 // New returns an empty store bounded by cfg.
 func New(cfg ...Config) *Store {
-	s := &Store{runs: make(map[string]*runLog), max: 1024}
+	s := &Store{max: 1024}
 	if len(cfg) > 0 && cfg[0].MaxFinishedRuns > 0 {
 		s.max = cfg[0].MaxFinishedRuns
 	}
@@ -45,19 +45,14 @@ func New(cfg ...Config) *Store {
 }
 
 func (s *Store) log(runID string, create bool) *runLog {
-	s.mu.RLock()
-	l := s.runs[runID]
-	s.mu.RUnlock()
-	if l != nil || !create {
-		return l
+	if l, ok := s.runs.Load(runID); ok {
+		return l.(*runLog)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l = s.runs[runID]; l == nil {
-		l = &runLog{events: make([]troupe.Event, 0, 8)}
-		s.runs[runID] = l
+	if !create {
+		return nil
 	}
-	return l
+	l, _ := s.runs.LoadOrStore(runID, &runLog{events: make([]troupe.Event, 0, 8)})
+	return l.(*runLog)
 }
 
 // Append adds events to their runs' logs. Each event's Seq must be one more than the last of its
@@ -102,7 +97,7 @@ func (s *Store) retire(runID string) {
 	defer s.mu.Unlock()
 	s.finished = append(s.finished, runID)
 	for len(s.finished) > s.max {
-		delete(s.runs, s.finished[0])
+		s.runs.Delete(s.finished[0])
 		s.finished[0] = ""
 		s.finished = s.finished[1:]
 	}
@@ -130,12 +125,11 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe
 
 // Runs returns the ids of every run in the store, sorted.
 func (s *Store) Runs() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ids := make([]string, 0, len(s.runs))
-	for id := range s.runs {
-		ids = append(ids, id)
-	}
+	var ids []string
+	s.runs.Range(func(k, _ any) bool {
+		ids = append(ids, k.(string))
+		return true
+	})
 	slices.Sort(ids)
 	return ids
 }
