@@ -25,6 +25,9 @@ type call struct {
 	deadline time.Time
 	costLeft float64 // what d.MaxCostDollars points at
 
+	nextDone    *call // link in the run's stack of finished calls
+	expiredDone bool  // Done's argument, published with the call
+
 	// guarded by r.mu
 	partial  map[string]any
 	asked    int
@@ -201,29 +204,21 @@ func (c *call) isPaused() bool {
 	return c.paused
 }
 
-// Done records the outcome under the run's lock and advances the run.
+// Done hands the finished call to the run. Completions are recorded by one goroutine at a time
+// (flat combining): the caller pushes its call onto a lock-free stack and, if no other
+// goroutine is recording, records every call on the stack in one critical section. A fan-out
+// of a hundred agents finishing together thus takes the run's lock a few times, not a hundred.
 func (c *call) Done(expired bool) {
+	c.expiredDone = expired
 	r := c.r
-	now := r.e.exec.Now()
-	if !expired {
-		now = c.work.CompletedAt // read on this goroutine just now
+	for {
+		head := r.doneq.Load()
+		c.nextDone = head
+		if r.doneq.CompareAndSwap(head, c) {
+			break
+		}
 	}
-	r.mu.Lock()
-	r.now = now
-	if expired {
-		c.expired = true
-		c.timedOut()
-	} else {
-		c.res = &c.work
-	}
-	r.completeLocked(c)
-	r.advanceLocked()
-	fin := r.claimFinishLocked()
-	r.now = time.Time{}
-	r.mu.Unlock()
-	if fin {
-		r.finish()
-	}
+	r.drain()
 }
 
 // timedOut makes the call's outcome a timeout result; Run may still be writing c.work on its

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupehq/troupe"
@@ -34,6 +35,9 @@ type Run struct {
 	timeBudget time.Duration
 	costBudget float64
 	traceID    *string // shared by every result of the run
+
+	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
+	draining atomic.Bool          // a goroutine is recording finished calls
 
 	mu         sync.Mutex
 	now        time.Time // the clock read once per state transition; zero outside one
@@ -531,6 +535,51 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 }
 
 var emptyParsed = map[string]any{}
+
+// drain records finished calls until none is left or another goroutine has taken over.
+func (r *Run) drain() {
+	for {
+		if !r.draining.CompareAndSwap(false, true) {
+			return // the goroutine draining will see our call
+		}
+		fin := false
+		for list := r.doneq.Swap(nil); list != nil; list = r.doneq.Swap(nil) {
+			var fifo *call // oldest first, so events follow completion order
+			for list != nil {
+				next := list.nextDone
+				list.nextDone = fifo
+				fifo, list = list, next
+			}
+			r.mu.Lock()
+			r.now = r.e.exec.Now()
+			for c := fifo; c != nil; {
+				next := c.nextDone
+				c.nextDone = nil
+				if c.expiredDone {
+					c.expired = true
+					c.timedOut()
+				} else {
+					c.res = &c.work
+				}
+				r.completeLocked(c)
+				c = next
+			}
+			r.advanceLocked()
+			fin = r.claimFinishLocked() || fin
+			r.now = time.Time{}
+			r.mu.Unlock()
+		}
+		r.draining.Store(false)
+		if fin {
+			r.finish()
+			return
+		}
+		if r.doneq.Load() == nil {
+			return
+		}
+		// A call arrived after the last swap while we still held the role: go round again.
+	}
+}
 
 // completeLocked records a finished dispatch and applies the error policy (which may start a
 // retry or a fallback); advancing to further tasks is the caller's advanceLocked.

@@ -11,11 +11,12 @@ import (
 	"github.com/troupehq/troupe"
 )
 
-// Config bounds a Store. The zero value keeps the 1,024 most recently finished runs.
+// Config bounds a Store. The zero value keeps the 100 most recently finished runs.
 type Config struct {
 	// MaxFinishedRuns is how many runs that reached a terminal event are kept; when one more
 	// finishes, the one that finished longest ago is dropped. Runs not finished (live or
-	// paused) are never dropped. 0 means 1,024.
+	// paused) are never dropped. 0 means 100: a finished run's log with its payloads can
+	// weigh hundreds of kilobytes, and the garbage collector marks all of it on every cycle.
 	MaxFinishedRuns int
 }
 
@@ -37,7 +38,7 @@ type runLog struct {
 
 // New returns an empty store bounded by cfg.
 func New(cfg ...Config) *Store {
-	s := &Store{max: 1024}
+	s := &Store{max: 100}
 	if len(cfg) > 0 && cfg[0].MaxFinishedRuns > 0 {
 		s.max = cfg[0].MaxFinishedRuns
 	}
