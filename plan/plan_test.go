@@ -338,7 +338,8 @@ func checkPlan(t *testing.T, rules *plan.Rules, c troupe.Catalog, p *troupe.Plan
 	}
 }
 
-func TestEveryIntentSelectsItsPrimaries(t *testing.T) {
+// Seed 000, testing requirement 3: correct agents selected for each intent.
+func TestSeed000AgentSelection(t *testing.T) {
 	reg := registry(t, nil)
 	rules := e2i.Rules()
 	want := map[string][]string{

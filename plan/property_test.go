@@ -157,7 +157,9 @@ func (s scenario) conflict(a, b string) bool {
 		slices.ContainsFunc(s.writes[a], func(k string) bool { return slices.Contains(s.writes[b], k) })
 }
 
-func TestPlanProperties(t *testing.T) {
+// Seed 000, testing requirement 3: parallelization rules followed and dependencies respected,
+// over generated agent sets, exclusive pairs and state keys.
+func TestSeed000ParallelizationAndDependencies(t *testing.T) {
 	rng := rand.New(rand.NewPCG(0x000, 0x7831460252a8ab86))
 	for n := range 500 {
 		s := randomScenario(rng)
