@@ -1,4 +1,3 @@
-// Package e2i is seed 000's E2I Causal Analytics system: an orchestrator over 17 agents.
 package e2i
 
 import "github.com/troupehq/troupe/plan"

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/examples/e2i"
+)
+
+// defaultQuery is seed 000's example question.
+const defaultQuery = "What caused the drop in NRx for Kisqali in Midwest?"
+
+// runDemo runs one question through seed 000's E2I system (examples/e2i): it prints the plan,
+// then each event as it is recorded, then the aggregated answer; or, with --json, only the
+// events, one JSON object a line.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported below, usage on request
+	asJSON := fs.Bool("json", false, "print each event as a JSON line instead of text")
+	seed := fs.Uint64("seed", 0, "seed of the run: fixes its run, trace and dispatch ids (0 picks one)")
+	words, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		demoUsage(stdout)
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "troupe demo: %v\nRun 'troupe help demo' for usage.\n", err)
+		return exitUsage
+	}
+	query := strings.Join(words, " ")
+	if strings.TrimSpace(query) == "" {
+		query = defaultQuery
+	}
+
+	reg, err := e2i.Registry()
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+		return exitFailed
+	}
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: e2i.Rules()})
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+		return exitFailed
+	}
+	req := troupe.Request{Query: query, ParsedQuery: e2i.ParseQuery(query), Seed: *seed}
+
+	var out eventWriter
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		out = jsonWriter{enc}
+	} else {
+		tw := &textWriter{w: stdout}
+		tw.header(req, eng)
+		out = tw
+	}
+	var outcome *troupe.Outcome
+	for ev, err := range eng.Run(ctx, req) {
+		if err != nil {
+			if ctx.Err() != nil {
+				// The stream may end on the caller's cancellation before the run's own
+				// run_cancelled event reaches it; the run is cancelled all the same.
+				out.cancelled(context.Cause(ctx))
+				return exitCancelled
+			}
+			fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+			return exitFailed
+		}
+		if err := out.event(ev); err != nil {
+			fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+			return exitFailed
+		}
+		if o, ok := ev.Data.(*troupe.Outcome); ok && (ev.Stage.Terminal() || ev.Kind == troupe.KindRunPaused) {
+			outcome = o
+		}
+	}
+	if outcome == nil {
+		fmt.Fprintln(stderr, "troupe demo: the run ended without a terminal event")
+		return exitFailed
+	}
+	code := exitCode(outcome.Status)
+	out.end(outcome, code)
+	return code
+}
+
+// exitCode maps a run's final status to the process's exit code.
+func exitCode(s troupe.RunStatus) int {
+	switch s {
+	case troupe.RunCompleted:
+		return exitOK
+	case troupe.RunPaused:
+		return exitPaused
+	case troupe.RunCancelled:
+		return exitCancelled
+	}
+	return exitFailed
+}
+
+func demoUsage(w io.Writer) {
+	fmt.Fprintf(w, `Usage: troupe demo [--json] [--seed N] [question...]
+
+Runs a question through seed 000's E2I causal analytics system: 17 agents over a synthetic
+prescription dataset in which a Midwest access restriction cut Kisqali NRx by about 12%%
+from week 18. The question defaults to seed 000's own:
+
+  %s
+
+Any other question is parsed by the example's keyword parser (intent, brands, KPIs,
+regions, time period) and planned by seed 000's routing rules. troupe demo prints the plan,
+then each event of the run as it is recorded, then the aggregated answer.
+
+Flags:
+  --json      print each event as a JSON line instead of text
+  --seed N    seed of the run: fixes its run, trace and dispatch ids (0 picks one)
+
+Examples:
+`, defaultQuery)
+	for _, c := range commands() {
+		if c.name == "demo" {
+			writeExamples(w, c)
+		}
+	}
+	fmt.Fprint(w, "\n"+exitCodes)
+}
+
+// parseInterleaved parses flags anywhere among the arguments — "troupe demo Why --json" as
+// well as "troupe demo --json Why" — and returns the other arguments in order. After "--"
+// everything is an argument.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		consumed := args[:len(args)-len(left)]
+		if len(left) == 0 || len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(rest, left...), nil
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
+}
+
+// eventWriter prints a run as it goes.
+type eventWriter interface {
+	event(ev troupe.Event) error
+	cancelled(cause error)
+	end(o *troupe.Outcome, code int)
+}
+
+type jsonWriter struct{ enc *json.Encoder }
+
+func (j jsonWriter) event(ev troupe.Event) error { return j.enc.Encode(ev) }
+func (jsonWriter) cancelled(error)               {}
+func (jsonWriter) end(*troupe.Outcome, int)      {}
+
+// textWriter prints a run for people: a header with the question and the plan, one line an
+// event, and the answer.
+type textWriter struct {
+	w          io.Writer
+	agentWidth int // of the agent column: the longest planned agent's name
+	start      time.Time
+	agg        *troupe.Aggregation
+	confs      []string // "agent 0.80", in completion order
+	events     int
+}
+
+// Widths of the event line's columns, and of the text.
+const (
+	stageWidth  = 10  // "initialize"
+	kindWidth   = 18  // "dispatch_completed"
+	eventWidth  = 150 // an event line is cut here
+	answerWidth = 96  // the answer wraps here
+)
+
+func (t *textWriter) header(req troupe.Request, eng *engine.Engine) {
+	fmt.Fprintf(t.w, "troupe demo: seed 000's E2I causal analytics system, %d agents over synthetic prescription data\n\n", eng.Registry().Len())
+	fmt.Fprintf(t.w, "question  %s\n", req.Query)
+	fmt.Fprintf(t.w, "parsed    %s\n\n", formatParsed(req.ParsedQuery))
+	fmt.Fprintln(t.w, "plan")
+	t.agentWidth = len("agent")
+	p, err := eng.Plan(req)
+	if err != nil {
+		fmt.Fprintf(t.w, "  cannot plan: %v\n\n", err)
+	} else {
+		fmt.Fprint(t.w, indent(p.String(), "  "))
+		fmt.Fprintln(t.w)
+		for _, st := range p.Stages {
+			for _, task := range st.Tasks {
+				t.agentWidth = max(t.agentWidth, len(task.Agent))
+			}
+		}
+	}
+	fmt.Fprintln(t.w, "events")
+	fmt.Fprintln(t.w, strings.TrimRight(t.columns("time", "stage", "kind", "agent", "details"), " "))
+}
+
+// columns lays out one event line.
+func (t *textWriter) columns(at, stage, kind, agent, detail string) string {
+	return fmt.Sprintf("  %8s  %-*s  %-*s  %-*s  %s", at, stageWidth, stage, kindWidth, kind, t.agentWidth, agent, detail)
+}
+
+// formatParsed renders a parsed query as key=value pairs, intent first.
+func formatParsed(pq map[string]any) string {
+	first := []string{"intent", "secondary_intents", "brands", "kpis", "regions", "time_period"}
+	keys := slices.Sorted(maps.Keys(pq))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		ia, ib := slices.Index(first, a), slices.Index(first, b)
+		if ia < 0 {
+			ia = len(first)
+		}
+		if ib < 0 {
+			ib = len(first)
+		}
+		return ia - ib
+	})
+	var parts []string
+	for _, k := range keys {
+		v := pq[k]
+		if ss, ok := v.([]string); ok {
+			v = "[" + strings.Join(ss, " ") + "]"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (t *textWriter) event(ev troupe.Event) error {
+	if t.events == 0 {
+		t.start = ev.Time
+	}
+	t.events++
+	line := t.columns(offset(ev.Time.Sub(t.start)), ev.Stage.String(), string(ev.Kind), ev.Agent, t.detail(ev))
+	_, err := fmt.Fprintln(t.w, cut(strings.TrimRight(line, " "), eventWidth))
+	return err
+}
+
+// detail says what an event carries, in a few words.
+func (t *textWriter) detail(ev troupe.Event) string {
+	switch d := ev.Data.(type) {
+	case *troupe.RunStart:
+		return fmt.Sprintf("run %s, trace %s, seed %d", ev.RunID, ev.Context.TraceID(), d.Seed)
+	case *troupe.Plan:
+		var stages []string
+		for _, s := range d.ExecutionPlan() {
+			stages = append(stages, "["+strings.Join(s, ", ")+"]")
+		}
+		return fmt.Sprintf("%d stages: %s", len(d.Stages), strings.Join(stages, " → "))
+	case *troupe.RoutingDecision:
+		return "→ " + d.Target + ": " + d.Reason
+	case *troupe.Dispatch:
+		s := fmt.Sprintf("%s, step %d, %s", d.DispatchID, ev.Step, d.ExecutionMode)
+		if n := len(d.UpstreamResults); n > 0 {
+			s += fmt.Sprintf(", %d upstream result", n)
+			if n > 1 {
+				s += "s"
+			}
+		}
+		return s
+	case *troupe.Result:
+		if d.Status != troupe.StatusCompleted {
+			msg := string(d.Status)
+			if len(d.Errors) > 0 {
+				msg += ": " + d.Errors[0].Message
+			}
+			return msg
+		}
+		s := string(d.Status)
+		if d.Confidence != nil {
+			s += fmt.Sprintf("  conf %.2f", *d.Confidence)
+			t.confs = append(t.confs, fmt.Sprintf("%s %.2f", d.AgentName, *d.Confidence))
+		}
+		if sum := d.Summary(); sum != "" {
+			// The summary takes what room the line has left; the answer below says it all.
+			room := eventWidth - utf8.RuneCountInString(t.columns("", "", "", "", s)) - 4
+			s += `  "` + cut(sum, max(room, 20)) + `"`
+		}
+		return s
+	case *troupe.RetryScheduled:
+		return fmt.Sprintf("attempt %d in %v: %s", d.Attempt, d.Backoff, d.Reason)
+	case *troupe.Progress:
+		b, _ := json.Marshal(d.Data)
+		return d.Kind + " " + string(b)
+	case *troupe.StateDelta:
+		return "set " + strings.Join(slices.Sorted(maps.Keys(d.Set)), ", ")
+	case *troupe.Question:
+		return d.Prompt
+	case *troupe.Answer:
+		return fmt.Sprintf("%s approved=%v %s", d.QuestionID, d.Approved, d.Text)
+	case *troupe.Warning:
+		return d.Message
+	case *troupe.Aggregation:
+		t.agg = d
+		return fmt.Sprintf("%d agents, confidence %.2f, consistency %.2f, %d conflicts", len(d.AgentsExecuted), d.OverallConfidence, d.ConsistencyScore, len(d.ConflictsDetected))
+	case *troupe.Outcome:
+		s := string(d.Status)
+		if d.Error != nil {
+			s += ": " + d.Error.Message
+		}
+		if len(d.Failed) > 0 {
+			s += "; failed: " + strings.Join(d.Failed, ", ")
+		}
+		if len(d.Skipped) > 0 {
+			s += "; skipped: " + strings.Join(d.Skipped, ", ")
+		}
+		return s
+	}
+	return ""
+}
+
+func (t *textWriter) cancelled(cause error) {
+	fmt.Fprintf(t.w, "\nstatus  cancelled: %v (exit %d)\n", cause, exitCancelled)
+}
+
+func (t *textWriter) end(o *troupe.Outcome, code int) {
+	if a := t.agg; a != nil {
+		fmt.Fprintln(t.w, "\nanswer")
+		fmt.Fprint(t.w, wrap(a.Synthesis, "  ", answerWidth))
+		fmt.Fprintln(t.w)
+		fmt.Fprintf(t.w, "  %-12s %.2f, the lowest of %s\n", "confidence", a.OverallConfidence, strings.Join(t.confs, ", "))
+		if len(a.ConflictsDetected) == 0 {
+			fmt.Fprintf(t.w, "  %-12s none (consistency %.2f)\n", "conflicts", a.ConsistencyScore)
+		} else {
+			fmt.Fprintf(t.w, "  %-12s %d (consistency %.2f, resolved by %s)\n", "conflicts", len(a.ConflictsDetected), a.ConsistencyScore, a.ResolutionStrategy)
+			for _, c := range a.ConflictsDetected {
+				var vals []string
+				for _, v := range c.Values {
+					vals = append(vals, fmt.Sprintf("%s=%v", v.Agent, v.Value))
+				}
+				fmt.Fprintf(t.w, "    %s: %s → %v (%s)\n", c.Field, strings.Join(vals, ", "), c.Resolved, c.Reason)
+			}
+		}
+		if len(a.Warnings) == 0 {
+			fmt.Fprintf(t.w, "  %-12s none\n", "warnings")
+		} else {
+			fmt.Fprintf(t.w, "  %-12s %s\n", "warnings", a.Warnings[0])
+			for _, w := range a.Warnings[1:] {
+				fmt.Fprintf(t.w, "  %-12s %s\n", "", w)
+			}
+		}
+	}
+	s := string(o.Status)
+	if o.Error != nil {
+		s += ": " + o.Error.Message
+	}
+	fmt.Fprintf(t.w, "\nstatus  %s (exit %d)\n", s, code)
+}
+
+// offset formats the time since the run's first event: +0.4ms, +12ms, +1.3s.
+func offset(d time.Duration) string {
+	switch {
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("+%.1fms", float64(d)/float64(time.Millisecond))
+	case d < 10*time.Second:
+		return fmt.Sprintf("+%dms", d.Milliseconds())
+	}
+	return fmt.Sprintf("+%.1fs", d.Seconds())
+}
+
+// cut shortens s to at most n runes, ending in an ellipsis when it had to cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
+}
+
+// wrap breaks s into lines of at most width runes (longer words stand alone), each indented.
+func wrap(s, prefix string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(s) {
+		l := utf8.RuneCountInString(w)
+		switch {
+		case n == 0:
+			b.WriteString(prefix + w)
+			n = len(prefix) + l
+		case n+1+l > width:
+			b.WriteString("\n" + prefix + w)
+			n = len(prefix) + l
+		default:
+			b.WriteString(" " + w)
+			n += 1 + l
+		}
+	}
+	if n > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
+}

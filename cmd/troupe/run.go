@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes of every command.
+const (
+	exitOK        = 0   // the run completed
+	exitFailed    = 1   // the run failed, or the command could not run it
+	exitUsage     = 2   // the command line is wrong
+	exitPaused    = 3   // the run paused for a human and can be resumed
+	exitCancelled = 130 // the run was cancelled (128 + SIGINT, as shells report it)
+)
+
+// command is one subcommand: its name, a one-line summary for the command list, and examples
+// for help, each a command line and what it does.
+type command struct {
+	name     string
+	summary  string
+	examples [][2]string
+	run      func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{
+			name:    "demo",
+			summary: "run seed 000's E2I causal analytics example and watch its events",
+			examples: [][2]string{
+				{"troupe demo", `ask "` + defaultQuery + `" and watch three agents answer it`},
+				{"troupe demo Show me market trends and opportunities for Kisqali", "ask another question; the example's keyword parser reads it"},
+				{"troupe demo --json --seed 7", "the events as JSON lines, one a line, with ids fixed by the seed"},
+			},
+			run: runDemo,
+		},
+		{
+			name:    "help",
+			summary: "show help for troupe or one of its commands",
+			examples: [][2]string{
+				{"troupe help", "this overview"},
+				{"troupe help demo", "the flags of demo"},
+			},
+			run: runHelp,
+		},
+	}
+}
+
+// run dispatches the command line to a subcommand and returns the process's exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "troupe: unknown command %q\n", name)
+	if s := suggest(name); s != "" {
+		fmt.Fprintf(stderr, "Did you mean %q?\n", s)
+	}
+	fmt.Fprintf(stderr, "Commands: %s. Run 'troupe help' for usage.\n", strings.Join(commandNames(), ", "))
+	return exitUsage
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// suggest returns the command closest to name, if one is within two edits of it.
+func suggest(name string) string {
+	best, bestD := "", 3
+	for _, c := range commands() {
+		if d := editDistance(strings.ToLower(name), c.name); d < bestD {
+			best, bestD = c.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,254 @@
+package e2i
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/troupehq/troupe"
+)
+
+// scope is what a dispatch asks about, resolved against the dataset: the brand, regions and KPI
+// of its parsed query (defaults where it names none), the window of weeks its time period
+// covers, and warnings for what it asked and the data cannot answer.
+type scope struct {
+	brand    string
+	regions  []string // as asked, known ones only; empty means "find the region"
+	kpi      string
+	period   string
+	window   int // weeks, counted back from the latest
+	warnings []string
+}
+
+func (ds *Dataset) scope(d *troupe.Dispatch) scope {
+	pq := d.ParsedQuery
+	s := scope{brand: ds.brands[0], kpi: "NRx", period: "recent"}
+	if brands := stringsOf(pq["brands"]); len(brands) > 0 {
+		known := slices.DeleteFunc(slices.Clone(brands), func(b string) bool { return ds.brandIndex(b) < 0 })
+		switch {
+		case len(known) == 0:
+			s.warnings = append(s.warnings, fmt.Sprintf("no data for %s; analysed %s", strings.Join(brands, ", "), s.brand))
+		default:
+			s.brand = known[0]
+			if len(brands) > 1 {
+				s.warnings = append(s.warnings, fmt.Sprintf("analysed %s of %s", s.brand, strings.Join(brands, ", ")))
+			}
+		}
+	}
+	for _, r := range stringsOf(pq["regions"]) {
+		if ds.regionIndex(r) < 0 {
+			s.warnings = append(s.warnings, "no data for region "+r)
+			continue
+		}
+		s.regions = append(s.regions, r)
+	}
+	if ks := stringsOf(pq["kpis"]); len(ks) > 0 {
+		i := slices.IndexFunc(ks, func(k string) bool { return slices.Contains(kpis(), k) })
+		if i < 0 {
+			s.warnings = append(s.warnings, fmt.Sprintf("no data for %s; analysed %s", strings.Join(ks, ", "), s.kpi))
+		} else {
+			s.kpi = ks[i]
+		}
+	}
+	if p, ok := pq["time_period"].(string); ok && p != "" {
+		s.period = p
+	}
+	s.window = windowWeeks(s.period)
+	return s
+}
+
+// region returns the first region asked about, or "" when none was.
+func (s *scope) region() string {
+	if len(s.regions) == 0 {
+		return ""
+	}
+	return s.regions[0]
+}
+
+// span describes the window for people: "the last 8 weeks", "the last quarter (13 weeks)".
+func (s *scope) span() string {
+	w := fmt.Sprintf("the last %d weeks", s.window)
+	if s.window == 1 {
+		w = "the last week"
+	}
+	switch {
+	case s.period == "recent" || strings.HasPrefix(s.period, "last ") && strings.HasSuffix(s.period, " weeks"):
+		return w
+	case strings.HasPrefix(s.period, "last "):
+		return fmt.Sprintf("the %s (%d weeks)", s.period, s.window)
+	}
+	return fmt.Sprintf("%s (%d weeks)", s.period, s.window)
+}
+
+// windowWeeks turns a time period of ParseQuery into a number of weeks, capped at the data.
+func windowWeeks(period string) int {
+	w := 8 // "recent": the last two months
+	switch period {
+	case "last week":
+		w = 1
+	case "last month":
+		w = 4
+	case "last quarter":
+		w = 13
+	case "last year", "year to date", "all time":
+		w = Weeks
+	default:
+		// "last N weeks", "last N months"
+		if f := strings.Fields(period); len(f) == 3 && f[0] == "last" {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				switch f[2] {
+				case "weeks", "week":
+					w = n
+				case "months", "month":
+					w = int(math.Round(float64(n) * 52 / 12))
+				}
+			}
+		}
+	}
+	return min(max(w, 1), Weeks)
+}
+
+// stringsOf reads a list of strings as a parsed query holds it: []string in process, []any
+// once it has been through JSON.
+func stringsOf(v any) []string {
+	switch v := v.(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	case string:
+		return []string{v}
+	}
+	return nil
+}
+
+// number reads a number as Go code or encoding/json may have stored it.
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case float64:
+		return v, true
+	case float32:
+		return float64(v), true
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case json.Number:
+		f, err := v.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// lookup walks nested objects: lookup(m, "causal_effect", "change_week").
+func lookup(m map[string]any, path ...string) (any, bool) {
+	var v any = m
+	for _, k := range path {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = obj[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func lookupNumber(m map[string]any, path ...string) (float64, bool) {
+	v, ok := lookup(m, path...)
+	if !ok {
+		return 0, false
+	}
+	return number(v)
+}
+
+func lookupString(m map[string]any, path ...string) string {
+	v, _ := lookup(m, path...)
+	s, _ := v.(string)
+	return s
+}
+
+// upstream returns the agent_result of the latest upstream result of agent.
+func upstream(d *troupe.Dispatch, agent string) (map[string]any, bool) {
+	for i := len(d.UpstreamResults) - 1; i >= 0; i-- {
+		if u := d.UpstreamResults[i]; u.Agent == agent && len(u.Result) > 0 {
+			return u.Result, true
+		}
+	}
+	return nil, false
+}
+
+// causalEffect finds causal_impact's estimate: in upstream results, else in session state
+// (a run may carry it from an earlier query of the session).
+func causalEffect(d *troupe.Dispatch) (map[string]any, bool) {
+	if r, ok := upstream(d, "causal_impact"); ok {
+		if ce, ok := r["causal_effect"].(map[string]any); ok {
+			return ce, true
+		}
+	}
+	if v, ok := d.State("causal_effect"); ok {
+		if ce, ok := v.(map[string]any); ok {
+			return ce, true
+		}
+	}
+	return nil, false
+}
+
+// completed builds the result an agent returns: seed 000 requires agent_result for a
+// completed status, and every agent here also reports a summary and a confidence.
+func completed(summary string, confidence float64, agentResult map[string]any, warnings []string) *troupe.Result {
+	return &troupe.Result{
+		AgentResult:     agentResult,
+		AnalysisSummary: &summary,
+		Confidence:      troupe.Ptr(round(clamp01(confidence), 4)),
+		Warnings:        warnings,
+	}
+}
+
+// pct formats a fraction as a signed percentage: -0.1213 → "-12.1%".
+func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" }
+
+// units formats a count with thousands separators: 1540.3 → "1,540".
+func units(f float64) string {
+	s := strconv.FormatFloat(math.Abs(math.Round(f)), 'f', 0, 64)
+	var b strings.Builder
+	if math.Round(f) < 0 {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// list joins names as prose: "a", "a and b", "a, b and c".
+func list(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// plural formats a count of things: "1 week", "3 weeks".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
