@@ -74,4 +74,3 @@ func TestSeed000DispatchesValidate(t *testing.T) {
 		t.Errorf("run ended %s", got)
 	}
 }
-

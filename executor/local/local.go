@@ -340,7 +340,8 @@ func (s *scope) Wait() {
 
 type deadlineHeap []*job
 
-func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Len() int { return len(h) }
+
 // Less orders by deadline, jobs without one last.
 func (h deadlineHeap) Less(i, j int) bool {
 	a, b := h[i].deadline, h[j].deadline

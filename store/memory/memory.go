@@ -32,8 +32,9 @@ type Store struct {
 }
 
 type runLog struct {
-	mu     sync.RWMutex
-	events []troupe.Event
+	mu       sync.RWMutex
+	events   []troupe.Event
+	finished bool // a terminal event was appended: the run is in Store.finished, once
 }
 
 // New returns an empty store bounded by cfg.
@@ -57,25 +58,88 @@ func (s *Store) log(runID string, create bool) *runLog {
 }
 
 // Append adds events to their runs' logs. Each event's Seq must be one more than the last of its
-// run (the first is 1); otherwise nothing of that event onward is appended and the error wraps
+// run (the first is 1); otherwise nothing of the call is appended and the error wraps
 // troupe.ErrSeqConflict.
 func (s *Store) Append(ctx context.Context, events ...troupe.Event) error {
-	for i := range events {
-		ev := &events[i]
-		l := s.log(ev.RunID, ev.Seq == 1)
-		if l == nil {
-			return fmt.Errorf("memory: append %s seq %d: %w", ev.RunID, ev.Seq, troupe.ErrRunNotFound)
-		}
-		l.mu.Lock()
-		if want := int64(len(l.events)) + 1; ev.Seq != want {
-			l.mu.Unlock()
-			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", ev.RunID, ev.Seq, want, troupe.ErrSeqConflict)
-		}
-		l.events = append(l.events, *ev)
+	if len(events) == 1 {
+		return s.append1(&events[0]) // the engine's case: one event, one lock
+	}
+	return s.appendBatch(events)
+}
+
+func (s *Store) append1(ev *troupe.Event) error {
+	l := s.log(ev.RunID, ev.Seq == 1)
+	if l == nil {
+		return fmt.Errorf("memory: append %s: seq %d, want 1: %w", ev.RunID, ev.Seq, troupe.ErrSeqConflict)
+	}
+	l.mu.Lock()
+	if want := int64(len(l.events)) + 1; ev.Seq != want {
 		l.mu.Unlock()
-		if ev.Stage.Terminal() {
-			s.retire(ev.RunID)
+		return fmt.Errorf("memory: append %s: seq %d, want %d: %w", ev.RunID, ev.Seq, want, troupe.ErrSeqConflict)
+	}
+	l.events = append(l.events, *ev)
+	retire := ev.Stage.Terminal() && !l.finished
+	l.finished = l.finished || retire
+	l.mu.Unlock()
+	if retire {
+		s.retire(ev.RunID)
+	}
+	return nil
+}
+
+// appendBatch checks the whole batch against its runs' logs, holding their locks (taken in
+// run-id order, so batches cannot deadlock), and appends all of it or nothing.
+func (s *Store) appendBatch(events []troupe.Event) error {
+	var ids []string
+	for i := range events {
+		if !slices.Contains(ids, events[i].RunID) {
+			ids = append(ids, events[i].RunID)
 		}
+	}
+	slices.Sort(ids)
+	logs := make([]*runLog, len(ids))
+	next := make([]int64, len(ids))
+	for k, id := range ids {
+		first := slices.IndexFunc(events, func(ev troupe.Event) bool { return ev.RunID == id })
+		logs[k] = s.log(id, events[first].Seq == 1)
+	}
+	for _, l := range logs {
+		if l != nil {
+			l.mu.Lock()
+		}
+	}
+	defer func() {
+		for _, l := range logs {
+			if l != nil {
+				l.mu.Unlock()
+			}
+		}
+	}()
+	for k, l := range logs {
+		next[k] = 1
+		if l != nil {
+			next[k] = int64(len(l.events)) + 1
+		}
+	}
+	for i := range events {
+		k, _ := slices.BinarySearch(ids, events[i].RunID)
+		if events[i].Seq != next[k] {
+			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", events[i].RunID, events[i].Seq, next[k], troupe.ErrSeqConflict)
+		}
+		next[k]++
+	}
+	var retire []string
+	for i := range events {
+		k, _ := slices.BinarySearch(ids, events[i].RunID)
+		l := logs[k]
+		l.events = append(l.events, events[i])
+		if events[i].Stage.Terminal() && !l.finished {
+			l.finished = true
+			retire = append(retire, events[i].RunID)
+		}
+	}
+	for _, id := range retire {
+		s.retire(id) // takes s.mu while holding log locks: retire never takes a log lock
 	}
 	return nil
 }
