@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupehq/troupe"
@@ -56,7 +57,8 @@ type Config struct {
 	Resolution aggregate.Strategy
 	// TeardownTimeout bounds each agent's Teardown; 0 means 10 seconds.
 	TeardownTimeout time.Duration
-	// Seed, when non-zero, seeds every run that brings no seed (tests use it for fixed ids).
+	// Seed, when non-zero, makes the seeds of runs that bring none a fixed sequence (tests use it
+	// for reproducible ids); zero draws each run's seed from the executor.
 	Seed uint64
 }
 
@@ -79,7 +81,8 @@ type Engine struct {
 	strategy   aggregate.Strategy
 	teardownTO time.Duration
 	seed       uint64
-	anySetup   bool // some agent implements troupe.Setupper
+	anySetup   bool          // some agent implements troupe.Setupper
+	runs       atomic.Uint64 // runs started, for deriving run seeds from seed
 
 	mu   sync.Mutex
 	live map[string]*Run

@@ -387,3 +387,26 @@ func TestOrchestratorState(t *testing.T) {
 		t.Errorf("final state %+v", end)
 	}
 }
+
+// A fixed engine seed gives each run its own seed (and ids), reproducibly across engines.
+func TestEngineSeedSequence(t *testing.T) {
+	ids := func() []string {
+		eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript()), Planner: chain("a"), Seed: 9})
+		var out []string
+		for range 3 {
+			evs := run(t, eng, troupe.Request{Query: "q"})
+			if troupetest.Last(evs).Kind != troupe.KindRunCompleted {
+				t.Fatalf("run ended %s", troupetest.Last(evs).Kind)
+			}
+			out = append(out, evs[0].RunID)
+		}
+		return out
+	}
+	first := ids()
+	if first[0] == first[1] || first[1] == first[2] {
+		t.Errorf("runs share ids: %v", first)
+	}
+	if again := ids(); !cmp.Equal(first, again) {
+		t.Errorf("a new engine with the same seed gave %v, then %v", first, again)
+	}
+}

@@ -60,7 +60,6 @@ type Run struct {
 	failStage  troupe.Stage
 	calls      []*call
 	firstSeq   int64
-	cancelled  bool
 	pausing    bool
 	questions  []troupe.Question
 	budgetHit  bool
@@ -80,16 +79,6 @@ type Run struct {
 	waitOnce   sync.Once
 }
 
-type taskState uint8
-
-const (
-	taskPending taskState = iota
-	taskRunning
-	taskDone
-	taskSkipped
-	taskPaused
-)
-
 type task struct {
 	t         *troupe.Task
 	step      int // 1-based stage
@@ -100,7 +89,6 @@ type task struct {
 	attempt   int    // attempt of the current agent
 	serial    int    // dispatches made for this task
 	nextID    string // id of the task's next dispatch, derived once
-	state     taskState
 	final     *troupe.Result
 	partial   bool
 }
@@ -108,8 +96,10 @@ type task struct {
 // newRun prepares a run: ids, context, policy, budgets. replay is nil for a new run.
 func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayIndex) (*Run, error) {
 	seed := req.Seed
-	if seed == 0 {
-		seed = e.seed
+	if seed == 0 && e.seed != 0 {
+		// A fixed engine seed gives a fixed sequence of run seeds, not one seed for all runs
+		// (which would give every run the same id).
+		seed = mix(e.seed, e.runs.Add(1))
 	}
 	if seed == 0 {
 		seed = e.exec.Seed()
@@ -440,8 +430,7 @@ func (r *Run) fillLocked() {
 		t := tasks[r.next]
 		r.next++
 		if why := r.budgetLocked(); why != "" {
-			t.state = taskSkipped
-			continue
+			continue // never dispatched: reported as skipped
 		}
 		t.attempt = 1
 		r.dispatchLocked(t, t.decision.Target, t.decision.Reason, 0)
@@ -482,7 +471,6 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	id := r.nextID(t)
 	t.serial++
 	t.nextID = ""
-	t.state = taskRunning
 	r.dispatches++
 	now := r.now
 	if now.IsZero() {
@@ -588,8 +576,7 @@ func (r *Run) completeLocked(c *call) {
 	t := c.t
 	res := c.res
 	if c.paused {
-		t.state = taskPaused
-		return
+		return // no result: a resumed run dispatches it again
 	}
 	if !c.replayed {
 		kind := troupe.KindDispatchCompleted
@@ -663,7 +650,7 @@ func (r *Run) completeLocked(c *call) {
 		}
 		r.failLocked(troupe.StageExecute, info, act.Reason)
 	}
-	t.state, t.final = taskDone, res
+	t.final = res
 }
 
 func firstError(res *troupe.Result) string {
@@ -676,7 +663,7 @@ func firstError(res *troupe.Result) string {
 // succeedLocked records a usable result: session state writes, upstream results.
 func (r *Run) succeedLocked(c *call, partial bool) {
 	t, res := c.t, c.res
-	t.state, t.final, t.partial = taskDone, res, partial
+	t.final, t.partial = res, partial
 	var delta map[string]any
 	for _, k := range c.spec.Writes {
 		if v, ok := res.AgentResult[k]; ok {
