@@ -178,13 +178,19 @@ func IsDispatchID(s string) bool {
 // from the run's seed and the dispatch's place in the plan, so replaying a run reproduces ids.
 func NewDispatchID(x uint64) string {
 	var b [21]byte
-	copy(b[:], "disp_")
+	return string(AppendDispatchID(b[:0], x))
+}
+
+// AppendDispatchID appends the dispatch id NewDispatchID(x) would return to b, so an engine can
+// lay out many ids in one allocation.
+func AppendDispatchID(b []byte, x uint64) []byte {
 	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-	for i := 20; i >= 5; i-- {
+	b = append(b, "disp_0000000000000000"...)
+	for i := len(b) - 1; i >= len(b)-16; i-- {
 		b[i] = digits[x%36]
 		x /= 36
 	}
-	return string(b[:])
+	return b
 }
 
 // Validate checks d as seed 000's validate_dispatch_request does, against agents instead of a

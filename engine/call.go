@@ -26,6 +26,7 @@ type call struct {
 	costLeft float64 // what d.MaxCostDollars points at
 
 	nextDone    *call // link in the run's stack of finished calls
+	prev        *call // the task's previous dispatch (a retry's or fallback's predecessor)
 	expiredDone bool  // Done's argument, published with the call
 
 	// guarded by r.mu
@@ -255,6 +256,7 @@ func (c *call) Progress(kind string, data any) {
 	}
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindAgentProgress, Step: c.t.step, DispatchID: c.d.DispatchID, Agent: c.d.TargetAgent,
 		Data: &troupe.Progress{Kind: kind, Data: data}})
+	r.notifyLocked()
 }
 
 // Partial records a partial result for on_timeout use_partial.
@@ -287,6 +289,7 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 	}
 	qc := q
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAsked, Step: c.t.step, DispatchID: q.DispatchID, Agent: q.Agent, Data: &qc})
+	r.notifyLocked()
 	h := r.human
 	if h == nil {
 		c.paused = true
@@ -305,6 +308,7 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 	ac := a
 	if !c.expired {
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Step: c.t.step, DispatchID: q.DispatchID, Agent: q.Agent, Data: &ac})
+		r.notifyLocked()
 	}
 	r.mu.Unlock()
 	return a, nil

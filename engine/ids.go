@@ -21,10 +21,20 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// base36 formats x with a prefix: run_…, trace_…, sess_…, qry_….
-func base36(prefix string, x uint64) string {
-	var buf [32]byte
-	return string(strconv.AppendUint(append(buf[:0], prefix...), x, 36))
+// runIDs derives a run's run, session, query and trace ids from its seed, in one allocation.
+func runIDs(seed uint64) (run, session, query, trace string) {
+	var buf [96]byte
+	b := buf[:0]
+	var ends [4]int
+	for i, p := range [...]struct {
+		prefix string
+		salt   uint64
+	}{{"run_", saltRun}, {"sess_", saltSession}, {"qry_", saltQuery}, {"trace_", saltTrace}} {
+		b = strconv.AppendUint(append(b, p.prefix...), mix(seed, p.salt), 36)
+		ends[i] = len(b)
+	}
+	all := string(b)
+	return all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]], all[ends[2]:]
 }
 
 // Salts that keep the derived streams apart.

@@ -50,15 +50,13 @@ type Run struct {
 	routed     bool // the current stage's tasks have their routing decisions
 	inflight   int
 	state      map[string]any
-	upstream   []troupe.UpstreamResult
-	order      []string
+	upstream   []troupe.UpstreamResult // completed results, in completion order
 	warnings   []string
 	errs       []troupe.ErrorInfo
 	status     troupe.RunStatus
 	failure    *troupe.ErrorInfo
 	failReason string
 	failStage  troupe.Stage
-	calls      []*call
 	firstSeq   int64
 	pausing    bool
 	questions  []troupe.Question
@@ -75,6 +73,7 @@ type Run struct {
 	finished   bool // terminal or run_paused appended (or the log broke)
 	err        error
 	watchers   []chan struct{}
+	unseen     bool // events appended since watchers were last woken
 	done       chan struct{}
 	waitOnce   sync.Once
 }
@@ -89,6 +88,7 @@ type task struct {
 	attempt   int    // attempt of the current agent
 	serial    int    // dispatches made for this task
 	nextID    string // id of the task's next dispatch, derived once
+	last      *call  // the task's latest dispatch; earlier ones via call.prev
 	final     *troupe.Result
 	partial   bool
 }
@@ -105,17 +105,18 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		seed = e.exec.Seed()
 	}
 	req.Seed = seed
+	runID, sessionID, queryID, traceID := runIDs(seed)
 	if req.RunID == "" {
-		req.RunID = base36("run_", mix(seed, saltRun))
+		req.RunID = runID
 	}
 	if req.SessionID == "" {
-		req.SessionID = base36("sess_", mix(seed, saltSession))
+		req.SessionID = sessionID
 	}
 	if req.QueryID == "" {
-		req.QueryID = base36("qry_", mix(seed, saltQuery))
+		req.QueryID = queryID
 	}
 	if req.Context.TraceID() == "" {
-		tc := troupe.NewContext(base36("trace_", mix(seed, saltTrace)), req.Context.Profile())
+		tc := troupe.NewContext(traceID, req.Context.Profile())
 		for k, v := range req.Context.MetadataMap() {
 			tc = tc.WithMetadata(k, v)
 		}
@@ -135,7 +136,7 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
 	}
 	tc := req.Context
-	traceID := tc.TraceID()
+	traceID = tc.TraceID()
 	r := &Run{traceID: &traceID,
 		e: e, id: req.RunID, tc: &tc, req: req, seed: seed, pol: pol,
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
@@ -229,6 +230,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 	}
 	fin := r.claimFinishLocked()
 	r.now = time.Time{}
+	r.notifyLocked()
 	r.mu.Unlock()
 	if fin {
 		r.finish()
@@ -242,14 +244,18 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 	ptrs := make([]*task, total)
 	r.stages = make([][]*task, len(p.Stages))
 	r.upstream = make([]troupe.UpstreamResult, 0, total)
-	r.order = make([]string, 0, total)
-	r.calls = make([]*call, 0, total)
+	ids := make([]byte, 0, 21*total)
+	for k := range total {
+		ids = troupe.AppendDispatchID(ids, mix(r.seed, saltDispatch, uint64(k), 0))
+	}
+	idText := string(ids) // every task's first dispatch id, in one allocation
 	for i := range p.Stages {
 		st := &p.Stages[i]
 		r.stages[i] = ptrs[n : n+len(st.Tasks) : n+len(st.Tasks)]
 		for j := range st.Tasks {
 			t := &all[n]
 			t.t, t.step, t.index = &st.Tasks[j], i+1, n
+			t.nextID = idText[21*n : 21*n+21]
 			r.stages[i][j] = t
 			n++
 		}
@@ -350,6 +356,17 @@ func (r *Run) emitLocked(ev troupe.Event) {
 		r.err = &troupe.OrchestrationError{Stage: ev.Stage, Message: "cannot record event " + string(ev.Kind), Context: *r.tc, Cause: err}
 		r.cancel(r.err)
 	}
+	r.unseen = true
+}
+
+// notifyLocked wakes the run's watchers if events were appended since the last wake-up; it is
+// called once per state transition, so a transition that appends several events wakes a
+// parked watcher once.
+func (r *Run) notifyLocked() {
+	if !r.unseen {
+		return
+	}
+	r.unseen = false
 	for _, w := range r.watchers {
 		select {
 		case w <- struct{}{}:
@@ -467,7 +484,7 @@ func (r *Run) budgetLocked() string {
 // resuming, takes its recorded result).
 func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration) {
 	spec, _ := r.e.reg.Spec(agent)
-	c := &call{r: r, t: t, spec: spec, attempt: t.attempt}
+	c := &call{r: r, t: t, spec: spec, attempt: t.attempt, prev: t.last}
 	id := r.nextID(t)
 	t.serial++
 	t.nextID = ""
@@ -506,7 +523,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	}
 	c.deadline = now.Add(delay + timeout)
 	d.Bind(c)
-	r.calls = append(r.calls, c)
+	t.last = c
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchStarted, Step: t.step, DispatchID: id, Agent: agent, Data: d})
 	if r.err != nil {
 		return // not recorded, so not acted on: a resumed run will dispatch it
@@ -555,6 +572,7 @@ func (r *Run) drain() {
 			r.advanceLocked()
 			fin = r.claimFinishLocked() || fin
 			r.now = time.Time{}
+			r.notifyLocked()
 			r.mu.Unlock()
 		}
 		r.draining.Store(false)
@@ -682,7 +700,6 @@ func (r *Run) succeedLocked(c *call, partial bool) {
 	}
 	r.upstream = append(r.upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
 		Confidence: res.Confidence, Summary: res.Summary(), Handoff: res.Handoff})
-	r.order = append(r.order, res.AgentName)
 }
 
 // failLocked marks the run failed: nothing new starts and in-flight dispatches are cancelled.
@@ -753,6 +770,7 @@ func (r *Run) finish() {
 		r.aggregateLocked()
 	}
 	r.now = time.Time{}
+	r.notifyLocked()
 	r.mu.Unlock()
 
 	warns := r.teardown()
@@ -829,7 +847,11 @@ func (r *Run) unfinished() (failed, skipped []string) {
 }
 
 func (r *Run) aggregateLocked() {
-	results := make([]*troupe.Result, 0, len(r.order))
+	order := make([]string, len(r.upstream))
+	for i, u := range r.upstream {
+		order[i] = u.Agent // upstream results are appended in completion order
+	}
+	results := make([]*troupe.Result, 0, len(r.upstream))
 	for _, st := range r.stages {
 		for _, t := range st {
 			switch {
@@ -846,7 +868,7 @@ func (r *Run) aggregateLocked() {
 			}
 		}
 	}
-	agg, err := aggregate.Combine(results, aggregate.Options{Strategy: r.e.strategy, ExecutionOrder: r.order,
+	agg, err := aggregate.Combine(results, aggregate.Options{Strategy: r.e.strategy, ExecutionOrder: order,
 		TotalExecutionTimeMS: r.now.Sub(r.startedAt).Milliseconds()})
 	if err != nil {
 		r.warnings = append(r.warnings, "aggregation: "+err.Error())
@@ -881,8 +903,14 @@ func (r *Run) State() troupe.OrchestratorState {
 	if r.plan != nil {
 		s.ExecutionPlan = r.plan.ExecutionPlan()
 	}
-	for _, c := range r.calls {
-		s.DispatchedAgents[c.d.TargetAgent] = &c.d
+	for _, st := range r.stages {
+		for _, t := range st {
+			for c := t.last; c != nil; c = c.prev {
+				if _, seen := s.DispatchedAgents[c.d.TargetAgent]; !seen {
+					s.DispatchedAgents[c.d.TargetAgent] = &c.d // the latest dispatch to each agent
+				}
+			}
+		}
 	}
 	for _, st := range r.stages {
 		for _, t := range st {
