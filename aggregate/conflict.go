@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // flat is one completed result with its agent_result flattened into dotted paths.
@@ -41,7 +42,7 @@ func (f flat) walk(prefix string, m map[string]any, depth int) {
 			continue // a literal dotted key naming a path already seen: the first in sorted order wins
 		}
 		v := m[k]
-		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < maxDepth {
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
 			f.interior[p] = sub
 			f.walk(p, sub, depth+1)
 			continue
@@ -122,7 +123,7 @@ func walkLeaves(ls []leaf, holder int, prefix string, m map[string]any, depth in
 		if depth < 8 {
 			r |= uint64(min(len(k), 255)) << (56 - 8*depth)
 		}
-		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < maxDepth {
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
 			ls = append(ls, leaf{path: p, holder: holder, value: sub, object: true, rank: r})
 			ls = walkLeaves(ls, holder, p, sub, depth+1, r)
 			continue
@@ -156,7 +157,7 @@ func conflictsIn(rs []*troupe.Result, ls []leaf) (out []troupe.Conflict, shared 
 		shared++
 		differ := false
 		for _, l := range g[1:] {
-			if !equal(g[0].value, l.value) {
+			if !jsonvalue.Equal(g[0].value, l.value) {
 				differ = true
 				break
 			}

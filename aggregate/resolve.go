@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // Strategy is how Resolve chooses one value among conflicting ones: seed 000's
@@ -166,7 +167,7 @@ func weightedVote(vs []troupe.ConflictValue) (int, string) {
 	for i, v := range vs {
 		c := confidenceOr(v, 0.5)
 		j := 0
-		for j < len(gs) && !equal(vs[gs[j].members[0]].Value, v.Value) {
+		for j < len(gs) && !jsonvalue.Equal(vs[gs[j].members[0]].Value, v.Value) {
 			j++
 		}
 		if j == len(gs) {

@@ -1,15 +1,8 @@
 package route
 
 import (
-	"bytes"
-	"encoding"
 	"encoding/json"
-	"maps"
-	"math"
-	"math/big"
-	"reflect"
-	"slices"
-	"strconv"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -99,116 +92,13 @@ const maxDepth = 64
 // (1, int64(1), 1.0 and json.Number("1") are equal), strings and booleans exactly, objects
 // key by key. Values with no JSON encoding (NaN, functions, channels) equal nothing.
 func jsonEqual(a, b any) bool {
-	ca, ok := canonical(a, 0)
-	if !ok {
-		return false
-	}
-	cb, ok := canonical(b, 0)
-	return ok && canonicalEqual(ca, cb)
+	return encodable(a) && encodable(b) && jsonvalue.Equal(a, b)
 }
 
-// canonical converts v to nil, bool, string, *big.Rat, []any or map[string]any.
-func canonical(v any, depth int) (any, bool) {
-	if depth > maxDepth {
-		return nil, false
-	}
-	switch x := v.(type) {
-	case nil:
-		return nil, true
-	case json.Number:
-		return new(big.Rat).SetString(string(x))
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			c, ok := canonical(x[k], depth+1)
-			if !ok {
-				return nil, false
-			}
-			out[k] = c
-		}
-		return out, true
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			c, ok := canonical(e, depth+1)
-			if !ok {
-				return nil, false
-			}
-			out[i] = c
-		}
-		return out, true
-	case json.Marshaler, encoding.TextMarshaler:
-		return viaJSON(v, depth)
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Bool:
-		return rv.Bool(), true
-	case reflect.String:
-		return rv.String(), true
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return new(big.Rat).SetInt64(rv.Int()), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return new(big.Rat).SetUint64(rv.Uint()), true
-	case reflect.Float32, reflect.Float64:
-		f := rv.Float()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, false
-		}
-		bits := 64
-		if rv.Kind() == reflect.Float32 {
-			bits = 32 // float32(0.1) encodes as 0.1, so compare the shortest decimal, as JSON does
-		}
-		return new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, bits))
-	}
-	return viaJSON(v, depth)
-}
-
-// viaJSON canonicalizes what a store would see: the value encoded and decoded again.
-func viaJSON(v any, depth int) (any, bool) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, false
-	}
-	return canonical(out, depth+1)
-}
-
-func canonicalEqual(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case *big.Rat:
-		y, ok := b.(*big.Rat)
-		return ok && x.Cmp(y) == 0
-	case []any:
-		y, ok := b.([]any)
-		return ok && slices.EqualFunc(x, y, canonicalEqual)
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			e, ok := y[k]
-			if !ok || !canonicalEqual(x[k], e) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+// encodable reports whether v has a JSON encoding.
+func encodable(v any) bool {
+	_, err := json.Marshal(v)
+	return err == nil
 }
 
 // jsonText renders a When value for a reason sentence.

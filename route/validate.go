@@ -45,7 +45,7 @@ func (r *Rules) Validate(c troupe.Catalog) error {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(t.When)) {
-			if _, ok := canonical(t.When[k], 0); !ok {
+			if !encodable(t.When[k]) {
 				bad(at+".when."+k, fmt.Sprintf("%v is not a JSON value", t.When[k]), nil)
 			}
 		}

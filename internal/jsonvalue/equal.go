@@ -1,4 +1,8 @@
-package aggregate
+// Package jsonvalue compares Go values as the JSON values they encode to: numbers by value
+// whatever their Go type (1, int64(1), 1.0 and json.Number("1") are equal), strings and
+// booleans exactly, arrays element by element and objects key by key. The aggregation of agent
+// results and the routing of messages on session state both need exactly this comparison.
+package jsonvalue
 
 import (
 	"bytes"
@@ -11,15 +15,16 @@ import (
 	"strconv"
 )
 
-// maxDepth bounds recursion into nested values. A self-referencing map would otherwise recurse
+// MaxDepth bounds recursion into nested values. A self-referencing map would otherwise recurse
 // forever; encoding/json gives up at a similar depth, so no JSON-shaped result goes deeper.
-const maxDepth = 1000
+const MaxDepth = 1000
 
-// equal reports whether a and b encode to the same JSON value (see the package doc).
-func equal(a, b any) bool { return equalAt(a, b, 0) }
+// Equal reports whether a and b encode to the same JSON value (see the package doc). NaN
+// equals NaN; values encoding/json cannot encode compare with reflect.DeepEqual.
+func Equal(a, b any) bool { return equalAt(a, b, 0) }
 
 func equalAt(a, b any, depth int) bool {
-	if depth > maxDepth {
+	if depth > MaxDepth {
 		return reflect.DeepEqual(a, b)
 	}
 	// Fast paths for what encoding/json decodes into; they avoid the conversions below.
@@ -263,7 +268,10 @@ func toNumber(v any) (number, bool) {
 	case json.Number:
 		return parseNumber(x)
 	case float32:
-		return number{k: numFloat, f: float64(x)}, true
+		// encoding/json writes a float32 as its shortest 32-bit decimal (float32(0.1) as
+		// 0.1), so that decimal, read as a float64, is the JSON value.
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+		return number{k: numFloat, f: f}, true
 	case int32:
 		return number{k: numInt, i: int64(x)}, true
 	case int16:

@@ -1,0 +1,40 @@
+package jsonvalue_test
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/troupehq/troupe/internal/jsonvalue"
+)
+
+func TestEqual(t *testing.T) {
+	cases := []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"int and float", 1, 1.0, true},
+		{"int64 and json.Number", int64(7), json.Number("7"), true},
+		{"float32 as JSON writes it", float32(0.1), 0.1, true},
+		{"large integers exactly", uint64(math.MaxUint64), json.Number("18446744073709551615"), true},
+		{"close but different", 0.1, 0.1000001, false},
+		{"number and string", 1, "1", false},
+		{"bool", true, true, true},
+		{"nested objects", map[string]any{"a": []any{1, "x"}}, map[string]any{"a": []any{1.0, "x"}}, true},
+		{"object key sets differ", map[string]any{"a": 1}, map[string]any{"a": 1, "b": 2}, false},
+		{"typed slice and []any", []string{"a", "b"}, []any{"a", "b"}, true},
+		{"nil and empty", nil, map[string]any{}, false},
+		{"NaN equals NaN", math.NaN(), math.NaN(), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := jsonvalue.Equal(tc.a, tc.b); got != tc.want {
+				t.Errorf("Equal(%#v, %#v) = %v, want %v", tc.a, tc.b, got, tc.want)
+			}
+			if got := jsonvalue.Equal(tc.b, tc.a); got != tc.want {
+				t.Errorf("Equal is not symmetric for %#v, %#v", tc.a, tc.b)
+			}
+		})
+	}
+}
