@@ -556,7 +556,7 @@ func (r *Run) drain() {
 				fifo, list = list, next
 			}
 			r.mu.Lock()
-			r.now = r.e.exec.Now()
+			r.now = transitionTime(fifo, r.e.exec)
 			for c := fifo; c != nil; {
 				next := c.nextDone
 				c.nextDone = nil
@@ -585,6 +585,22 @@ func (r *Run) drain() {
 		}
 		// A call arrived after the last swap while we still held the role: go round again.
 	}
+}
+
+// transitionTime is the time of a batch of completions: the latest completion time the
+// workers read as they finished, or the clock when a deadline expired a call (its worker is
+// still busy and read no clock).
+func transitionTime(fifo *call, exec troupe.Executor) time.Time {
+	var t time.Time
+	for c := fifo; c != nil; c = c.nextDone {
+		if c.expiredDone {
+			return exec.Now()
+		}
+		if c.work.CompletedAt.After(t) {
+			t = c.work.CompletedAt
+		}
+	}
+	return t
 }
 
 // completeLocked records a finished dispatch and applies the error policy (which may start a
