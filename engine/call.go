@@ -235,7 +235,12 @@ func (c *call) timedOut() {
 		Errors: []troupe.ErrorInfo{{Code: troupe.CodeTimeout, Recoverable: true,
 			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.deadline.Sub(start))}},
 	}
-	c.paused = false
+	if c.paused {
+		// It asked a human and then ran out of time: its question no longer holds the run.
+		c.paused = false
+		r.questions = slices.DeleteFunc(r.questions, func(q troupe.Question) bool { return q.DispatchID == c.d.DispatchID })
+		r.pausing = len(r.questions) > 0
+	}
 }
 
 // State reads session state.

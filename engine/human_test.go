@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,5 +122,25 @@ func TestRequiresHumanReview(t *testing.T) {
 		if !approve && (r.Status != troupe.StatusFailed || r.Errors[0].Code != troupe.CodeHumanRejected) {
 			t.Errorf("rejected result %+v", r)
 		}
+	}
+}
+
+// A call that asked a human and then timed out does not leave the run paused on its question.
+func TestTimedOutQuestionDoesNotPause(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	asksThenHangs := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, _ = d.Ask(ctx, troupe.Question{Prompt: "which?"}) // no handler: the run would pause
+		<-release                                            // ignores ctx: only the deadline ends it
+		return nil, errors.New("late")
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", opt(asksThenHangs, troupe.WithTimeout(20*time.Millisecond))), Planner: chain("a"),
+		Policy: troupe.ErrorPolicy{OnError: troupe.Continue}})
+	evs := run(t, eng, troupe.Request{Query: "q"})
+	if last := troupetest.Last(evs); last.Kind == troupe.KindRunPaused {
+		t.Fatalf("run paused on the question of a call that timed out")
+	}
+	if r := results(evs)["a"][0]; r.Status != troupe.StatusTimeout {
+		t.Errorf("status %s, want timeout", r.Status)
 	}
 }
