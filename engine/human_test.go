@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
