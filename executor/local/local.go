@@ -168,7 +168,6 @@ func (s *scope) enqueue(jb *job) {
 }
 
 func (s *scope) worker() {
-	growStack()
 	for {
 		s.mu.Lock()
 		if s.head == len(s.queue) {
@@ -214,19 +213,6 @@ func (s *scope) worker() {
 		s.releasing--
 		s.mu.Unlock()
 	}
-}
-
-// growStack grows a new worker's stack once, while it holds almost nothing: a worker goes deep
-// (recording completions, routing, aggregating, finishing a run), and growing a 2 KB stack at
-// that depth copies and adjusts every frame — twice on the way to 8 KB. Growing it here copies
-// a few bytes. The garbage collector shrinks the stack of a worker that later blocks shallowly
-// in an agent, so blocked runs still hold small stacks.
-//
-//go:noinline
-func growStack() byte {
-	var buf [6 << 10]byte
-	buf[len(buf)-1] = 1
-	return buf[len(buf)-1]
 }
 
 func earliest(a, b time.Time) time.Time {
