@@ -23,7 +23,8 @@ type call struct {
 	res      *troupe.Result // the outcome: &work, a timeout result, or a recorded one
 	attempt  int
 	deadline time.Time
-	costLeft float64 // what d.MaxCostDollars points at
+	costLeft float64       // what d.MaxCostDollars points at
+	delay    time.Duration // before the executor runs it (retry backoff)
 
 	nextDone    *call // link in the run's stack of finished calls
 	prev        *call // the task's previous dispatch (a retry's or fallback's predecessor)
@@ -261,7 +262,7 @@ func (c *call) Progress(kind string, data any) {
 	}
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindAgentProgress, Step: c.t.step, DispatchID: c.d.DispatchID, Agent: c.d.TargetAgent,
 		Data: &troupe.Progress{Kind: kind, Data: data}})
-	r.notifyLocked()
+	r.flushLocked()
 }
 
 // Partial records a partial result for on_timeout use_partial.
@@ -294,7 +295,7 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 	}
 	qc := q
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAsked, Step: c.t.step, DispatchID: q.DispatchID, Agent: q.Agent, Data: &qc})
-	r.notifyLocked()
+	r.flushLocked()
 	h := r.human
 	if h == nil {
 		c.paused = true
@@ -313,7 +314,7 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 	ac := a
 	if !c.expired {
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Step: c.t.step, DispatchID: q.DispatchID, Agent: q.Agent, Data: &ac})
-		r.notifyLocked()
+		r.flushLocked()
 	}
 	r.mu.Unlock()
 	return a, nil

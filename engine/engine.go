@@ -83,6 +83,7 @@ type Engine struct {
 	seed       uint64
 	anySetup   bool          // some agent implements troupe.Setupper
 	runs       atomic.Uint64 // runs started, for deriving run seeds from seed
+	batches    sync.Pool     // *[]troupe.Event of capacity batchSize: transitions' event batches
 
 	mu   sync.Mutex
 	live map[string]*Run
@@ -114,6 +115,7 @@ func New(cfg Config) (*Engine, error) {
 		teardownTO: orDuration(cfg.TeardownTimeout, 10*time.Second), seed: cfg.Seed,
 		live: make(map[string]*Run),
 	}
+	e.batches.New = func() any { b := make([]troupe.Event, 0, batchSize); return &b }
 	for _, n := range e.names {
 		spec, _ := e.reg.Spec(n)
 		if _, ok := spec.Agent.(troupe.Setupper); ok {
@@ -226,6 +228,10 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	return nil
 }
+
+// batchSize bounds the events one store append carries; a transition that emits more (a group
+// of hundreds starting at once) appends them in several batches.
+const batchSize = 32
 
 // plannedRouter routes a task to its planned agent.
 type plannedRouter struct{}

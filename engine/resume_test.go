@@ -16,7 +16,8 @@ import (
 	"github.com/troupehq/troupe/troupetest"
 )
 
-// crashingStore stops accepting appends after n events: the process "dies" mid-run.
+// crashingStore accepts n events, then fails every append: the process "dies" mid-run. The
+// batch that would cross the limit is refused whole, as a store's batches are atomic.
 type crashingStore struct {
 	troupe.Store
 	mu sync.Mutex
@@ -28,10 +29,11 @@ var errCrash = errors.New("disk gone")
 func (s *crashingStore) Append(ctx context.Context, evs ...troupe.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n <= 0 {
+	if len(evs) > s.n {
+		s.n = 0
 		return errCrash
 	}
-	s.n--
+	s.n -= len(evs)
 	return s.Store.Append(ctx, evs...)
 }
 
@@ -57,6 +59,19 @@ func TestResumeFromLog(t *testing.T) {
 				t.Fatalf("run error %v, want the store's", err)
 			}
 			before, _ := mem.Events(t.Context(), "run_crash", 0)
+			if len(before) == 0 {
+				// The first batch was refused: the run was never recorded, so there is nothing
+				// to resume — and nothing ran.
+				if _, err := newEngine(t, engine.Config{Registry: reg, Planner: planner, Store: mem}).Resume(t.Context(), "run_crash", engine.ResumeOptions{}); !errors.Is(err, troupe.ErrRunNotFound) {
+					t.Errorf("resuming an unrecorded run: %v", err)
+				}
+				for _, n := range names {
+					if scripts[n].Calls() != 0 {
+						t.Errorf("%s ran although its dispatch was never recorded", n)
+					}
+				}
+				return
+			}
 			recorded := map[string]bool{} // agents whose result survived the crash
 			for _, ev := range before {
 				if ev.Kind == troupe.KindDispatchCompleted {

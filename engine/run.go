@@ -42,7 +42,8 @@ type Run struct {
 	mu         sync.Mutex
 	now        time.Time // the clock read once per state transition; zero outside one
 	seq        int64
-	buf        [1]troupe.Event
+	pending    *[]troupe.Event // the current transition's events (a pooled batch), appended by flushLocked
+	toStart    []*call         // dispatches the current transition created, started by flushLocked
 	plan       *troupe.Plan
 	stages     [][]*task
 	stage      int  // index of the current stage
@@ -73,7 +74,6 @@ type Run struct {
 	finished   bool // terminal or run_paused appended (or the log broke)
 	err        error
 	watchers   []chan struct{}
-	unseen     bool // events appended since watchers were last woken
 	done       chan struct{}
 	waitOnce   sync.Once
 }
@@ -228,9 +228,9 @@ func (r *Run) begin(answers []troupe.Answer) {
 		r.status = troupe.RunExecuting
 		r.advanceLocked()
 	}
+	r.flushLocked()
 	fin := r.claimFinishLocked()
 	r.now = time.Time{}
-	r.notifyLocked()
 	r.mu.Unlock()
 	if fin {
 		r.finish()
@@ -331,8 +331,10 @@ func safeCall(f func() error) (err error) {
 	return f()
 }
 
-// emitLocked appends ev to the log (unless a resumed run already recorded it) and wakes the
-// watchers. A store failure stops the run: nothing more can be recorded.
+// emitLocked adds ev to the current transition's batch (unless a resumed run already recorded
+// it). The batch is appended to the store by flushLocked, which every transition calls before
+// it releases the run's lock and before it starts any dispatch the transition created: every
+// event is recorded before the engine acts on it, in one store call per transition.
 func (r *Run) emitLocked(ev troupe.Event) {
 	if r.err != nil {
 		return
@@ -348,31 +350,46 @@ func (r *Run) emitLocked(ev troupe.Event) {
 		ev.Time = r.now
 	}
 	r.updatedAt = ev.Time
-	r.buf[0] = ev
-	err := r.e.store.Append(r.bg, r.buf[:]...)
-	r.buf[0] = troupe.Event{}
-	if err != nil {
-		r.seq--
-		r.err = &troupe.OrchestrationError{Stage: ev.Stage, Message: "cannot record event " + string(ev.Kind), Context: *r.tc, Cause: err}
-		r.cancel(r.err)
+	if r.pending == nil {
+		r.pending = r.e.batches.Get().(*[]troupe.Event)
+	} else if len(*r.pending) == cap(*r.pending) {
+		r.flushLocked() // a full batch: record it (and start its dispatches) now
+		r.pending = r.e.batches.Get().(*[]troupe.Event)
 	}
-	r.unseen = true
+	*r.pending = append(*r.pending, ev)
 }
 
-// notifyLocked wakes the run's watchers if events were appended since the last wake-up; it is
-// called once per state transition, so a transition that appends several events wakes a
-// parked watcher once.
-func (r *Run) notifyLocked() {
-	if !r.unseen {
-		return
-	}
-	r.unseen = false
-	for _, w := range r.watchers {
-		select {
-		case w <- struct{}{}:
-		default:
+// flushLocked appends the transition's events, then starts the dispatches it created and wakes
+// the watchers. A store failure stops the run: nothing of the failed batch is recorded, none
+// of its dispatches starts, and a resumed run will make them again.
+func (r *Run) flushLocked() {
+	if r.pending != nil {
+		batch := *r.pending
+		if err := r.e.store.Append(r.bg, batch...); err != nil {
+			r.seq = batch[0].Seq - 1
+			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: *r.tc, Cause: err}
+			r.cancel(r.err)
+		}
+		clear(batch) // the store has its copy; drop the payload references
+		*r.pending = batch[:0]
+		r.e.batches.Put(r.pending)
+		r.pending = nil
+		for _, w := range r.watchers {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
 		}
 	}
+	for i, c := range r.toStart {
+		if r.err != nil {
+			r.inflight-- // never started
+		} else {
+			r.scope.Go(c, c.delay, c.deadline)
+		}
+		r.toStart[i] = nil
+	}
+	r.toStart = r.toStart[:0]
 }
 
 // advanceLocked moves the run as far as it can without waiting: it routes the current stage's
@@ -526,7 +543,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	t.last = c
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchStarted, Step: t.step, DispatchID: id, Agent: agent, Data: d})
 	if r.err != nil {
-		return // not recorded, so not acted on: a resumed run will dispatch it
+		return
 	}
 	if rec, ok := r.replay.result(id); ok {
 		c.res = rec
@@ -536,7 +553,8 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		return
 	}
 	r.inflight++
-	r.scope.Go(c, delay, c.deadline)
+	c.delay = delay
+	r.toStart = append(r.toStart, c) // started by flushLocked, once its events are recorded
 }
 
 var emptyParsed = map[string]any{}
@@ -570,9 +588,9 @@ func (r *Run) drain() {
 				c = next
 			}
 			r.advanceLocked()
+			r.flushLocked()
 			fin = r.claimFinishLocked() || fin
 			r.now = time.Time{}
-			r.notifyLocked()
 			r.mu.Unlock()
 		}
 		r.draining.Store(false)
@@ -786,7 +804,7 @@ func (r *Run) finish() {
 		r.aggregateLocked()
 	}
 	r.now = time.Time{}
-	r.notifyLocked()
+	r.flushLocked()
 	r.mu.Unlock()
 
 	warns := r.teardown()
@@ -799,15 +817,15 @@ func (r *Run) finish() {
 		r.status = out.Status
 		r.emitLocked(troupe.Event{Stage: stage, Kind: kind, Status: statusOf(out.Status), Data: &out})
 	}
+	r.flushLocked()
 	r.finished = true
-	ws := r.watchers
-	r.mu.Unlock()
-	for _, w := range ws {
+	for _, w := range r.watchers {
 		select {
 		case w <- struct{}{}:
 		default:
 		}
 	}
+	r.mu.Unlock()
 	r.e.mu.Lock()
 	delete(r.e.live, r.id)
 	r.e.mu.Unlock()

@@ -28,6 +28,11 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 		for {
 			evs, err := r.e.store.Events(r.bg, r.id, after)
 			if err != nil {
+				r.mu.Lock()
+				if r.err != nil {
+					err = r.err // the log could not be written: say why, not that it is missing
+				}
+				r.mu.Unlock()
 				yield(troupe.Event{}, err)
 				return
 			}

@@ -61,10 +61,54 @@ func (s *Store) log(runID string, create bool) *runLog {
 // run (the first is 1); otherwise nothing of the call is appended and the error wraps
 // troupe.ErrSeqConflict.
 func (s *Store) Append(ctx context.Context, events ...troupe.Event) error {
-	if len(events) == 1 {
-		return s.append1(&events[0]) // the engine's case: one event, one lock
+	switch {
+	case len(events) == 1:
+		return s.append1(&events[0])
+	case len(events) == 0:
+		return nil
+	case oneRun(events):
+		return s.appendRun(events) // the engine's case: one transition of one run
 	}
 	return s.appendBatch(events)
+}
+
+func oneRun(events []troupe.Event) bool {
+	for i := 1; i < len(events); i++ {
+		if events[i].RunID != events[0].RunID {
+			return false
+		}
+	}
+	return true
+}
+
+// appendRun appends a batch of one run's events under one lock, all or nothing.
+func (s *Store) appendRun(events []troupe.Event) error {
+	id := events[0].RunID
+	l := s.log(id, events[0].Seq == 1)
+	if l == nil {
+		return fmt.Errorf("memory: append %s: seq %d, want 1: %w", id, events[0].Seq, troupe.ErrSeqConflict)
+	}
+	l.mu.Lock()
+	want := int64(len(l.events)) + 1
+	for i := range events {
+		if events[i].Seq != want {
+			l.mu.Unlock()
+			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", id, events[i].Seq, want, troupe.ErrSeqConflict)
+		}
+		want++
+	}
+	l.events = append(l.events, events...)
+	retire := false
+	for i := range events {
+		if events[i].Stage.Terminal() && !l.finished {
+			l.finished, retire = true, true
+		}
+	}
+	l.mu.Unlock()
+	if retire {
+		s.retire(id)
+	}
+	return nil
 }
 
 func (s *Store) append1(ev *troupe.Event) error {
