@@ -5,13 +5,15 @@ import (
 	"time"
 )
 
-// Store keeps run logs. The engine appends every event before it acts on it; watching, resuming
-// and replaying a run are reads of its log. Implementations must be safe for concurrent use.
+// Store keeps run logs. The engine appends every event before it acts on it — one Append per
+// state transition, carrying that transition's events — and watching, resuming and replaying a
+// run are reads of its log. Implementations must be safe for concurrent use.
 //
-// Append must reject an event whose Seq is not one more than the last of its run (ErrSeqConflict),
-// so two writers can never interleave one log. Events returns the events of runID with Seq >
-// after, in order; the returned slice and payloads must not be modified by the caller. A store
-// that does not know runID returns ErrRunNotFound.
+// Append appends all of events or none of them, and must not keep the slice (the engine reuses
+// it). Each event's Seq must be one more than the last of its run, the first being 1; otherwise
+// Append fails with ErrSeqConflict, so two writers can never interleave one log. Events returns
+// the events of runID with Seq > after, in order; the returned slice and payloads must not be
+// modified by the caller. A store that does not know runID returns ErrRunNotFound.
 type Store interface {
 	Append(ctx context.Context, events ...Event) error
 	Events(ctx context.Context, runID string, after int64) ([]Event, error)
