@@ -149,3 +149,45 @@ func TestResumeRefusesDivergedPlan(t *testing.T) {
 		t.Errorf("Wait: %v, want a plan divergence failure", err)
 	}
 }
+
+// A transition bigger than one batch (a group of 40 starting at once) broken mid-way: the
+// batch that failed is not recorded, none of its dispatches starts, and the run resumes.
+func TestResumeAfterBrokenLargeTransition(t *testing.T) {
+	var pairs []any
+	var names []string
+	scripts := map[string]*troupetest.Script{}
+	for i := range 40 {
+		n := fmt.Sprintf("w%02d", i)
+		names = append(names, n)
+		scripts[n] = troupetest.NewScript()
+		pairs = append(pairs, n, scripts[n])
+	}
+	reg := agents(t, pairs...)
+	mem := memory.New()
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: group(40, names...), Store: &crashingStore{Store: mem, n: 40}})
+	if _, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "q", RunID: "run_big"})); !errors.Is(err, errCrash) {
+		t.Fatalf("run error %v, want the store's", err)
+	}
+	before, _ := mem.Events(t.Context(), "run_big", 0)
+	troupetest.CheckLog(t, before)
+	started := len(troupetest.Find(before, troupe.KindDispatchStarted, ""))
+	ran := 0
+	for _, s := range scripts {
+		ran += s.Calls()
+	}
+	if ran > started {
+		t.Errorf("%d agents ran but only %d dispatches were recorded", ran, started)
+	}
+	r, err := newEngine(t, engine.Config{Registry: reg, Planner: group(40, names...), Store: mem}).Resume(t.Context(), "run_big", engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := mem.Events(t.Context(), "run_big", 0)
+	troupetest.CheckLog(t, all)
+	if got := len(troupetest.Find(all, troupe.KindDispatchCompleted, "")); got != 40 {
+		t.Errorf("%d completed, want 40", got)
+	}
+}

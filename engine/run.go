@@ -354,6 +354,9 @@ func (r *Run) emitLocked(ev troupe.Event) {
 		r.pending = r.e.batches.Get().(*[]troupe.Event)
 	} else if len(*r.pending) == cap(*r.pending) {
 		r.flushLocked() // a full batch: record it (and start its dispatches) now
+		if r.err != nil {
+			return // the log broke: ev cannot follow what was not recorded
+		}
 		r.pending = r.e.batches.Get().(*[]troupe.Event)
 	}
 	*r.pending = append(*r.pending, ev)
