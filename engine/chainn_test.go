@@ -8,6 +8,8 @@ import (
 	"github.com/troupehq/troupe/engine"
 )
 
+// BenchmarkChainN separates a run's fixed cost from its cost per dispatch: chains of 1, 10
+// and 20 no-op agents.
 func BenchmarkChainN(b *testing.B) {
 	for _, n := range []int{1, 10, 20} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -19,21 +21,5 @@ func BenchmarkChainN(b *testing.B) {
 			b.ReportAllocs()
 			runAll(b, eng)
 		})
-	}
-}
-
-func BenchmarkChain10NoWatch(b *testing.B) {
-	reg, names := registry(b, 10, troupe.AgentFunc(noop))
-	eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := eng.Start(b.Context(), troupe.Request{Query: "bench"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		<-r.Done()
 	}
 }

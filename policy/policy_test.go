@@ -1,0 +1,104 @@
+package policy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/policy"
+)
+
+func TestDecide(t *testing.T) {
+	no, yes := troupe.Ptr(false), troupe.Ptr(true)
+	fbs := []string{"f1", "f2"}
+	cases := []struct {
+		name  string
+		p     troupe.ErrorPolicy
+		f     policy.Failure
+		want  policy.Kind
+		agent string
+	}{
+		{"cancelled is skipped whatever the policy", troupe.ErrorPolicy{OnError: troupe.FailFast}, policy.Failure{Status: troupe.StatusCancelled}, policy.Skip, ""},
+		{"timeout, default skip_agent", troupe.ErrorPolicy{}, policy.Failure{Status: troupe.StatusTimeout}, policy.Skip, ""},
+		{"timeout, fail_fast", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutFailFast}, policy.Failure{Status: troupe.StatusTimeout}, policy.FailRun, ""},
+		{"timeout, use_partial with a partial", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutUsePartial}, policy.Failure{Status: troupe.StatusTimeout, HasPartial: true}, policy.UsePartial, ""},
+		{"timeout, use_partial without one", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutUsePartial}, policy.Failure{Status: troupe.StatusTimeout}, policy.Skip, ""},
+		{"timeouts are not retried", troupe.ErrorPolicy{OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusTimeout, Recoverable: true, Attempt: 1}, policy.Skip, ""},
+		{"failed, default fail_fast", troupe.ErrorPolicy{}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, Fallbacks: fbs}, policy.FailRun, ""},
+		{"failed, continue", troupe.ErrorPolicy{OnError: troupe.Continue}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1}, policy.Skip, ""},
+		{"retry, recoverable, attempts left", troupe.ErrorPolicy{OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 2}, policy.Retry, ""},
+		{"retry, attempts spent (default 3)", troupe.ErrorPolicy{OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 3}, policy.FailRun, ""},
+		{"retry, not recoverable", troupe.ErrorPolicy{OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1}, policy.FailRun, ""},
+		{"fallback retries first", troupe.ErrorPolicy{OnError: troupe.Fallback}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, Fallbacks: fbs}, policy.Retry, ""},
+		{"fallback after retries", troupe.ErrorPolicy{OnError: troupe.Fallback, Retry: troupe.RetryPolicy{MaxAttempts: 1}}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, Fallbacks: fbs}, policy.Fallback, "f1"},
+		{"fallback for what is not recoverable", troupe.ErrorPolicy{OnError: troupe.Fallback}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1, Fallbacks: fbs, FallbacksUsed: 1}, policy.Fallback, "f2"},
+		{"fallbacks spent", troupe.ErrorPolicy{OnError: troupe.Fallback}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1, Fallbacks: fbs, FallbacksUsed: 2}, policy.FailRun, ""},
+		{"fallback disabled", troupe.ErrorPolicy{OnError: troupe.Fallback, EnableFallback: no}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1, Fallbacks: fbs}, policy.FailRun, ""},
+		{"fallback enabled explicitly", troupe.ErrorPolicy{OnError: troupe.Fallback, EnableFallback: yes}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1, Fallbacks: fbs}, policy.Fallback, "f1"},
+		{"fallback with none configured", troupe.ErrorPolicy{OnError: troupe.Fallback}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1}, policy.FailRun, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := policy.Decide(&tc.p, tc.f, 42)
+			if a.Kind != tc.want || a.Agent != tc.agent {
+				t.Errorf("Decide = %v %q (%s), want %v %q", a.Kind, a.Agent, a.Reason, tc.want, tc.agent)
+			}
+			if a.Reason == "" {
+				t.Error("no reason given")
+			}
+			if a.Kind == policy.Retry && a.Backoff <= 0 {
+				t.Errorf("retry without a backoff: %v", a.Backoff)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	r := troupe.RetryPolicy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, Multiplier: 3}
+	for attempt, want := range map[int]time.Duration{1: 10 * time.Millisecond, 2: 10 * time.Millisecond, 3: 30 * time.Millisecond, 4: 50 * time.Millisecond, 9: 50 * time.Millisecond} {
+		if got := policy.Backoff(r, attempt, 0); got != want {
+			t.Errorf("Backoff(attempt %d) = %v, want %v", attempt, got, want)
+		}
+	}
+	if got := policy.Backoff(troupe.RetryPolicy{}, 2, 0); got != policy.DefaultInitialBackoff {
+		t.Errorf("zero policy backoff %v, want the default %v", got, policy.DefaultInitialBackoff)
+	}
+	r.Jitter = 0.5
+	lo, hi := policy.Backoff(r, 3, 0), policy.Backoff(r, 3, ^uint64(0))
+	if lo != 15*time.Millisecond || hi < 44*time.Millisecond || hi > 45*time.Millisecond {
+		t.Errorf("jitter bounds %v and %v, want 15ms and just under 45ms", lo, hi)
+	}
+	if policy.Backoff(r, 3, 12345) != policy.Backoff(r, 3, 12345) {
+		t.Error("the same draw gives a different backoff")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	strict := troupe.ErrorPolicy{AllowPartialResults: troupe.Ptr(false)}
+	high := troupe.ErrorPolicy{MinSuccessRate: troupe.Ptr(0.9)}
+	cases := []struct {
+		name             string
+		p                troupe.ErrorPolicy
+		succeeded, total int
+		ok               bool
+	}{
+		{"all completed", troupe.ErrorPolicy{}, 3, 3, true},
+		{"nothing planned", troupe.ErrorPolicy{}, 0, 0, true},
+		{"partial, at the default rate", troupe.ErrorPolicy{}, 1, 2, true},
+		{"partial, below the default rate", troupe.ErrorPolicy{}, 1, 3, false},
+		{"partial not allowed", strict, 2, 3, false},
+		{"below a high rate", high, 8, 10, false},
+		{"at a high rate", high, 9, 10, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := policy.Judge(&tc.p, tc.succeeded, tc.total)
+			if v.OK != tc.ok {
+				t.Errorf("Judge(%d of %d) = %+v, want ok=%v", tc.succeeded, tc.total, v, tc.ok)
+			}
+			if !v.OK && v.Reason == "" {
+				t.Error("a failing verdict without a reason")
+			}
+		})
+	}
+}
