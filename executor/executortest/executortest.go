@@ -148,8 +148,9 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-// recv waits for a value on c for at most Patience.
-func recv[T any](t *testing.T, c <-chan T, what string) T {
+// Recv waits for a value on c for at most Patience and fails the test if none comes; what
+// names the awaited thing in the failure.
+func Recv[T any](t *testing.T, c <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-c:
@@ -160,12 +161,12 @@ func recv[T any](t *testing.T, c <-chan T, what string) T {
 	}
 }
 
-// wait calls s.Wait and fails the test if it has not returned after Patience.
-func wait(t *testing.T, s troupe.Scope) {
+// Wait calls s.Wait and fails the test if it has not returned after Patience.
+func Wait(t *testing.T, s troupe.Scope) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { s.Wait(); close(done) }()
-	recv(t, done, "Scope.Wait")
+	Recv(t, done, "Scope.Wait")
 }
 
 // released returns a channel that jobs ignoring their context block on. It is closed when the
@@ -219,10 +220,10 @@ func testRunThenDone(t *testing.T, e troupe.Executor) {
 	var errAtStart error
 	p := newProbe(func(ctx context.Context) { errAtStart = ctx.Err() })
 	s.Go(p, 0, time.Time{})
-	if expired := recv(t, p.dones, "Done"); expired {
+	if expired := Recv(t, p.dones, "Done"); expired {
 		t.Error("Done(true) for a job with no deadline")
 	}
-	wait(t, s)
+	Wait(t, s)
 	if p.ctx == nil {
 		t.Fatal("Run got a nil context")
 	}
@@ -257,7 +258,7 @@ func testDoneOncePerJob(t *testing.T, e troupe.Executor) {
 				probes[i] = newProbe(func(context.Context) { runtime.Gosched() })
 				s.Go(probes[i], tt.delay, deadline)
 			}
-			wait(t, s)
+			Wait(t, s)
 			for i, p := range probes {
 				p.check(t, fmt.Sprint("job ", i))
 				if len(p.dones) > 0 && <-p.dones {
@@ -289,7 +290,7 @@ func testDeadlineExpires(t *testing.T, e troupe.Executor) {
 			p := newProbe(func(context.Context) { <-block })
 			s.Go(p, tt.delay, deadline)
 
-			expired := recv(t, p.dones, "Done")
+			expired := Recv(t, p.dones, "Done")
 			now := e.Now()
 			if !expired {
 				t.Fatal("Done(false) for a job whose Run is still blocked")
@@ -301,17 +302,17 @@ func testDeadlineExpires(t *testing.T, e troupe.Executor) {
 				t.Fatal("suite bug: Run returned before being released")
 			}
 			if closed(p.started) {
-				recv(t, p.ctx.Done(), "the expired job's context to be done")
+				Recv(t, p.ctx.Done(), "the expired job's context to be done")
 				if p.ctx.Err() == nil {
 					t.Error("expired job's context is done but Err() is nil")
 				}
 			}
 
 			// Wait returns with the straggler still running.
-			wait(t, s)
+			Wait(t, s)
 			release()
 			if closed(p.started) {
-				recv(t, p.returned, "the released Run to return")
+				Recv(t, p.returned, "the released Run to return")
 			}
 			drain(t, e)
 			p.check(t, "expired job")
@@ -333,9 +334,9 @@ func testDeadlineHonoured(t *testing.T, e troupe.Executor) {
 		}
 	})
 	s.Go(p, 0, deadline)
-	sawAt := recv(t, saw, "the job's context to be done at its deadline")
-	recv(t, p.dones, "Done")
-	wait(t, s)
+	sawAt := Recv(t, saw, "the job's context to be done at its deadline")
+	Recv(t, p.dones, "Done")
+	Wait(t, s)
 	drain(t, e)
 	if sawAt.Before(deadline) {
 		t.Errorf("the job's context was done at %v, before its deadline %v", sawAt, deadline)
@@ -350,8 +351,8 @@ func testDelay(t *testing.T, e troupe.Executor) {
 		p := newProbe(func(context.Context) { startedAt = e.Now() })
 		before := e.Now()
 		s.Go(p, Short, time.Time{})
-		recv(t, p.dones, "Done")
-		wait(t, s)
+		Recv(t, p.dones, "Done")
+		Wait(t, s)
 		if got := startedAt.Sub(before); got < Short {
 			t.Errorf("Run started %v after Go with a delay of %v", got, Short)
 		}
@@ -365,13 +366,13 @@ func testDelay(t *testing.T, e troupe.Executor) {
 		s.Go(late, time.Hour, time.Time{})
 		now := newProbe(nil)
 		s.Go(now, 0, time.Time{})
-		recv(t, now.dones, "Done of the undelayed job")
+		Recv(t, now.dones, "Done of the undelayed job")
 		if closed(late.started) {
 			t.Error("a job delayed by an hour ran at once")
 		}
 		cancel() // ends the test: the delayed job starts now
-		recv(t, late.dones, "Done of the delayed job after cancel")
-		wait(t, s)
+		Recv(t, late.dones, "Done of the delayed job after cancel")
+		Wait(t, s)
 	})
 }
 
@@ -410,7 +411,7 @@ func testScopeCancel(t *testing.T, e troupe.Executor) {
 				s.Go(probes[i], 0, deadline)
 			}
 			for _, p := range probes {
-				recv(t, p.started, "Run to start")
+				Recv(t, p.started, "Run to start")
 			}
 			cancel(errStop)
 			for i := range n {
@@ -420,9 +421,9 @@ func testScopeCancel(t *testing.T, e troupe.Executor) {
 				}
 			}
 			for _, p := range probes {
-				recv(t, p.dones, "Done")
+				Recv(t, p.dones, "Done")
 			}
-			wait(t, s)
+			Wait(t, s)
 			for i, p := range probes {
 				p.check(t, fmt.Sprint("job ", i))
 				if !errors.Is(context.Cause(p.ctx), errStop) {
@@ -461,9 +462,9 @@ func testCancelStartsDelayed(t *testing.T, e troupe.Executor) {
 	}
 	cancel()
 	for _, p := range probes {
-		recv(t, p.dones, "Done of a delayed job after cancel")
+		Recv(t, p.dones, "Done of a delayed job after cancel")
 	}
-	wait(t, s)
+	Wait(t, s)
 	for i, p := range probes {
 		p.check(t, fmt.Sprint("delayed job ", i))
 		if errs[i] == nil {
@@ -482,13 +483,13 @@ func testGoAfterCancel(t *testing.T, e troupe.Executor) {
 		var errAtStart error
 		p := newProbe(func(ctx context.Context) { errAtStart = ctx.Err() })
 		s.Go(p, delay, time.Time{})
-		recv(t, p.dones, fmt.Sprintf("Done of a job with delay %v handed to a cancelled scope", delay))
+		Recv(t, p.dones, fmt.Sprintf("Done of a job with delay %v handed to a cancelled scope", delay))
 		if errAtStart == nil {
 			t.Errorf("delay %v: job ran with a live context in a cancelled scope", delay)
 		}
 		p.check(t, fmt.Sprint("job with delay ", delay))
 	}
-	wait(t, s)
+	Wait(t, s)
 }
 
 func testScopesIndependent(t *testing.T, e troupe.Executor) {
@@ -505,17 +506,17 @@ func testScopesIndependent(t *testing.T, e troupe.Executor) {
 	})
 	a.Go(pa, 0, e.Now().Add(time.Hour))
 	b.Go(pb, 0, e.Now().Add(time.Hour))
-	recv(t, pa.started, "job of scope A to start")
-	recv(t, pb.started, "job of scope B to start")
+	Recv(t, pa.started, "job of scope A to start")
+	Recv(t, pb.started, "job of scope B to start")
 	cancelA()
-	recv(t, pa.dones, "Done of scope A's job")
-	wait(t, a)
+	Recv(t, pa.dones, "Done of scope A's job")
+	Wait(t, a)
 	if closed(pb.ctx.Done()) {
 		t.Error("cancelling scope A cancelled the job of scope B")
 	}
 	release()
-	recv(t, pb.dones, "Done of scope B's job")
-	wait(t, b)
+	Recv(t, pb.dones, "Done of scope B's job")
+	Wait(t, b)
 }
 
 // testDoneMayCallGo: Done may hand the scope more jobs, from Done(false) and Done(true), in
@@ -549,7 +550,7 @@ func testDoneMayCallGo(t *testing.T, e troupe.Executor) {
 			}
 		}
 		s.Go(next(0), 0, time.Time{})
-		wait(t, s)
+		Wait(t, s)
 		if r, d := runs.Load(), dones.Load(); r != n || d != n {
 			t.Errorf("after Wait: %d Runs and %d Dones, want %d of each", r, d, n)
 		}
@@ -569,7 +570,7 @@ func testDoneMayCallGo(t *testing.T, e troupe.Executor) {
 				s.Go(leaf, 0, time.Time{})
 			}
 		}}, 0, time.Time{})
-		wait(t, s)
+		Wait(t, s)
 		if d := dones.Load(); d != n {
 			t.Errorf("after Wait: %d of the %d jobs started from Done are done", d, n)
 		}
@@ -597,7 +598,7 @@ func testDoneMayCallGo(t *testing.T, e troupe.Executor) {
 			}
 		}
 		s.Go(next(0), 0, e.Now().Add(Short))
-		wait(t, s)
+		Wait(t, s)
 		if got := expiredDones.Load(); got != n {
 			t.Errorf("%d of %d ignoring jobs were reported expired", got, n)
 		}
@@ -616,7 +617,7 @@ func testWaitWaitsForDone(t *testing.T, e troupe.Executor) {
 		<-gate
 		finished.Store(true)
 	}}, 0, time.Time{})
-	recv(t, inDone, "Done to be called")
+	Recv(t, inDone, "Done to be called")
 	waited := make(chan struct{})
 	go func() { s.Wait(); close(waited) }()
 	select {
@@ -625,7 +626,7 @@ func testWaitWaitsForDone(t *testing.T, e troupe.Executor) {
 	case <-time.After(Short):
 	}
 	close(gate)
-	recv(t, waited, "Wait to return")
+	Recv(t, waited, "Wait to return")
 	if !finished.Load() {
 		t.Error("Wait returned before Done did")
 	}
@@ -637,7 +638,7 @@ func testWaitWaitsForRun(t *testing.T, e troupe.Executor) {
 	s := e.Scope(t.Context())
 	p := newProbe(func(context.Context) { <-block })
 	s.Go(p, 0, e.Now().Add(time.Hour))
-	recv(t, p.started, "Run to start")
+	Recv(t, p.started, "Run to start")
 	waited := make(chan struct{})
 	go func() { s.Wait(); close(waited) }()
 	select {
@@ -646,14 +647,14 @@ func testWaitWaitsForRun(t *testing.T, e troupe.Executor) {
 	case <-time.After(Short):
 	}
 	release()
-	recv(t, waited, "Wait to return")
+	Recv(t, waited, "Wait to return")
 	if !closed(p.returned) || p.nDone.Load() != 1 {
 		t.Error("Wait returned before Run returned and Done was called")
 	}
 }
 
 func testWaitWithoutJobs(t *testing.T, e troupe.Executor) {
-	wait(t, e.Scope(t.Context()))
+	Wait(t, e.Scope(t.Context()))
 }
 
 // testWaitAgain: Wait's condition still holds after it returned, so a second Wait returns too.
@@ -661,8 +662,8 @@ func testWaitAgain(t *testing.T, e troupe.Executor) {
 	s := e.Scope(t.Context())
 	p := newProbe(nil)
 	s.Go(p, 0, time.Time{})
-	wait(t, s)
-	wait(t, s)
+	Wait(t, s)
+	Wait(t, s)
 	p.check(t, "job")
 }
 
@@ -676,7 +677,7 @@ func testGoAfterWait(t *testing.T, e troupe.Executor) {
 	// A job with a deadline that returns at once: whatever timer served it is left idle.
 	first := newProbe(nil)
 	s.Go(first, 0, e.Now().Add(Short))
-	wait(t, s)
+	Wait(t, s)
 	first.check(t, "first job")
 
 	ignoring := newProbe(func(context.Context) { <-block })
@@ -692,12 +693,12 @@ func testGoAfterWait(t *testing.T, e troupe.Executor) {
 		}
 	})
 	s.Go(watching, 0, e.Now().Add(time.Hour))
-	recv(t, watching.started, "Run to start")
+	Recv(t, watching.started, "Run to start")
 	cancel()
 	if _, ok := recvOrFail(t, watching.returned, "a job handed over after Wait to see the scope's cancellation"); !ok {
 		return // the cleanup releases the job
 	}
-	wait(t, s)
+	Wait(t, s)
 }
 
 // testManyJobs: a thousand jobs at once, handed over by one goroutine and by many, all run and
@@ -721,7 +722,7 @@ func testManyJobs(t *testing.T, e troupe.Executor) {
 				})
 			}
 			wg.Wait()
-			wait(t, s)
+			Wait(t, s)
 			if r := runs.Load(); r != n {
 				t.Errorf("%d of %d jobs ran", r, n)
 			}
@@ -745,7 +746,7 @@ func testContextValues(t *testing.T, e troupe.Executor) {
 	look := func(ctx context.Context) { got <- ctx.Value(ctxKey{}) }
 	s.Go(&job{run: look, done: func(bool) { s.Go(&job{run: look}, 0, time.Time{}) }}, 0, time.Time{})
 	s.Go(&job{run: look}, time.Millisecond, e.Now().Add(time.Hour))
-	wait(t, s)
+	Wait(t, s)
 	close(got)
 	n := 0
 	for v := range got {
@@ -788,7 +789,7 @@ func testContextDeadline(t *testing.T, e troupe.Executor) {
 			var got time.Time
 			var ok bool
 			s.Go(&job{run: func(ctx context.Context) { got, ok = ctx.Deadline() }}, 0, tt.job)
-			wait(t, s)
+			Wait(t, s)
 			if ok != tt.wantOK || !got.Equal(tt.want) {
 				t.Errorf("Deadline() = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
 			}
@@ -812,8 +813,8 @@ func testContextErr(t *testing.T, e troupe.Executor) {
 				errs <- nil
 			}
 		}}, 0, e.Now().Add(Short))
-		err := recv(t, errs, "the job's context to be done at its deadline")
-		wait(t, s)
+		err := Recv(t, errs, "the job's context to be done at its deadline")
+		Wait(t, s)
 		drain(t, e)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("after the deadline, ctx.Err() = %v, want context.DeadlineExceeded", err)
@@ -833,9 +834,9 @@ func testContextErr(t *testing.T, e troupe.Executor) {
 			case <-time.After(Patience):
 			}
 		}}, 0, e.Now().Add(time.Hour))
-		recv(t, started, "Run to start")
+		Recv(t, started, "Run to start")
 		cancel(errStop)
-		wait(t, s)
+		Wait(t, s)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("after the scope was cancelled, ctx.Err() = %v, want context.Canceled", err)
 		}
@@ -922,16 +923,16 @@ func testDerivedContexts(t *testing.T, e troupe.Executor) {
 				}
 				res <- r
 			}}, 0, deadline)
-			recv(t, derived, "the job to derive its contexts")
+			Recv(t, derived, "the job to derive its contexts")
 			if !tt.expire {
 				cancel()
 			}
 			r, ok := recvOrFail(t, res, "the job to report")
 			if !ok {
 				release()
-				r = recv(t, res, "the released job to report")
+				r = Recv(t, res, "the released job to report")
 			}
-			wait(t, s)
+			Wait(t, s)
 			release()
 			drain(t, e)
 			if r.grew > n/10 {

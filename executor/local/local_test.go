@@ -55,24 +55,6 @@ func (j *job) Done(expired bool) {
 
 const patience = executortest.Patience
 
-func recv[T any](t *testing.T, c <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(patience):
-		t.Fatalf("%s: nothing after %v", what, patience)
-		panic("unreachable")
-	}
-}
-
-func wait(t *testing.T, s troupe.Scope) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { s.Wait(); close(done) }()
-	recv(t, done, "Scope.Wait")
-}
-
 func drain(t *testing.T, e *local.Executor) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), patience)
@@ -129,7 +111,7 @@ func TestChainReusesWorker(t *testing.T) {
 				}
 			}
 			s.Go(next(0), 0, time.Time{})
-			wait(t, s)
+			executortest.Wait(t, s)
 			if runs.Load() != n {
 				t.Fatalf("%d of %d jobs ran", runs.Load(), n)
 			}
@@ -165,12 +147,12 @@ func TestStragglers(t *testing.T) {
 		}
 	}
 	for range 2 * perScope {
-		if !recv(t, expired, "Done") {
+		if !executortest.Recv(t, expired, "Done") {
 			t.Fatal("Done(false) for a job still blocked")
 		}
 	}
 	for _, s := range scopes {
-		wait(t, s)
+		executortest.Wait(t, s)
 	}
 	if n := e.Stragglers(); n != 2*perScope {
 		t.Errorf("Stragglers() = %d, want %d", n, 2*perScope)
@@ -185,7 +167,7 @@ func TestStragglers(t *testing.T) {
 
 	release()
 	for range 2 * perScope {
-		recv(t, returned, "a released straggler to return")
+		executortest.Recv(t, returned, "a released straggler to return")
 	}
 	drain(t, e)
 	if n := e.Stragglers(); n != 0 {
@@ -236,7 +218,7 @@ func TestCancelGrace(t *testing.T) {
 				},
 				done: func(x bool) { dones <- x },
 			}, 0, deadline)
-			jobCtx := recv(t, started, "Run to start")
+			jobCtx := executortest.Recv(t, started, "Run to start")
 			cancelledAt := e.Now()
 			cancel()
 
@@ -261,12 +243,12 @@ func TestCancelGrace(t *testing.T) {
 				if now.Before(limit) {
 					t.Errorf("reported expired %v after cancel; not before %v", now.Sub(cancelledAt), limit.Sub(cancelledAt))
 				}
-				recv(t, jobCtx.Done(), "the abandoned job's context to be done")
+				executortest.Recv(t, jobCtx.Done(), "the abandoned job's context to be done")
 				if n := e.Stragglers(); n != 1 {
 					t.Errorf("Stragglers() = %d, want 1", n)
 				}
 			}
-			wait(t, s)
+			executortest.Wait(t, s)
 			release()
 			drain(t, e)
 			if n := e.Stragglers(); n != 0 {
