@@ -74,21 +74,24 @@ func Run(t *testing.T, newExec func(t *testing.T) troupe.Executor) {
 	}
 }
 
-// job is a troupe.Job made of functions; nil ones do nothing.
-type job struct {
-	run  func(ctx context.Context)
-	done func(expired bool)
+// JobFuncs is a troupe.Job made of functions; nil ones do nothing. The zero value is a job
+// that does nothing.
+type JobFuncs struct {
+	RunFunc  func(ctx context.Context)
+	DoneFunc func(expired bool)
 }
 
-func (j *job) Run(ctx context.Context) {
-	if j.run != nil {
-		j.run(ctx)
+// Run calls RunFunc.
+func (j *JobFuncs) Run(ctx context.Context) {
+	if j.RunFunc != nil {
+		j.RunFunc(ctx)
 	}
 }
 
-func (j *job) Done(expired bool) {
-	if j.done != nil {
-		j.done(expired)
+// Done calls DoneFunc.
+func (j *JobFuncs) Done(expired bool) {
+	if j.DoneFunc != nil {
+		j.DoneFunc(expired)
 	}
 }
 
@@ -530,8 +533,8 @@ func testDoneMayCallGo(t *testing.T, e troupe.Executor) {
 		bad := make(chan string, 1)
 		var next func(i int) troupe.Job
 		next = func(i int) troupe.Job {
-			return &job{
-				run: func(context.Context) {
+			return &JobFuncs{
+				RunFunc: func(context.Context) {
 					runs.Add(1)
 					if i > 0 && order.Load() != int32(i-1) {
 						select {
@@ -540,7 +543,7 @@ func testDoneMayCallGo(t *testing.T, e troupe.Executor) {
 						}
 					}
 				},
-				done: func(expired bool) {
+				DoneFunc: func(expired bool) {
 					order.Store(int32(i))
 					dones.Add(1)
 					if i+1 < n {
@@ -564,8 +567,8 @@ func testDoneMayCallGo(t *testing.T, e troupe.Executor) {
 		const n = 200
 		s := e.Scope(t.Context())
 		var dones atomic.Int32
-		leaf := &job{done: func(bool) { dones.Add(1) }}
-		s.Go(&job{done: func(bool) {
+		leaf := &JobFuncs{DoneFunc: func(bool) { dones.Add(1) }}
+		s.Go(&JobFuncs{DoneFunc: func(bool) {
 			for range n {
 				s.Go(leaf, 0, time.Time{})
 			}
@@ -583,9 +586,9 @@ func testDoneMayCallGo(t *testing.T, e troupe.Executor) {
 		follow := newProbe(nil)
 		var next func(i int) troupe.Job
 		next = func(i int) troupe.Job {
-			return &job{
-				run: func(context.Context) { <-block },
-				done: func(expired bool) {
+			return &JobFuncs{
+				RunFunc: func(context.Context) { <-block },
+				DoneFunc: func(expired bool) {
 					if expired {
 						expiredDones.Add(1)
 					}
@@ -612,7 +615,7 @@ func testWaitWaitsForDone(t *testing.T, e troupe.Executor) {
 	gate := make(chan struct{})
 	inDone := make(chan struct{})
 	var finished atomic.Bool
-	s.Go(&job{done: func(bool) {
+	s.Go(&JobFuncs{DoneFunc: func(bool) {
 		close(inDone)
 		<-gate
 		finished.Store(true)
@@ -714,9 +717,9 @@ func testManyJobs(t *testing.T, e troupe.Executor) {
 			for c := range callers {
 				wg.Go(func() {
 					for i := c; i < n; i += callers {
-						s.Go(&job{
-							run:  func(context.Context) { runs.Add(1) },
-							done: func(bool) { dones[i].Add(1) },
+						s.Go(&JobFuncs{
+							RunFunc:  func(context.Context) { runs.Add(1) },
+							DoneFunc: func(bool) { dones[i].Add(1) },
 						}, 0, e.Now().Add(time.Hour))
 					}
 				})
@@ -744,8 +747,8 @@ func testContextValues(t *testing.T, e troupe.Executor) {
 	s := e.Scope(ctx)
 	got := make(chan any, 3)
 	look := func(ctx context.Context) { got <- ctx.Value(ctxKey{}) }
-	s.Go(&job{run: look, done: func(bool) { s.Go(&job{run: look}, 0, time.Time{}) }}, 0, time.Time{})
-	s.Go(&job{run: look}, time.Millisecond, e.Now().Add(time.Hour))
+	s.Go(&JobFuncs{RunFunc: look, DoneFunc: func(bool) { s.Go(&JobFuncs{RunFunc: look}, 0, time.Time{}) }}, 0, time.Time{})
+	s.Go(&JobFuncs{RunFunc: look}, time.Millisecond, e.Now().Add(time.Hour))
 	Wait(t, s)
 	close(got)
 	n := 0
@@ -788,7 +791,7 @@ func testContextDeadline(t *testing.T, e troupe.Executor) {
 			s := e.Scope(ctx)
 			var got time.Time
 			var ok bool
-			s.Go(&job{run: func(ctx context.Context) { got, ok = ctx.Deadline() }}, 0, tt.job)
+			s.Go(&JobFuncs{RunFunc: func(ctx context.Context) { got, ok = ctx.Deadline() }}, 0, tt.job)
 			Wait(t, s)
 			if ok != tt.wantOK || !got.Equal(tt.want) {
 				t.Errorf("Deadline() = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
@@ -805,7 +808,7 @@ func testContextErr(t *testing.T, e troupe.Executor) {
 	t.Run("deadline", func(t *testing.T) {
 		s := e.Scope(t.Context())
 		errs := make(chan error, 1) // Run may outlive Wait if it was reported expired
-		s.Go(&job{run: func(ctx context.Context) {
+		s.Go(&JobFuncs{RunFunc: func(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				errs <- ctx.Err()
@@ -826,7 +829,7 @@ func testContextErr(t *testing.T, e troupe.Executor) {
 		s := e.Scope(ctx)
 		started := make(chan struct{})
 		var err, cause error
-		s.Go(&job{run: func(ctx context.Context) {
+		s.Go(&JobFuncs{RunFunc: func(ctx context.Context) {
 			close(started)
 			select {
 			case <-ctx.Done():
@@ -875,7 +878,7 @@ func testDerivedContexts(t *testing.T, e troupe.Executor) {
 			}
 			derived := make(chan struct{})
 			res := make(chan result, 1)
-			s.Go(&job{run: func(ctx context.Context) {
+			s.Go(&JobFuncs{RunFunc: func(ctx context.Context) {
 				before := runtime.NumGoroutine()
 				var children []context.Context
 				var cancels []context.CancelFunc

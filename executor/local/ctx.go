@@ -17,7 +17,6 @@ type jobCtx struct {
 	mu     sync.Mutex
 	done   chan struct{}
 	err    error // context.Canceled or context.DeadlineExceeded, as the context package's
-	cause  error // why: the scope's cause, or ErrDeadline
 	afters map[*afterFunc]struct{}
 }
 
@@ -60,18 +59,14 @@ func (c *jobCtx) Err() error {
 
 func (c *jobCtx) Value(key any) any { return c.parent.Value(key) }
 
-// cancel sets err and cause (the first cancel wins), closes Done and runs registered
-// after-funcs.
-func (c *jobCtx) cancel(err, cause error) {
+// cancel sets err (the first cancel wins), closes Done and runs registered after-funcs.
+func (c *jobCtx) cancel(err error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
 		return
 	}
-	if cause == nil {
-		cause = err
-	}
-	c.err, c.cause = err, cause
+	c.err = err
 	if c.done != nil {
 		close(c.done)
 	}

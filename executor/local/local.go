@@ -12,7 +12,6 @@ package local
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -77,11 +76,6 @@ func (e *Executor) Drain(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 }
-
-// errDeadline is kept as the job context's cause for this package's own diagnostics; through
-// the context package a job sees context.DeadlineExceeded (context.Cause reports custom causes
-// only for the standard library's contexts).
-var errDeadline = errors.New("local: job deadline exceeded")
 
 const (
 	stateQueued int32 = iota
@@ -183,7 +177,7 @@ func (s *scope) worker() {
 		}
 		jb.state.Store(stateRunning)
 		if s.cancelled {
-			jb.ctx.cancel(context.Canceled, context.Cause(s.ctx))
+			jb.ctx.cancel(s.ctx.Err())
 			jb.deadline = earliest(jb.deadline, s.e.clock().Add(s.e.grace))
 		}
 		// Every running job is in the heap, those without a deadline last: cancelling the
@@ -264,7 +258,7 @@ func (s *scope) expire() {
 	s.armLocked()
 	s.mu.Unlock()
 	for _, jb := range expired {
-		jb.ctx.cancel(context.DeadlineExceeded, errDeadline)
+		jb.ctx.cancel(context.DeadlineExceeded)
 		jb.j.Done(true)
 	}
 	if len(expired) > 0 {
@@ -276,7 +270,7 @@ func (s *scope) expire() {
 // grace period before they are left behind; delayed jobs start at once (and see the cancel).
 func (s *scope) cancelAll() {
 	defer close(s.cancelDone)
-	cause := context.Cause(s.ctx)
+	err := s.ctx.Err() // Canceled, or DeadlineExceeded when the scope's context ran out of time
 	s.mu.Lock()
 	s.cancelled = true
 	limit := s.e.clock().Add(s.e.grace)
@@ -299,7 +293,7 @@ func (s *scope) cancelAll() {
 	}
 	s.mu.Unlock()
 	for _, jb := range cancel {
-		jb.ctx.cancel(context.Canceled, cause)
+		jb.ctx.cancel(err)
 	}
 	for _, jb := range ready {
 		s.enqueue(jb)

@@ -35,24 +35,6 @@ func TestConformanceSharedExecutor(t *testing.T) {
 	executortest.Run(t, func(t *testing.T) troupe.Executor { return e })
 }
 
-// job is a troupe.Job made of functions; nil ones do nothing.
-type job struct {
-	run  func(ctx context.Context)
-	done func(expired bool)
-}
-
-func (j *job) Run(ctx context.Context) {
-	if j.run != nil {
-		j.run(ctx)
-	}
-}
-
-func (j *job) Done(expired bool) {
-	if j.done != nil {
-		j.done(expired)
-	}
-}
-
 const patience = executortest.Patience
 
 func drain(t *testing.T, e *local.Executor) {
@@ -92,14 +74,14 @@ func TestChainReusesWorker(t *testing.T) {
 			var most, runs atomic.Int64
 			var next func(i int) troupe.Job
 			next = func(i int) troupe.Job {
-				return &job{
-					run: func(context.Context) {
+				return &executortest.JobFuncs{
+					RunFunc: func(context.Context) {
 						runs.Add(1)
 						g := int64(runtime.NumGoroutine())
 						for m := most.Load(); g > m && !most.CompareAndSwap(m, g); m = most.Load() {
 						}
 					},
-					done: func(bool) {
+					DoneFunc: func(bool) {
 						if i+1 < n {
 							var d time.Time
 							if deadline > 0 {
@@ -140,9 +122,9 @@ func TestStragglers(t *testing.T) {
 	returned := make(chan struct{}, 2*perScope)
 	for _, s := range scopes {
 		for range perScope {
-			s.Go(&job{
-				run:  func(context.Context) { <-block; returned <- struct{}{} },
-				done: func(x bool) { expired <- x },
+			s.Go(&executortest.JobFuncs{
+				RunFunc:  func(context.Context) { <-block; returned <- struct{}{} },
+				DoneFunc: func(x bool) { expired <- x },
 			}, 0, e.Now().Add(20*time.Millisecond))
 		}
 	}
@@ -204,8 +186,8 @@ func TestCancelGrace(t *testing.T) {
 			}
 			started := make(chan context.Context, 1)
 			dones := make(chan bool, 2)
-			s.Go(&job{
-				run: func(ctx context.Context) {
+			s.Go(&executortest.JobFuncs{
+				RunFunc: func(ctx context.Context) {
 					started <- ctx
 					if tt.honour {
 						select {
@@ -216,7 +198,7 @@ func TestCancelGrace(t *testing.T) {
 						<-block
 					}
 				},
-				done: func(x bool) { dones <- x },
+				DoneFunc: func(x bool) { dones <- x },
 			}, 0, deadline)
 			jobCtx := executortest.Recv(t, started, "Run to start")
 			cancelledAt := e.Now()
