@@ -2,6 +2,7 @@ package troupe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -45,6 +46,16 @@ type AgentSpec struct {
 	DependsOn   []string      // agents that must run before this one when both are planned
 	Timeout     time.Duration // default per-dispatch timeout; 0 means the engine's default
 	Guardrails  []Guardrail   // checks around every dispatch of this agent
+
+	// InputSchema and OutputSchema are JSON Schemas (any draft; $schema picks it, 2020-12 by
+	// default) of the dispatch input (parsed_query) and of agent_result. The engine compiles
+	// them when it is built and checks every dispatch against them: bad input fails it with
+	// INVALID_INPUT before the agent runs, bad output fails it with INVALID_OUTPUT. Nil means
+	// unchecked.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	// MaxDepth bounds the call stack when the agent is called as a tool (flow.AsTool); 0 means 5.
+	MaxDepth int
 }
 
 // Option configures an AgentSpec at registration.

@@ -93,6 +93,7 @@ type Event struct {
 	Kind       Kind      `json:"kind"`
 	Step       int       `json:"step,omitempty"` // 1-based plan stage, where there is one
 	DispatchID string    `json:"dispatch_id,omitempty"`
+	Parent     string    `json:"parent_dispatch_id,omitempty"` // the enclosing dispatch of a nested event (see Emitter)
 	Agent      string    `json:"agent,omitempty"`
 	Status     Status    `json:"status,omitempty"`
 	Context    *Context  `json:"context"`

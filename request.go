@@ -32,9 +32,11 @@ type Request struct {
 	Guardrails []Guardrail  `json:"-"`
 }
 
-// Budget bounds a run: once TimeSeconds have passed or MaxCostDollars have been spent, no new
-// dispatch starts and the run says so. Zero fields take the engine's bounds (never unlimited).
+// Budget bounds a run: once TimeSeconds have passed, MaxCostDollars have been spent or
+// MaxTokens used (the sum of the results' tokens_used), no new dispatch starts and the run says
+// so. Zero fields take the engine's bounds (never unlimited).
 type Budget struct {
 	TimeSeconds    float64 `json:"time_seconds,omitempty"`
 	MaxCostDollars float64 `json:"max_cost_dollars,omitempty"`
+	MaxTokens      int64   `json:"max_tokens,omitempty"`
 }

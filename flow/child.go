@@ -1,0 +1,493 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/schema"
+)
+
+// Named returns the spec of a member of a composite: the agent, its name (which the composite's
+// nested events, handoffs and results carry) and the usual registration options — Reads,
+// Writes, WithTimeout, InputSchema, OutputSchema, MaxDepth — which the composite applies to its
+// member as the engine does to a registered agent.
+func Named(name string, a troupe.Agent, opts ...troupe.Option) *troupe.AgentSpec {
+	s := &troupe.AgentSpec{Name: name, Agent: a}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// member is a composite's compiled member.
+type member struct {
+	spec    *troupe.AgentSpec
+	in, out *schema.Schema
+}
+
+// compile checks a composite's members once, at its first run.
+func compile(what string, specs []*troupe.AgentSpec) ([]member, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("flow: %s: no agents", what)
+	}
+	ms := make([]member, len(specs))
+	seen := make(map[string]bool, len(specs))
+	for i, s := range specs {
+		switch {
+		case s == nil:
+			return nil, fmt.Errorf("flow: %s: agent %d is nil", what, i)
+		case s.Name == "":
+			return nil, fmt.Errorf("flow: %s: agent %d has no name", what, i)
+		case s.Agent == nil:
+			return nil, fmt.Errorf("flow: %s: agent %d (%s) is nil", what, i, s.Name)
+		case seen[s.Name]:
+			return nil, fmt.Errorf("flow: %s: agent name %q appears twice", what, s.Name)
+		case s.Timeout < 0:
+			return nil, fmt.Errorf("flow: %s: agent %s: negative timeout %v", what, s.Name, s.Timeout)
+		}
+		seen[s.Name] = true
+		m, err := compileOne(s)
+		if err != nil {
+			return nil, fmt.Errorf("flow: %s: %w", what, err)
+		}
+		ms[i] = m
+	}
+	return ms, nil
+}
+
+func compileOne(s *troupe.AgentSpec) (member, error) {
+	m := member{spec: s}
+	var err error
+	if s.InputSchema != nil {
+		if m.in, err = schema.Compile(s.Name+" input", s.InputSchema); err != nil {
+			return m, fmt.Errorf("agent %s: input schema: %w", s.Name, err)
+		}
+	}
+	if s.OutputSchema != nil {
+		if m.out, err = schema.Compile(s.Name+" output", s.OutputSchema); err != nil {
+			return m, fmt.Errorf("agent %s: output schema: %w", s.Name, err)
+		}
+	}
+	return m, nil
+}
+
+// lazy compiles members once and keeps the outcome.
+type lazy struct {
+	once    sync.Once
+	members []member
+	err     error
+}
+
+func (l *lazy) get(what string, specs []*troupe.AgentSpec) ([]member, error) {
+	l.once.Do(func() { l.members, l.err = compile(what, specs) })
+	return l.members, l.err
+}
+
+// view is session state as a nested dispatch sees it.
+type view interface {
+	get(key string) (any, bool)
+	set(delta map[string]any)
+}
+
+// parentView reads the enclosing dispatch's state and keeps the composite's own writes on top.
+type parentView struct {
+	parent *troupe.Dispatch
+	mu     sync.Mutex
+	writes map[string]any
+}
+
+func (v *parentView) get(k string) (any, bool) {
+	v.mu.Lock()
+	x, ok := v.writes[k]
+	v.mu.Unlock()
+	if ok {
+		return x, true
+	}
+	return v.parent.State(k)
+}
+
+func (v *parentView) set(delta map[string]any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.writes == nil {
+		v.writes = make(map[string]any, len(delta))
+	}
+	maps.Copy(v.writes, delta)
+}
+
+func (v *parentView) snapshot() map[string]any {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return maps.Clone(v.writes)
+}
+
+// frozen is what every branch of a parallel group reads beneath its own writes: the state as it
+// was, each key captured the first time any branch reads it, so no branch sees another's writes
+// nor a change made outside the group while it runs.
+type frozen struct {
+	base view
+	mu   sync.Mutex
+	seen map[string]frozenValue
+}
+
+type frozenValue struct {
+	v  any
+	ok bool
+}
+
+func (f *frozen) get(k string) (any, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x, hit := f.seen[k]; hit {
+		return x.v, x.ok
+	}
+	v, ok := f.base.get(k)
+	if f.seen == nil {
+		f.seen = make(map[string]frozenValue)
+	}
+	f.seen[k] = frozenValue{v, ok}
+	return v, ok
+}
+
+func (f *frozen) set(map[string]any) { panic("flow: frozen state is read-only") }
+
+// branchView is one parallel branch's state: the frozen state plus its own writes.
+type branchView struct {
+	base   *frozen
+	mu     sync.Mutex
+	writes map[string]any
+}
+
+func (v *branchView) get(k string) (any, bool) {
+	v.mu.Lock()
+	x, ok := v.writes[k]
+	v.mu.Unlock()
+	if ok {
+		return x, true
+	}
+	return v.base.get(k)
+}
+
+func (v *branchView) set(delta map[string]any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.writes == nil {
+		v.writes = make(map[string]any, len(delta))
+	}
+	maps.Copy(v.writes, delta)
+}
+
+// nested is the runtime of a dispatch a composite runs itself: state from its view, events to
+// the enclosing runtime's Emitter with Parent set, questions to the enclosing runtime.
+type nested struct {
+	outer    troupe.DispatchRuntime // the enclosing dispatch's runtime; nil outside a run
+	em       troupe.Emitter         // outer as an Emitter, or nil
+	tc       troupe.Context         // this dispatch's execution context
+	parentID string                 // the enclosing dispatch
+	id       string
+	agent    string
+	st       view
+	children atomic.Uint64
+}
+
+func (n *nested) State(key string) (any, bool) { return n.st.get(key) }
+
+func (n *nested) Progress(kind string, data any) {
+	n.emit(troupe.Event{Kind: troupe.KindAgentProgress, DispatchID: n.id, Agent: n.agent, Data: &troupe.Progress{Kind: kind, Data: data}})
+}
+
+func (n *nested) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+	if n.outer == nil {
+		return troupe.Answer{}, fmt.Errorf("%w: dispatch is not attached to a run", troupe.ErrPaused)
+	}
+	return n.outer.Ask(ctx, q)
+}
+
+// Partial is dropped: a nested dispatch's partial result is not its composite's.
+func (n *nested) Partial(map[string]any) {}
+
+// Emit records an event of an agent nested in this one (a composite inside a composite).
+func (n *nested) Emit(ev troupe.Event) {
+	if ev.Parent == "" {
+		ev.Parent = n.id
+	}
+	if ev.Context == nil {
+		c := n.tc.Child()
+		ev.Context = &c
+	}
+	if n.em != nil {
+		n.em.Emit(ev)
+	}
+}
+
+func (n *nested) ExecutionContext() troupe.Context { return n.tc }
+
+func (n *nested) NextChild() uint64 { return n.children.Add(1) - 1 }
+
+// emit records one of this dispatch's own events: its context, the enclosing dispatch as parent.
+func (n *nested) emit(ev troupe.Event) {
+	if n.em == nil {
+		return
+	}
+	ev.Parent = n.parentID
+	ev.Context = &n.tc
+	n.em.Emit(ev)
+}
+
+// childID derives a nested dispatch's id from its parent's and its position, so a replayed run
+// makes the same ids.
+func childID(parent string, salt uint64, parts ...uint64) string {
+	h := fnv.New64a()
+	h.Write([]byte(parent))
+	var b [8]byte
+	for _, p := range append([]uint64{salt}, parts...) {
+		for i := range b {
+			b[i] = byte(p >> (8 * i))
+		}
+		h.Write(b[:])
+	}
+	return troupe.NewDispatchID(splitmix(h.Sum64()))
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// Salts keep the ids of different kinds of children of one dispatch apart.
+const (
+	saltStep uint64 = iota + 1
+	saltBranch
+	saltIteration
+	saltTool
+)
+
+// input is what a composite gives one member's dispatch.
+type input struct {
+	id       string
+	reason   string
+	query    string
+	parsed   map[string]any
+	upstream []troupe.UpstreamResult
+	mode     troupe.ExecutionMode
+}
+
+// frame is what a composite knows about its own dispatch, shared by its members' dispatches.
+type frame struct {
+	d     *troupe.Dispatch
+	outer troupe.DispatchRuntime
+	em    troupe.Emitter
+	tc    troupe.Context
+}
+
+func frameOf(d *troupe.Dispatch) frame {
+	f := frame{d: d, outer: d.Runtime()}
+	if f.em = d.Emitter(); f.em != nil {
+		f.tc = f.em.ExecutionContext()
+	}
+	return f
+}
+
+// run runs member m as a nested dispatch of f's: it builds the dispatch, checks declared state
+// and the input schema, runs the agent (recovering a panic), builds and checks the result,
+// applies its declared writes to st, and records it all as nested events.
+func (f *frame) run(ctx context.Context, m *member, in input, st view) *troupe.Result {
+	d := *f.d // the wire fields of the enclosing dispatch; the runtime is replaced below
+	d.DispatchID, d.TargetAgent, d.DispatchReason = in.id, m.spec.Name, in.reason
+	d.Query, d.ParsedQuery, d.UpstreamResults = in.query, in.parsed, in.upstream
+	d.ExecutionMode, d.DependsOn = in.mode, nil
+	d.DispatchedAt = time.Now()
+	if d.SessionID == "" {
+		d.SessionID = "local" // a composite called outside a run: its results still need ids
+	}
+	if d.QueryID == "" {
+		d.QueryID = "local"
+	}
+	if m.spec.Timeout > 0 {
+		s := m.spec.Timeout.Seconds()
+		d.TimeoutSeconds = &s
+	}
+	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st}
+	if f.em != nil {
+		rt.tc = f.tc.Child()
+	}
+	d.Bind(rt)
+	rt.emit(troupe.Event{Kind: troupe.KindDispatchStarted, DispatchID: in.id, Agent: m.spec.Name, Data: &d})
+
+	start := time.Now()
+	out, err := prepare(ctx, m, &d, st)
+	if err == nil {
+		actx, cancel := ctx, context.CancelFunc(nil)
+		if m.spec.Timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, m.spec.Timeout)
+		}
+		out, err = invoke(actx, m.spec.Agent, &d)
+		if err != nil && actx.Err() != nil && ctx.Err() == nil {
+			err = &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
+				Message: fmt.Sprintf("%s did not finish within %v", m.spec.Name, m.spec.Timeout), Cause: err}
+		}
+		if cancel != nil {
+			cancel()
+		}
+	}
+	res := result(ctx, m, &d, out, err, start)
+	if res.Status == troupe.StatusCompleted {
+		if delta := writes(m.spec, res); delta != nil {
+			st.set(delta)
+			rt.emit(troupe.Event{Kind: troupe.KindStateDelta, DispatchID: in.id, Agent: m.spec.Name, Data: &troupe.StateDelta{Set: delta}})
+		}
+	}
+	kind := troupe.KindDispatchCompleted
+	if res.Status != troupe.StatusCompleted {
+		kind = troupe.KindDispatchFailed
+	}
+	rt.emit(troupe.Event{Kind: kind, DispatchID: in.id, Agent: m.spec.Name, Status: res.Status, Data: res})
+	return res
+}
+
+// prepare checks declared reads (003's STATE_MISSING) and the input schema (INVALID_INPUT).
+func prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (*troupe.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	var missing []string
+	for _, k := range m.spec.Reads {
+		if _, ok := st.get(k); !ok {
+			missing = append(missing, k)
+		}
+	}
+	if missing != nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads", missing, m.spec.Name),
+			FallbackAction: "run the agent that writes it first"}
+	}
+	if m.in != nil {
+		if err := m.in.Validate(d.ParsedQuery); err != nil {
+			return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: fmt.Sprintf("input of %s fails its schema: %v", m.spec.Name, err),
+				FallbackAction: "ask the user to clarify", Cause: err}
+		}
+	}
+	return nil, nil
+}
+
+func invoke(ctx context.Context, a troupe.Agent, d *troupe.Dispatch) (out *troupe.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			buf := make([]byte, 16<<10)
+			out, err = nil, &troupe.PanicError{Value: v, Stack: string(buf[:runtime.Stack(buf, false)])}
+		}
+	}()
+	return a.Run(ctx, d)
+}
+
+// result builds a nested dispatch's response as the engine builds a planned one's.
+func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Result, err error, start time.Time) *troupe.Result {
+	res := &troupe.Result{}
+	if out != nil {
+		*res = *out
+		res.Errors, res.Warnings = slices.Clip(res.Errors), slices.Clip(res.Warnings)
+	}
+	end := time.Now()
+	res.DispatchID, res.SessionID, res.QueryID, res.AgentName = d.DispatchID, d.SessionID, d.QueryID, d.TargetAgent
+	res.StartedAt, res.CompletedAt, res.ExecutionTimeMS = start, end, end.Sub(start).Milliseconds()
+	fail := func(s troupe.Status, info troupe.ErrorInfo) *troupe.Result {
+		res.Status = s
+		res.Errors = append(res.Errors, info)
+		return res
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: context.Cause(ctx).Error()})
+	case err != nil:
+		info := troupe.ErrorInfoOf(err)
+		info.Details = schema.Details(err)
+		st := troupe.StatusFailed
+		var ae *troupe.AgentError
+		if errors.As(err, &ae) && ae.Code == troupe.CodeTimeout {
+			st = troupe.StatusTimeout
+		}
+		return fail(st, info)
+	case out == nil:
+		return fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: "agent returned neither a result nor an error"})
+	}
+	if res.Status == "" {
+		res.Status = troupe.StatusCompleted
+	}
+	if verr := res.Validate(nil); verr != nil {
+		// Recorded as invalid, never silently accepted: the agent's output stays in the result.
+		return fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
+	}
+	if m.out != nil && res.Status == troupe.StatusCompleted {
+		if verr := m.out.Validate(res.AgentResult); verr != nil {
+			return fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput,
+				Message: fmt.Sprintf("output of %s fails its schema: %v", m.spec.Name, verr), Details: schema.Details(verr)})
+		}
+	}
+	return res
+}
+
+// writes returns the declared writes found in the result's agent_result.
+func writes(s *troupe.AgentSpec, res *troupe.Result) map[string]any {
+	var delta map[string]any
+	for _, k := range s.Writes {
+		if v, ok := res.AgentResult[k]; ok {
+			if delta == nil {
+				delta = make(map[string]any, len(s.Writes))
+			}
+			delta[k] = v
+		}
+	}
+	return delta
+}
+
+// errorOf turns a failed result into the error a composite reports: seed 003's contract, with
+// the code, recoverability and fallback of the member's first error.
+func errorOf(what string, res *troupe.Result) *troupe.AgentError {
+	ae := &troupe.AgentError{Code: troupe.CodeAgentError, Message: fmt.Sprintf("%s: %s %s", what, res.AgentName, res.Status)}
+	if len(res.Errors) > 0 {
+		e := res.Errors[0]
+		ae.Code, ae.Recoverable, ae.FallbackAction = e.Code, e.Recoverable, e.FallbackAction
+		ae.Message = fmt.Sprintf("%s: %s: %s", what, res.AgentName, e.Message)
+	}
+	if res.Status == troupe.StatusCancelled {
+		ae.Code = troupe.CodeCancelled
+	}
+	return ae
+}
+
+// usage adds the tokens and cost of the members' results to r, so a composite's result
+// accounts for what its members spent (the engine counts each planned result once).
+func usage(r *troupe.Result, rs []*troupe.Result) {
+	var tokens int64
+	var cost float64
+	var anyTokens, anyCost bool
+	for _, x := range rs {
+		if x == nil {
+			continue
+		}
+		if x.TokensUsed != nil {
+			tokens += *x.TokensUsed
+			anyTokens = true
+		}
+		if x.CostDollars != nil {
+			cost += *x.CostDollars
+			anyCost = true
+		}
+	}
+	if anyTokens {
+		r.TokensUsed = &tokens
+	}
+	if anyCost {
+		r.CostDollars = &cost
+	}
+}

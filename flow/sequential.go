@@ -1,0 +1,153 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/troupehq/troupe"
+)
+
+// ErrorMode says what a sequence does when one of its agents fails (seed 002's ErrorPolicy).
+type ErrorMode uint8
+
+// Error modes. The zero value is StopOnError.
+const (
+	// StopOnError ends the sequence at the first failure: the results up to it are returned
+	// with a *StepError carrying the failure's context.
+	StopOnError ErrorMode = iota
+	// ContinueOnError goes on with the next agent; the failed result is kept and its handoff
+	// (status failed) is passed on.
+	ContinueOnError
+)
+
+// SequentialConfig configures a sequence (seed 002's SequentialConfig). The zero value stops on
+// the first error and passes handoffs unchanged.
+type SequentialConfig struct {
+	// Transform, if set, modifies each handoff before it is given to the next agent (seed
+	// 002's seqHandoffTransform / modifyHandoff). It must not keep or modify its argument's
+	// slices and maps; return changed copies.
+	Transform func(Handoff) Handoff
+	// OnError is StopOnError or ContinueOnError.
+	OnError ErrorMode
+}
+
+// SequentialAgent runs agents in order, handing each one's Handoff to the next (seed 002's
+// executeSequential). It is a troupe.Agent, so it can be registered with an engine or nested
+// in another composite. It is safe for concurrent use; build it with Sequential.
+type SequentialAgent struct {
+	cfg    SequentialConfig
+	agents []*troupe.AgentSpec
+	lazy   lazy
+}
+
+// Sequential returns a sequence of agents (build each with Named). Problems with the agents —
+// none, a nil one, a duplicate name, a bad schema — are reported by the first run.
+func Sequential(cfg SequentialConfig, agents ...*troupe.AgentSpec) *SequentialAgent {
+	return &SequentialAgent{cfg: cfg, agents: agents}
+}
+
+// SequenceOutcome is what a sequence did.
+type SequenceOutcome struct {
+	// Results holds one result per agent that ran, in order; with StopOnError the last one is
+	// the failure.
+	Results []*troupe.Result
+	// Handoffs[i] is what Results[i]'s agent passed on, after the transform.
+	Handoffs []Handoff
+	// State is what the sequence's agents wrote to session state (their declared writes).
+	State map[string]any
+}
+
+// StepError is the failure that stopped a sequence under StopOnError: which step, which agent,
+// and its result. It unwraps to the seed 003 *troupe.AgentError describing the failure.
+type StepError struct {
+	Step   int // 1-based
+	Agent  string
+	Result *troupe.Result
+	Err    *troupe.AgentError
+}
+
+func (e *StepError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the agent error.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Execute runs the sequence on behalf of d (the sequence's own dispatch; a plain
+// troupe.NewDispatch() with a Query when called outside a run).
+//
+// Each agent gets d's query with the previous handoff's Prompt() injected before it, and
+// upstream_results extended with the results so far (each with its handoff). Session state
+// reads see d's state plus the writes of the agents before.
+func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*SequenceOutcome, error) {
+	ms, err := s.lazy.get("sequential", s.agents)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		d = troupe.NewDispatch()
+	}
+	f := frameOf(d)
+	st := &parentView{parent: d}
+	out := &SequenceOutcome{}
+	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
+	var prev *Handoff
+	for i := range ms {
+		m := &ms[i]
+		in := input{id: childID(d.DispatchID, saltStep, uint64(i)), query: d.Query, parsed: d.ParsedQuery, upstream: upstream,
+			mode: troupe.Sequential, reason: fmt.Sprintf("step %d of %d of a sequence", i+1, len(ms))}
+		if prev != nil {
+			in.query = prev.Prompt() + "\n\n" + d.Query
+			in.reason += ", after " + prev.SourceAgent
+		}
+		res := f.run(ctx, m, in, st)
+		h := NewHandoff(res)
+		if s.cfg.Transform != nil {
+			h = s.cfg.Transform(h)
+		}
+		out.Results = append(out.Results, res)
+		out.Handoffs = append(out.Handoffs, h)
+		upstream = append(upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
+			Confidence: res.Confidence, Summary: res.Summary(), Handoff: h.Map()})
+		prev = &out.Handoffs[len(out.Handoffs)-1]
+		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil) {
+			out.State = st.snapshot()
+			ae := errorOf(fmt.Sprintf("flow: sequential: step %d of %d", i+1, len(ms)), res)
+			return out, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae}
+		}
+	}
+	out.State = st.snapshot()
+	return out, nil
+}
+
+// Run runs the sequence as an agent. Its agent_result is the agent_results of the completed
+// steps merged in order (a later step's field replaces an earlier one's: the sequence's
+// blackboard), its handoff the last step's, its tokens and cost the sum of the steps'. A
+// failure under StopOnError returns that partial result with the step's error.
+func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	out, err := s.Execute(ctx, d)
+	if out == nil {
+		return nil, err
+	}
+	res := &troupe.Result{}
+	for _, r := range out.Results {
+		if r.Status == troupe.StatusCompleted {
+			if res.AgentResult == nil {
+				res.AgentResult = make(map[string]any)
+			}
+			maps.Copy(res.AgentResult, r.AgentResult)
+			res.AnalysisSummary, res.Confidence = r.AnalysisSummary, r.Confidence
+		}
+		res.Warnings = append(res.Warnings, r.Warnings...)
+	}
+	if n := len(out.Handoffs); n > 0 {
+		res.Handoff = out.Handoffs[n-1].Map()
+	}
+	usage(res, out.Results)
+	if err != nil {
+		return res, err.(*StepError).Err
+	}
+	if res.AgentResult == nil {
+		return res, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flow: sequential: every step failed", Recoverable: true}
+	}
+	return res, nil
+}

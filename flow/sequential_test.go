@@ -1,0 +1,255 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/flow"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestHandoffPromptGolden(t *testing.T) {
+	h := flow.Handoff{
+		TaskSummary: "Login page needs: email field, password field, remember-me checkbox",
+		KeyOutputs:  []string{"requirements.md written", "3 components identified"},
+		SourceAgent: "analyzer",
+		Timestamp:   time.Date(2025, 12, 3, 14, 30, 0, 0, time.FixedZone("CET", 3600)),
+		Status:      troupe.StatusCompleted,
+	}
+	got := h.Prompt()
+	path := filepath.Join("testdata", "handoff_prompt.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("Prompt() (-golden +got):\n%s", diff)
+	}
+}
+
+func TestNewHandoff(t *testing.T) {
+	long := strings.Repeat("é", 250) // characters, not bytes
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name string
+		res  *troupe.Result
+		want flow.Handoff
+	}{
+		{"summary truncated to 200 characters, fields as key outputs",
+			&troupe.Result{AgentName: "a", DispatchID: "d1", Status: troupe.StatusCompleted, CompletedAt: at, AnalysisSummary: &long,
+				AgentResult: map[string]any{"b": 2, "a": "x"}},
+			flow.Handoff{TaskSummary: strings.Repeat("é", 200), KeyOutputs: []string{"a: x", "b: 2"}, SourceAgent: "a", DispatchID: "d1", Timestamp: at, Status: troupe.StatusCompleted}},
+		{"agent-named key outputs and tools",
+			&troupe.Result{AgentName: "g", Status: troupe.StatusCompleted, CompletedAt: at, AgentResult: map[string]any{"output": "done"},
+				Handoff: map[string]any{"key_outputs": []any{"login.html created"}, "tools_used": []string{"write_file"}}},
+			flow.Handoff{TaskSummary: "done", KeyOutputs: []string{"login.html created"}, ToolsUsed: []string{"write_file"}, SourceAgent: "g", Timestamp: at, Status: troupe.StatusCompleted}},
+		{"failure: the error is the summary",
+			&troupe.Result{AgentName: "r", Status: troupe.StatusFailed, CompletedAt: at, Errors: []troupe.ErrorInfo{{Code: "X", Message: "boom"}}},
+			flow.Handoff{TaskSummary: "boom", SourceAgent: "r", Timestamp: at, Status: troupe.StatusFailed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, flow.NewHandoff(tt.res)); diff != "" {
+				t.Errorf("NewHandoff (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// handoffOf returns the prompt injected before the dispatch's query, or "".
+func handoffOf(d *troupe.Dispatch) string {
+	if i := strings.Index(d.Query, "\n===================================\n\n"); i >= 0 {
+		return d.Query[:i+len("\n===================================")]
+	}
+	return ""
+}
+
+// 002's example: analyzer → generator → reviewer, each building on the previous one's handoff.
+func TestSequentialAnalyzerGeneratorReviewer(t *testing.T) {
+	var prompts []string
+	analyzer := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		prompts = append(prompts, handoffOf(d))
+		// Requirements are the words after "Build a" in the task.
+		task := strings.TrimPrefix(d.Query, "Build a ")
+		reqs := []any{}
+		for _, w := range strings.Fields(task) {
+			reqs = append(reqs, w)
+		}
+		return &troupe.Result{AgentResult: map[string]any{"requirements": reqs},
+			AnalysisSummary: troupe.Ptr(fmt.Sprintf("%d requirements found in %q", len(reqs), task))}, nil
+	})
+	generator := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		prompts = append(prompts, handoffOf(d))
+		up := d.UpstreamResults[len(d.UpstreamResults)-1]
+		var parts []string
+		for _, r := range up.Result["requirements"].([]any) {
+			parts = append(parts, "<"+r.(string)+">")
+		}
+		code := strings.Join(parts, "")
+		return &troupe.Result{AgentResult: map[string]any{"code": code},
+			Handoff: map[string]any{"key_outputs": []string{"generated " + code}, "tools_used": []string{"write_file"}}}, nil
+	})
+	reviewer := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		prompts = append(prompts, handoffOf(d))
+		code := d.UpstreamResults[1].Result["code"].(string)
+		var missing []string
+		for _, r := range d.UpstreamResults[0].Result["requirements"].([]any) {
+			if !strings.Contains(code, "<"+r.(string)+">") {
+				missing = append(missing, r.(string))
+			}
+		}
+		return &troupe.Result{AgentResult: map[string]any{"approved": len(missing) == 0, "missing": missing}}, nil
+	})
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("analyzer", analyzer), flow.Named("generator", generator), flow.Named("reviewer", reviewer))
+	d := troupe.NewDispatch()
+	d.Query = "Build a login page"
+	out, err := seq.Execute(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(out.Results); got != 3 {
+		t.Fatalf("%d results, want 3", got)
+	}
+	for i, name := range []string{"analyzer", "generator", "reviewer"} {
+		if r := out.Results[i]; r.AgentName != name || r.Status != troupe.StatusCompleted {
+			t.Errorf("result %d: %s %s, want %s completed", i, r.AgentName, r.Status, name)
+		}
+	}
+	if got := out.Results[2].AgentResult["approved"]; got != true {
+		t.Errorf("reviewer approved = %v (missing %v)", got, out.Results[2].AgentResult["missing"])
+	}
+	if prompts[0] != "" {
+		t.Errorf("the first agent got a handoff: %q", prompts[0])
+	}
+	if prompts[1] != out.Handoffs[0].Prompt() || !strings.Contains(prompts[1], `Task: 2 requirements found in "login page"`) {
+		t.Errorf("generator's handoff:\n%s\nwant the analyzer's:\n%s", prompts[1], out.Handoffs[0].Prompt())
+	}
+	if !strings.Contains(prompts[2], "- generated <login><page>\n") || !strings.Contains(prompts[2], "Agent generator completed at") {
+		t.Errorf("reviewer's handoff:\n%s", prompts[2])
+	}
+	if diff := cmp.Diff([]string{"write_file"}, out.Handoffs[1].ToolsUsed); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestSequentialTransformAndState(t *testing.T) {
+	first := flow.Named("first", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"n": 1, "scratch": true}}, nil
+	}), troupe.Writes("n"))
+	second := flow.Named("second", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		n, ok := d.State("n")
+		if !ok {
+			return nil, errors.New("n is not in state")
+		}
+		pri := d.UpstreamResults[0].Handoff["custom_fields"].(map[string]any)["priority"]
+		return &troupe.Result{AgentResult: map[string]any{"n": n.(int) + 1, "priority": pri}}, nil
+	}), troupe.Reads("n"), troupe.Writes("n"))
+	seq := flow.Sequential(flow.SequentialConfig{Transform: func(h flow.Handoff) flow.Handoff {
+		h.CustomFields = map[string]any{"priority": "high"}
+		h.TaskSummary = strings.ToUpper(h.TaskSummary)
+		return h
+	}}, first, second)
+	res, err := seq.Run(t.Context(), troupe.NewDispatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"n": 2, "scratch": true, "priority": "high"}
+	if diff := cmp.Diff(want, res.AgentResult); diff != "" {
+		t.Errorf("agent_result (-want +got):\n%s", diff)
+	}
+	out, _ := seq.Execute(t.Context(), troupe.NewDispatch())
+	if diff := cmp.Diff(map[string]any{"n": 2}, out.State); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(out.Handoffs[0].Prompt(), `Task: {"N":1,"SCRATCH":TRUE}`) {
+		t.Errorf("transform not applied: %s", out.Handoffs[0].Prompt())
+	}
+}
+
+func TestSequentialErrorModes(t *testing.T) {
+	var ran []string
+	ok := func(name string) *troupe.AgentSpec {
+		return flow.Named(name, troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			ran = append(ran, name)
+			return &troupe.Result{AgentResult: map[string]any{name: true}}, nil
+		}))
+	}
+	bad := flow.Named("bad", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		ran = append(ran, "bad")
+		return nil, &troupe.AgentError{Code: troupe.CodeRAGEmpty, Message: "no content for topic", Recoverable: true, FallbackAction: "suggest related topics"}
+	}))
+
+	t.Run("stop", func(t *testing.T) {
+		ran = nil
+		seq := flow.Sequential(flow.SequentialConfig{OnError: flow.StopOnError}, ok("a"), bad, ok("c"))
+		out, err := seq.Execute(t.Context(), troupe.NewDispatch())
+		var se *flow.StepError
+		if !errors.As(err, &se) || se.Step != 2 || se.Agent != "bad" {
+			t.Fatalf("err = %v, want a StepError at step 2 (bad)", err)
+		}
+		var ae *troupe.AgentError
+		if !errors.As(err, &ae) || ae.Code != troupe.CodeRAGEmpty || ae.FallbackAction != "suggest related topics" || !ae.Recoverable {
+			t.Errorf("agent error = %+v, want the failing step's contract", ae)
+		}
+		if diff := cmp.Diff([]string{"a", "bad"}, ran); diff != "" {
+			t.Errorf("ran (-want +got):\n%s", diff)
+		}
+		if len(out.Results) != 2 || out.Results[1].Status != troupe.StatusFailed {
+			t.Errorf("results up to the failure: %d", len(out.Results))
+		}
+		res, err := seq.Run(t.Context(), troupe.NewDispatch())
+		if err == nil || !strings.Contains(err.Error(), "step 2 of 3: bad: ") || res.AgentResult["a"] != true {
+			t.Errorf("Run = %v, %v; want the partial result and the step's error", res, err)
+		}
+	})
+	t.Run("continue", func(t *testing.T) {
+		ran = nil
+		seq := flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, ok("a"), bad, ok("c"))
+		out, err := seq.Execute(t.Context(), troupe.NewDispatch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a", "bad", "c"}, ran); diff != "" {
+			t.Errorf("ran (-want +got):\n%s", diff)
+		}
+		if h := out.Handoffs[1]; h.Status != troupe.StatusFailed || !strings.Contains(h.TaskSummary, "no content for topic") {
+			t.Errorf("failed step's handoff = %+v", h)
+		}
+	})
+	t.Run("bad config", func(t *testing.T) {
+		for _, seq := range []*flow.SequentialAgent{
+			flow.Sequential(flow.SequentialConfig{}),
+			flow.Sequential(flow.SequentialConfig{}, ok("a"), ok("a")),
+			flow.Sequential(flow.SequentialConfig{}, flow.Named("", nil)),
+			flow.Sequential(flow.SequentialConfig{}, flow.Named("s", troupe.AgentFunc(nil), troupe.OutputSchema([]byte(`{"type": 3}`)))),
+		} {
+			if _, err := seq.Run(t.Context(), troupe.NewDispatch()); err == nil || !strings.HasPrefix(err.Error(), "flow: sequential: ") {
+				t.Errorf("Run = %v, want a flow: sequential: error", err)
+			}
+		}
+	})
+}
+
+func TestSequentialPanicIsAFailedStep(t *testing.T) {
+	boom := flow.Named("boom", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) { panic("kaboom") }))
+	out, err := flow.Sequential(flow.SequentialConfig{}, boom).Execute(t.Context(), troupe.NewDispatch())
+	if err == nil || out.Results[0].Errors[0].Code != troupe.CodePanic {
+		t.Fatalf("err = %v, results = %+v", err, out.Results)
+	}
+}

@@ -1,0 +1,129 @@
+// Package schema compiles the JSON Schemas agents declare for their input and output and
+// checks values against them, reporting every problem with the JSON pointer of the value at
+// fault. The engine and package flow share it, so a planned dispatch and a nested one are
+// checked the same way.
+//
+// It uses santhosh-tekuri/jsonschema/v6 rather than google/jsonschema-go: v6 implements every
+// draft (4, 6, 7, 2019-09, 2020-12, chosen by $schema) and reports each failure with its
+// instance location and keyword location, which is what an agent author needs to fix an output;
+// google/jsonschema-go is built to infer schemas from Go types and validates one draft.
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Schema is a compiled JSON Schema. It is safe for concurrent use.
+type Schema struct {
+	s *jsonschema.Schema
+}
+
+// Compile compiles raw; name says whose schema it is in errors ("tutor input").
+func Compile(name string, raw json.RawMessage) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema: %s: not JSON: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	loc := "mem://troupe/" + strings.ReplaceAll(name, " ", "/") + ".json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("schema: %s: %w", name, err)
+	}
+	s, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %s: %w", name, err)
+	}
+	return &Schema{s: s}, nil
+}
+
+// Problem is one way a value fails a schema: where (a JSON pointer into the value, "" for the
+// value itself) and what.
+type Problem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	path := p.Path
+	if path == "" {
+		path = "/"
+	}
+	return path + ": " + p.Message
+}
+
+// Error is every problem of one value, sorted by path.
+type Error struct {
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return "schema: " + strings.Join(parts, "; ")
+}
+
+// Validate checks v — any value encoding/json can encode — against s. It returns nil or an
+// *Error listing every problem.
+func (s *Schema) Validate(v any) error {
+	// The validator understands JSON's own types only: round-trip Go values (ints, structs,
+	// typed slices) through JSON so they are checked as they will be sent.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return &Error{Problems: []Problem{{Message: "cannot be encoded as JSON: " + err.Error()}}}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return &Error{Problems: []Problem{{Message: "not JSON: " + err.Error()}}}
+	}
+	err = s.s.Validate(doc)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &Error{Problems: []Problem{{Message: err.Error()}}}
+	}
+	var ps []Problem
+	collect(ve.BasicOutput(), &ps)
+	if len(ps) == 0 {
+		ps = append(ps, Problem{Message: ve.Error()})
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Path < ps[j].Path })
+	return &Error{Problems: ps}
+}
+
+func collect(u *jsonschema.OutputUnit, ps *[]Problem) {
+	if u.Error != nil && !u.Valid {
+		msg := u.Error.String()
+		// Failures of "allOf"/"properties" only summarise their children; keep the leaves.
+		if len(u.Errors) == 0 {
+			*ps = append(*ps, Problem{Path: u.InstanceLocation, Message: msg})
+		}
+	}
+	for i := range u.Errors {
+		collect(&u.Errors[i], ps)
+	}
+}
+
+// Details returns the problems of a schema failure wrapped in err as an ErrorInfo's details
+// ({"validation_errors": [{path, message}, …]}), or nil when err is no schema failure.
+func Details(err error) map[string]any {
+	var se *Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	list := make([]any, len(se.Problems))
+	for i, p := range se.Problems {
+		list[i] = map[string]any{"path": p.Path, "message": p.Message}
+	}
+	return map[string]any{"validation_errors": list}
+}

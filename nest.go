@@ -1,0 +1,77 @@
+package troupe
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Emitter is an optional capability of a DispatchRuntime: it records the events of agents that
+// a composite agent (flow.Sequential, flow.Parallel, flow.Loop, an agent called as a tool) runs
+// inside its own dispatch. The engine's runtime implements it; a runtime that does not simply
+// has no nested events.
+//
+// Implementations must be safe for concurrent use: the branches of a parallel group emit at
+// once.
+type Emitter interface {
+	// Emit appends a nested event to the run's log. The caller sets Kind, DispatchID, Agent,
+	// Status, Data, Parent (the enclosing dispatch) and Context (a child of
+	// ExecutionContext); the runtime fills in RunID, Seq, Time, Stage and Step, sets Parent to
+	// its own dispatch when it is empty, and Context to a child of its own when it is nil.
+	Emit(ev Event)
+	// ExecutionContext is the execution context of the runtime's dispatch: the run's for a
+	// planned dispatch, a child of the enclosing one's for a nested dispatch.
+	ExecutionContext() Context
+	// NextChild returns 0, 1, 2, … across calls: the ordinal of the next nested call made on
+	// behalf of the dispatch (by a tool), from which its dispatch id is derived.
+	NextChild() uint64
+}
+
+// Emit records ev as a nested event of d's run; a no-op when d's runtime records none.
+func (d *Dispatch) Emit(ev Event) {
+	if e, ok := d.rt.(Emitter); ok {
+		e.Emit(ev)
+	}
+}
+
+// Emitter returns d's runtime as an Emitter, or nil when it records no nested events.
+func (d *Dispatch) Emitter() Emitter {
+	e, _ := d.rt.(Emitter)
+	return e
+}
+
+// InputSchema declares the JSON Schema of the agent's dispatch input (its parsed_query).
+func InputSchema(schema json.RawMessage) Option { return func(s *AgentSpec) { s.InputSchema = schema } }
+
+// OutputSchema declares the JSON Schema of the agent's agent_result.
+func OutputSchema(schema json.RawMessage) Option {
+	return func(s *AgentSpec) { s.OutputSchema = schema }
+}
+
+// MaxDepth sets how deep the call stack may be when the agent is called as a tool.
+func MaxDepth(n int) Option { return func(s *AgentSpec) { s.MaxDepth = n } }
+
+// DefaultMaxDepth is the call stack depth an agent called as a tool allows by default (seed
+// 002's FR-022).
+const DefaultMaxDepth = 5
+
+// CircularDependencyError is returned when an agent called as a tool is already on the call
+// stack (seed 002): A calls B calls A.
+type CircularDependencyError struct {
+	Cycle []string // the stack from the first occurrence of the agent, ending with the agent again
+}
+
+func (e *CircularDependencyError) Error() string {
+	return "troupe: circular agent call: " + strings.Join(e.Cycle, " → ")
+}
+
+// MaxDepthExceededError is returned when a call to an agent as a tool would make the call stack
+// deeper than the agent allows (seed 002: default 5).
+type MaxDepthExceededError struct {
+	Stack    []string // the stack the call would have made, outermost first
+	MaxDepth int
+}
+
+func (e *MaxDepthExceededError) Error() string {
+	return fmt.Sprintf("troupe: agent call depth %d exceeds the maximum of %d: %s", len(e.Stack), e.MaxDepth, strings.Join(e.Stack, " → "))
+}
