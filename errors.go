@@ -133,6 +133,7 @@ type AgentError struct {
 	Recoverable    bool
 	FallbackAction string
 	Cause          error
+	Details        map[string]any // carried into ErrorInfo.Details, e.g. an HTTP status and Retry-After
 }
 
 func (e *AgentError) Error() string {
@@ -169,7 +170,7 @@ type ErrorInfo struct {
 func ErrorInfoOf(err error) ErrorInfo {
 	var ae *AgentError
 	if errors.As(err, &ae) {
-		return ErrorInfo{Code: ae.Code, Message: err.Error(), Recoverable: ae.Recoverable, FallbackAction: ae.FallbackAction}
+		return ErrorInfo{Code: ae.Code, Message: err.Error(), Recoverable: ae.Recoverable, FallbackAction: ae.FallbackAction, Details: ae.Details}
 	}
 	var pe *PanicError
 	if errors.As(err, &pe) {
