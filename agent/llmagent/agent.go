@@ -1,0 +1,329 @@
+package llmagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/troupehq/troupe"
+)
+
+// Agent is an LLM agent: a troupe.Agent whose Run asks a chat completion model. It is safe for
+// concurrent use. The zero value is not usable; call New.
+type Agent struct {
+	c   *compiled
+	svc openai.ChatCompletionService
+}
+
+var _ troupe.Agent = (*Agent)(nil)
+
+// New validates cfg and returns the agent. Every problem of cfg is reported in one error.
+func New(cfg Config) (*Agent, error) {
+	c, err := compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// NewChatCompletionService, unlike openai.NewClient, reads nothing from the environment:
+	// the base URL and key come from the Config alone.
+	svc := openai.NewChatCompletionService(
+		option.WithBaseURL(c.cfg.BaseURL),
+		option.WithHTTPClient(c.cfg.HTTPClient),
+		option.WithMaxRetries(c.cfg.MaxRetries),
+		option.WithMaxRetryDelay(c.cfg.MaxRetryDelay),
+		option.WithRequestTimeout(c.cfg.CallTimeout),
+	)
+	return &Agent{c: c, svc: svc}, nil
+}
+
+// Model returns the configured model.
+func (a *Agent) Model() string { return a.c.cfg.Model }
+
+// usage accumulates what a dispatch spent, counted once per completion.
+type usage struct {
+	prompt, completion int64
+	cost               float64
+	model              string
+}
+
+// Run renders the prompt, converses with the model (tool calls, re-asks) and returns its
+// answer as the result: a structured answer as agent_result, a text answer as
+// {"text": ...}. Token usage, the model and the cost are in the result, also when Run fails.
+func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	c := a.c
+	key := os.Getenv(c.cfg.APIKeyEnv)
+	data := c.promptData(d)
+	system, err := render(c.system, data)
+	if err != nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: err.Error()}
+	}
+	if system == "" {
+		system = data.OptimizedPrompt
+	}
+	user, err := render(c.prompt, data)
+	if err != nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: err.Error()}
+	}
+
+	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, 4)
+	if system != "" {
+		msgs = append(msgs, openai.SystemMessage(system))
+	}
+	msgs = append(msgs, openai.UserMessage(user))
+	params := c.params()
+	opts := []option.RequestOption{option.WithAPIKey(key)}
+	if key == "" {
+		opts = []option.RequestOption{option.WithHeaderDel("authorization")}
+	}
+
+	var u usage
+	reasks := 0
+	for turn := 1; ; turn++ {
+		if turn > c.cfg.MaxTurns {
+			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeAgentError,
+				Message: fmt.Sprintf("llmagent: %s: no final answer after %d turns (max_turns)", c.cfg.Model, c.cfg.MaxTurns)}
+		}
+		if err := u.checkBudget(d); err != nil {
+			return u.result(c, nil), err
+		}
+		params.Messages = msgs
+		t, err := a.complete(ctx, d, params, opts)
+		if t != nil {
+			u.add(c, t)
+		}
+		if err != nil {
+			return u.result(c, nil), redact(err, key)
+		}
+		if len(t.toolCalls) > 0 {
+			msgs = append(msgs, t.assistant())
+			for _, tc := range t.toolCalls {
+				out, err := a.callTool(ctx, d, tc)
+				if err != nil {
+					return u.result(c, nil), redact(err, key)
+				}
+				msgs = append(msgs, openai.ToolMessage(out, tc.id))
+			}
+			continue
+		}
+		if t.refusal != "" {
+			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeAgentError,
+				Message: "llmagent: " + c.cfg.Model + " refused: " + t.refusal}
+		}
+		out, verr := c.parse(t.content)
+		if verr == nil {
+			res := u.result(c, out)
+			if err := u.checkBudget(d); err != nil {
+				return res, err
+			}
+			return res, nil
+		}
+		if reasks >= c.cfg.MaxReasks {
+			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeInvalidOutput,
+				Message: fmt.Sprintf("llmagent: %s: answer invalid after %d re-asks: %v", c.cfg.Model, reasks, verr)}
+		}
+		reasks++
+		d.Progress("reask", map[string]any{"attempt": reasks, "errors": verr.Error()})
+		msgs = append(msgs, t.assistant(), openai.UserMessage(
+			"Your answer does not satisfy the required JSON Schema:\n"+verr.Error()+
+				"\nAnswer again with a single JSON value that satisfies the schema, and nothing else."))
+	}
+}
+
+func (c *compiled) params() openai.ChatCompletionNewParams {
+	p := openai.ChatCompletionNewParams{
+		Model:               shared.ChatModel(c.cfg.Model),
+		MaxCompletionTokens: param.NewOpt(c.cfg.MaxTokens),
+	}
+	if t := c.cfg.Temperature; t != nil {
+		p.Temperature = param.NewOpt(*t)
+	}
+	if s := c.cfg.Seed; s != nil {
+		p.Seed = param.NewOpt(*s)
+	}
+	if c.schema != nil {
+		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name: c.cfg.SchemaName, Strict: param.NewOpt(true), Schema: c.rawSch,
+			}},
+		}
+	}
+	for _, info := range c.toolDef {
+		fn := shared.FunctionDefinitionParam{Name: info.Name}
+		if info.Description != "" {
+			fn.Description = param.NewOpt(info.Description)
+		}
+		var ps shared.FunctionParameters
+		if len(info.InputSchema) > 0 && json.Unmarshal(info.InputSchema, &ps) == nil {
+			fn.Parameters = ps
+		} else {
+			fn.Parameters = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	if c.cfg.Stream {
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+	}
+	return p
+}
+
+// parse turns the final answer into agent_result: the validated object for a schema, else
+// {"text": ...}.
+func (c *compiled) parse(content string) (map[string]any, error) {
+	if c.schema == nil {
+		if strings.TrimSpace(content) == "" {
+			return nil, errors.New("empty answer")
+		}
+		return map[string]any{"text": content}, nil
+	}
+	body := stripFence(content)
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("the answer is not JSON: %v", err)
+	}
+	if err := c.schema.Validate(inst); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(strings.NewReader(body))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("the answer is not JSON: %v", err)
+	}
+	if m, ok := v.(map[string]any); ok {
+		return m, nil
+	}
+	return map[string]any{"value": v}, nil
+}
+
+// stripFence removes a ```json fence some models wrap JSON in despite response_format.
+func stripFence(s string) string {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "```") {
+		return s
+	}
+	t = strings.TrimPrefix(t, "```")
+	if i := strings.IndexByte(t, '\n'); i >= 0 {
+		t = t[i+1:]
+	}
+	return strings.TrimSuffix(strings.TrimSpace(t), "```")
+}
+
+func (u *usage) add(c *compiled, t *turn) {
+	u.prompt += t.promptTokens
+	u.completion += t.completionTokens
+	model := t.model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	u.model = model
+	p, ok := c.cfg.Prices[model]
+	if !ok {
+		p = c.cfg.Prices[c.cfg.Model]
+	}
+	u.cost += p.Cost(t.promptTokens, t.completionTokens)
+}
+
+// checkBudget fails the dispatch once its cost reaches Dispatch.MaxCostDollars.
+func (u *usage) checkBudget(d *troupe.Dispatch) error {
+	if d.MaxCostDollars == nil || u.cost < *d.MaxCostDollars || u.cost == 0 {
+		return nil
+	}
+	return &troupe.AgentError{Code: troupe.CodeBudget, Message: fmt.Sprintf(
+		"llmagent: spent $%.6f of max_cost_dollars $%.6f", u.cost, *d.MaxCostDollars), Cause: troupe.ErrBudgetExhausted}
+}
+
+func (u *usage) result(c *compiled, out map[string]any) *troupe.Result {
+	model := u.model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	res := &troupe.Result{
+		AgentResult: out,
+		TokensUsed:  troupe.Ptr(u.prompt + u.completion),
+		ModelUsed:   troupe.Ptr(model),
+		CostDollars: troupe.Ptr(u.cost),
+		Annotations: map[string]any{"llm_usage": map[string]any{"prompt_tokens": u.prompt, "completion_tokens": u.completion}},
+	}
+	if out != nil {
+		res.AnalysisSummary = troupe.Ptr(summarize(out))
+		if conf, ok := out["confidence"].(float64); ok && conf >= 0 && conf <= 1 {
+			res.Confidence = troupe.Ptr(conf)
+		}
+	}
+	return res
+}
+
+// summarize is the answer's own summary when it has one, else its first 200 characters.
+func summarize(out map[string]any) string {
+	for _, k := range []string{"summary", "analysis_summary", "text"} {
+		if s, ok := out[k].(string); ok && s != "" {
+			return cut(s, 200)
+		}
+	}
+	return cut(compact(out), 200)
+}
+
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// compact renders a JSON value for people: strings as they are, the rest as JSON.
+func compact(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// redact removes the API key from an error's text; a server may echo it back.
+func redact(err error, key string) error {
+	if key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	var ae *troupe.AgentError
+	if errors.As(err, &ae) {
+		cp := *ae
+		cp.Message = strings.ReplaceAll(cp.Message, key, "[redacted]")
+		if cp.Cause != nil && strings.Contains(cp.Cause.Error(), key) {
+			cp.Cause = errors.New(strings.ReplaceAll(cp.Cause.Error(), key, "[redacted]"))
+		}
+		return &cp
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
+}
+
+// apiError classifies a failed call: rate limits, server errors and lost connections are
+// recoverable (the error policy may retry later), other statuses are not.
+func apiError(model string, err error) error {
+	var ae *openai.Error
+	if errors.As(err, &ae) {
+		recoverable := ae.StatusCode == http.StatusTooManyRequests || ae.StatusCode >= 500 || ae.StatusCode == http.StatusRequestTimeout
+		msg := fmt.Sprintf("llmagent: %s: HTTP %d", model, ae.StatusCode)
+		if body := bytes.TrimSpace([]byte(ae.RawJSON())); len(body) > 0 {
+			msg += ": " + cut(string(body), 500)
+		}
+		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: recoverable}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &troupe.AgentError{Code: troupe.CodeTimeout, Message: "llmagent: " + model + ": " + err.Error(), Recoverable: true, Cause: troupe.ErrTimeout}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &troupe.AgentError{Code: troupe.CodeAgentError, Message: "llmagent: " + model + ": " + err.Error(), Recoverable: true}
+}

@@ -1,0 +1,255 @@
+package llmagent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/troupehq/troupe"
+)
+
+// Defaults for Config's zero values. Zero never means unlimited.
+const (
+	DefaultBaseURL       = "https://api.openai.com/v1/"
+	DefaultAPIKeyEnv     = "OPENAI_API_KEY"
+	DefaultMaxTokens     = 4096
+	DefaultMaxTurns      = 8
+	DefaultMaxReasks     = 2
+	DefaultMaxRetries    = 2
+	DefaultMaxRetryDelay = 30 * time.Second
+	DefaultCallTimeout   = 2 * time.Minute
+	DefaultPrompt        = "{{.Query}}"
+)
+
+// Price is what a model costs, in dollars per million tokens.
+type Price struct {
+	PromptPerMillion     float64 `json:"prompt_per_million"`
+	CompletionPerMillion float64 `json:"completion_per_million"`
+}
+
+// Cost returns the price of a call that used prompt and completion tokens.
+func (p Price) Cost(prompt, completion int64) float64 {
+	return (float64(prompt)*p.PromptPerMillion + float64(completion)*p.CompletionPerMillion) / 1e6
+}
+
+// Config configures an LLM agent. The zero value of every field except Model is safe and
+// bounded; New validates the whole and reports every problem.
+type Config struct {
+	// Name keys the agent's optimized prompt in Dispatch.OptimizedPrompts (seed 000); empty
+	// means the dispatch's target agent.
+	Name string
+
+	// BaseURL of an OpenAI-compatible API ("http://127.0.0.1:11434/v1/" for Ollama); empty
+	// means DefaultBaseURL.
+	BaseURL string
+	// APIKeyEnv is the NAME of the environment variable holding the API key, read on every
+	// call so a rotated key is picked up; empty means OPENAI_API_KEY. The key itself is never
+	// configured, and never appears in events, results or errors. An unset variable sends no
+	// Authorization header (local servers need none).
+	APIKeyEnv string
+	// Model to ask for; required.
+	Model string
+	// Temperature and Seed are sent when set.
+	Temperature *float64
+	Seed        *int64
+	// MaxTokens bounds each completion (max_completion_tokens); 0 means DefaultMaxTokens.
+	MaxTokens int64
+
+	// System and Prompt are text/template templates rendering the system and user messages.
+	// In scope: .Dispatch, .Query, .ParsedQuery, .Handoff (the upstream handoffs rendered as
+	// seed 002's context block), .Upstream, .OptimizedPrompt (Dispatch.OptimizedPrompts[Name]),
+	// session state ({{.State "topic"}}) and the function json. An empty System
+	// means the optimized prompt alone; an empty Prompt means DefaultPrompt, preceded by the
+	// handoff block when there is one.
+	System string
+	Prompt string
+
+	// Schema, when set, is the JSON Schema the answer must satisfy: it is sent as
+	// response_format json_schema (SchemaName, strict) and every answer is validated on
+	// arrival. An invalid answer is asked again with the validation errors, at most MaxReasks
+	// times (0 means DefaultMaxReasks; negative means never); then the dispatch fails with
+	// the errors.
+	Schema     json.RawMessage
+	SchemaName string
+	MaxReasks  int
+
+	// Tools the model may call. A tool's error goes back to the model as the tool's answer,
+	// except an error with a Fatal() bool method that returns true (the cycle and depth
+	// guards of agents-as-tools), which fails the dispatch.
+	Tools []troupe.Tool
+	// MaxTurns bounds the completions of one dispatch (each tool round trip is one);
+	// 0 means DefaultMaxTurns.
+	MaxTurns int
+
+	// Stream asks for a streamed completion and emits each piece of text as an
+	// agent_progress event of kind "token" (data: {"text": ...}).
+	Stream bool
+
+	// Prices maps a model to its price; a call's cost is counted from its usage and the
+	// model the server says it used (or Model). A model without a price costs nothing.
+	Prices map[string]Price
+
+	// MaxRetries bounds the retries of a call answered with 408, 409, 429 or 5xx or lost to a
+	// connection error; 0 means DefaultMaxRetries, negative means none. Retry-After is
+	// honoured up to MaxRetryDelay (0 means DefaultMaxRetryDelay); a server that asks for a
+	// longer wait is not retried.
+	MaxRetries    int
+	MaxRetryDelay time.Duration
+	// CallTimeout bounds each HTTP attempt; 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
+
+	// HTTPClient sends the requests; nil means a client over http.DefaultTransport. Plug a
+	// recording or replaying transport here.
+	HTTPClient *http.Client
+}
+
+// compiled is a validated Config, immutable and safe for concurrent use.
+type compiled struct {
+	cfg     Config
+	system  *template.Template
+	prompt  *template.Template
+	schema  *jsonschema.Schema
+	rawSch  map[string]any
+	tools   map[string]troupe.Tool
+	toolDef []troupe.ToolInfo
+}
+
+func compile(cfg Config) (*compiled, error) {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if !strings.HasSuffix(cfg.BaseURL, "/") {
+		cfg.BaseURL += "/"
+	}
+	if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
+		bad("base_url: %q is not an http or https URL", cfg.BaseURL)
+	}
+	if cfg.APIKeyEnv == "" {
+		cfg.APIKeyEnv = DefaultAPIKeyEnv
+	}
+	if cfg.Model == "" {
+		bad("model: required")
+	}
+	if t := cfg.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
+		bad("temperature: %v is outside [0, 2]", *t)
+	}
+	switch {
+	case cfg.MaxTokens == 0:
+		cfg.MaxTokens = DefaultMaxTokens
+	case cfg.MaxTokens < 0:
+		bad("max_tokens: %d is negative", cfg.MaxTokens)
+	}
+	switch {
+	case cfg.MaxTurns == 0:
+		cfg.MaxTurns = DefaultMaxTurns
+	case cfg.MaxTurns < 0:
+		bad("max_turns: %d is negative", cfg.MaxTurns)
+	}
+	switch {
+	case cfg.MaxReasks == 0:
+		cfg.MaxReasks = DefaultMaxReasks
+	case cfg.MaxReasks < 0:
+		cfg.MaxReasks = 0
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = DefaultMaxRetries
+	case cfg.MaxRetries < 0:
+		cfg.MaxRetries = 0
+	}
+	switch {
+	case cfg.MaxRetryDelay == 0:
+		cfg.MaxRetryDelay = DefaultMaxRetryDelay
+	case cfg.MaxRetryDelay < 0:
+		bad("max_retry_delay: %v is negative", cfg.MaxRetryDelay)
+	}
+	switch {
+	case cfg.CallTimeout == 0:
+		cfg.CallTimeout = DefaultCallTimeout
+	case cfg.CallTimeout < 0:
+		bad("call_timeout: %v is negative", cfg.CallTimeout)
+	}
+	for m, p := range cfg.Prices {
+		if p.PromptPerMillion < 0 || p.CompletionPerMillion < 0 {
+			bad("prices[%s]: negative price", m)
+		}
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Prompt == "" {
+		cfg.Prompt = "{{with .Handoff}}{{.}}\n\n{{end}}" + DefaultPrompt
+	}
+	c := &compiled{cfg: cfg, tools: make(map[string]troupe.Tool, len(cfg.Tools))}
+	var err error
+	if c.system, err = template.New("system").Funcs(templateFuncs).Option("missingkey=error").Parse(cfg.System); err != nil {
+		bad("system: %v", err)
+	}
+	if c.prompt, err = template.New("prompt").Funcs(templateFuncs).Option("missingkey=error").Parse(cfg.Prompt); err != nil {
+		bad("prompt: %v", err)
+	}
+	if len(cfg.Schema) > 0 {
+		if cfg.SchemaName == "" {
+			cfg.SchemaName = "answer"
+			c.cfg.SchemaName = "answer"
+		}
+		c.schema, c.rawSch, err = compileSchema(cfg.Schema)
+		if err != nil {
+			bad("schema: %v", err)
+		}
+	}
+	for i, t := range cfg.Tools {
+		if t == nil {
+			bad("tools[%d]: nil", i)
+			continue
+		}
+		info := t.Info()
+		switch {
+		case info.Name == "":
+			bad("tools[%d]: empty name", i)
+		case c.tools[info.Name] != nil:
+			bad("tools[%d]: %q offered twice", i, info.Name)
+		default:
+			c.tools[info.Name] = t
+			c.toolDef = append(c.toolDef, info)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("llmagent: config: %s", strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, map[string]any, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, nil, err
+	}
+	var asMap map[string]any
+	if err := json.Unmarshal(raw, &asMap); err != nil {
+		return nil, nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	comp := jsonschema.NewCompiler()
+	if err := comp.AddResource("answer.json", doc); err != nil {
+		return nil, nil, err
+	}
+	sch, err := comp.Compile("answer.json")
+	if err != nil {
+		return nil, nil, err
+	}
+	return sch, asMap, nil
+}
+
+var templateFuncs = template.FuncMap{
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}

@@ -1,0 +1,456 @@
+package llmagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/llmagent"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const testKey = "sk-test-SECRET-0123456789"
+
+func newAgent(t *testing.T, cfg llmagent.Config) *llmagent.Agent {
+	t.Helper()
+	t.Setenv("TEST_LLM_KEY", testKey)
+	cfg.APIKeyEnv = "TEST_LLM_KEY"
+	if cfg.Model == "" {
+		cfg.Model = "gpt-test"
+	}
+	a, err := llmagent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func agentError(t *testing.T, err error) *troupe.AgentError {
+	t.Helper()
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) {
+		t.Fatalf("error %v (%T) is not an *AgentError", err, err)
+	}
+	return ae
+}
+
+func messages(req seenRequest) []map[string]any {
+	var out []map[string]any
+	for _, m := range req.Body["messages"].([]any) {
+		out = append(out, m.(map[string]any))
+	}
+	return out
+}
+
+func TestPlainCompletion(t *testing.T) {
+	srv := newCompletionServer(t, reply{content: "Paris is the capital.", usage: [2]int{12, 5}, model: "gpt-test-2026"})
+	a := newAgent(t, llmagent.Config{
+		BaseURL:     srv.URL(),
+		Temperature: troupe.Ptr(0.0),
+		Seed:        troupe.Ptr(int64(7)),
+		MaxTokens:   100,
+		System:      "{{.OptimizedPrompt}} Topic: {{.State \"topic\"}}.",
+		Prompt:      "Q: {{.Query}} ({{.ParsedQuery.lang}})",
+		Prices:      map[string]llmagent.Price{"gpt-test-2026": {PromptPerMillion: 1e6, CompletionPerMillion: 2e6}},
+	})
+	rt := &runtime{state: map[string]any{"topic": "geography"}}
+	d := dispatch("capital of France?", rt)
+	d.ParsedQuery = map[string]any{"lang": "en"}
+	d.OptimizedPrompts = map[string]string{"writer": "Be terse.", "other": "ignored"}
+
+	res, err := a.Run(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &troupe.Result{
+		AgentResult:     map[string]any{"text": "Paris is the capital."},
+		AnalysisSummary: troupe.Ptr("Paris is the capital."),
+		TokensUsed:      troupe.Ptr(int64(17)),
+		ModelUsed:       troupe.Ptr("gpt-test-2026"),
+		CostDollars:     troupe.Ptr(12.0 + 10.0),
+		Annotations:     map[string]any{"llm_usage": map[string]any{"prompt_tokens": int64(12), "completion_tokens": int64(5)}},
+	}
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+	body := reqs[0].Body
+	wantBody := map[string]any{
+		"model": "gpt-test", "temperature": 0.0, "seed": 7.0, "max_completion_tokens": 100.0,
+		"messages": []any{
+			map[string]any{"role": "system", "content": "Be terse. Topic: geography."},
+			map[string]any{"role": "user", "content": "Q: capital of France? (en)"},
+		},
+	}
+	if diff := cmp.Diff(wantBody, body); diff != "" {
+		t.Errorf("request body (-want +got):\n%s", diff)
+	}
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer "+testKey {
+		t.Errorf("Authorization = %q", got)
+	}
+}
+
+func TestHandoffInDefaultPrompt(t *testing.T) {
+	srv := newCompletionServer(t, reply{content: "ok", usage: [2]int{1, 1}})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
+	d := dispatch("write the code", nil)
+	d.UpstreamResults = []troupe.UpstreamResult{{
+		Agent: "analyzer", Summary: "analysed the spec",
+		Result: map[string]any{"files": []any{"a.go"}, "lang": "go"},
+	}}
+	if _, err := a.Run(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	got := messages(srv.Requests()[0])[0]["content"]
+	want := "=== Context from Previous Agent ===\nTask: analysed the spec\nKey Outputs:\n- files: [\"a.go\"]\n- lang: go\n" +
+		"Metadata: Agent analyzer completed at an earlier step with status completed\n===================================\n\nwrite the code"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("user message (-want +got):\n%s", diff)
+	}
+}
+
+func TestStreamedCompletion(t *testing.T) {
+	srv := newCompletionServer(t, reply{content: "streamed answer here", usage: [2]int{9, 4}})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: true,
+		Prices: map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 1, CompletionPerMillion: 1}}})
+	rt := &runtime{}
+	res, err := a.Run(t.Context(), dispatch("stream please", rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.AgentResult["text"]; got != "streamed answer here" {
+		t.Errorf("text = %q", got)
+	}
+	if *res.TokensUsed != 13 || *res.CostDollars != 13e-6 {
+		t.Errorf("tokens %d cost %v, want 13 and 13e-6 (usage from the last chunk)", *res.TokensUsed, *res.CostDollars)
+	}
+	var tokens []string
+	for _, e := range rt.Events() {
+		if e.Kind == "token" {
+			tokens = append(tokens, e.Data.(map[string]any)["text"].(string))
+		}
+	}
+	if diff := cmp.Diff([]string{"stre", "amed", " ans", "wer ", "here"}, tokens); diff != "" {
+		t.Errorf("token events (-want +got):\n%s", diff)
+	}
+	body := srv.Requests()[0].Body
+	if body["stream"] != true || !cmp.Equal(body["stream_options"], map[string]any{"include_usage": true}) {
+		t.Errorf("request stream=%v stream_options=%v", body["stream"], body["stream_options"])
+	}
+}
+
+// addTool adds two numbers; failTool always fails; fatalTool fails with a fatal error.
+type funcTool struct {
+	info troupe.ToolInfo
+	fn   func(args json.RawMessage) (json.RawMessage, error)
+}
+
+func (f funcTool) Info() troupe.ToolInfo { return f.info }
+func (f funcTool) Call(_ context.Context, _ *troupe.Dispatch, args json.RawMessage) (json.RawMessage, error) {
+	return f.fn(args)
+}
+
+var addTool = funcTool{
+	info: troupe.ToolInfo{Name: "add", Description: "adds a and b", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`)},
+	fn: func(args json.RawMessage) (json.RawMessage, error) {
+		var in struct{ A, B float64 }
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]float64{"sum": in.A + in.B})
+	},
+}
+
+var failTool = funcTool{
+	info: troupe.ToolInfo{Name: "lookup"},
+	fn:   func(json.RawMessage) (json.RawMessage, error) { return nil, errors.New("lookup: index offline") },
+}
+
+type cycleError struct{}
+
+func (cycleError) Error() string { return "flow: circular dependency: a → b → a" }
+func (cycleError) Fatal() bool   { return true }
+
+var fatalTool = funcTool{
+	info: troupe.ToolInfo{Name: "delegate"},
+	fn:   func(json.RawMessage) (json.RawMessage, error) { return nil, fmt.Errorf("calling b: %w", cycleError{}) },
+}
+
+func TestToolCallsOverSeveralTurns(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			srv := newCompletionServer(t,
+				reply{toolCalls: []wireToolCall{{"call_1", "add", `{"a":2,"b":3}`}, {"call_2", "lookup", `{}`}}, usage: [2]int{10, 3}},
+				reply{toolCalls: []wireToolCall{{"call_3", "nosuch", `{}`}, {"call_4", "add", `{"a":5,"b":`}}, usage: [2]int{20, 3}},
+				reply{content: "The sum is 5.", usage: [2]int{30, 4}},
+			)
+			a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: stream, Tools: []troupe.Tool{addTool, failTool}})
+			rt := &runtime{}
+			res, err := a.Run(t.Context(), dispatch("what is 2+3?", rt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.AgentResult["text"] != "The sum is 5." || *res.TokensUsed != 70 {
+				t.Errorf("result %v tokens %d, want the last answer and 70 tokens over three turns", res.AgentResult, *res.TokensUsed)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d requests, want 3", len(reqs))
+			}
+			tools := reqs[0].Body["tools"].([]any)
+			if fn := tools[0].(map[string]any)["function"].(map[string]any); fn["name"] != "add" || fn["parameters"].(map[string]any)["required"] == nil {
+				t.Errorf("first tool offered = %v", fn)
+			}
+			var toolMsgs []string
+			for _, m := range messages(reqs[2]) {
+				if m["role"] == "tool" {
+					toolMsgs = append(toolMsgs, m["tool_call_id"].(string)+" "+m["content"].(string))
+				}
+			}
+			want := []string{
+				`call_1 {"sum":5}`,
+				`call_2 error: lookup: index offline`,
+				`call_3 error: there is no tool named "nosuch"`,
+				`call_4 error: the arguments of add are not valid JSON: {"a":5,"b":`,
+			}
+			if diff := cmp.Diff(want, toolMsgs); diff != "" {
+				t.Errorf("tool messages (-want +got):\n%s", diff)
+			}
+			asst := messages(reqs[1])[1]
+			if asst["role"] != "assistant" || len(asst["tool_calls"].([]any)) != 2 {
+				t.Errorf("assistant message replayed = %v", asst)
+			}
+		})
+	}
+}
+
+func TestFatalToolErrorSurfaces(t *testing.T) {
+	srv := newCompletionServer(t, reply{toolCalls: []wireToolCall{{"c1", "delegate", `{}`}}, usage: [2]int{1, 1}})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{fatalTool}})
+	res, err := a.Run(t.Context(), dispatch("go", nil))
+	var ce cycleError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want the cycle error", err)
+	}
+	if len(srv.Requests()) != 1 || res == nil || *res.TokensUsed != 2 {
+		t.Errorf("requests %d, result %+v: the model must not see a fatal error, usage must be kept", len(srv.Requests()), res)
+	}
+}
+
+func TestMaxTurns(t *testing.T) {
+	loop := reply{toolCalls: []wireToolCall{{"c", "add", `{"a":1,"b":1}`}}, usage: [2]int{1, 1}}
+	srv := newCompletionServer(t, loop, loop, loop, loop)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{addTool}, MaxTurns: 3})
+	_, err := a.Run(t.Context(), dispatch("loop", nil))
+	if ae := agentError(t, err); !strings.Contains(ae.Message, "after 3 turns") {
+		t.Errorf("error = %v", err)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("%d requests, want 3", n)
+	}
+}
+
+const personSchema = `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0},"confidence":{"type":"number"}},"required":["name","age"],"additionalProperties":false}`
+
+func TestStructuredOutputReask(t *testing.T) {
+	srv := newCompletionServer(t,
+		reply{content: `{"name":"Ada","age":-3}`, usage: [2]int{5, 5}},
+		reply{content: "```json\n{\"name\":\"Ada\",\"age\":36,\"confidence\":0.9}\n```", usage: [2]int{5, 5}},
+	)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Schema: json.RawMessage(personSchema), SchemaName: "person"})
+	rt := &runtime{}
+	res, err := a.Run(t.Context(), dispatch("who?", rt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"name": "Ada", "age": 36.0, "confidence": 0.9}, res.AgentResult); diff != "" {
+		t.Errorf("agent_result (-want +got):\n%s", diff)
+	}
+	if res.Confidence == nil || *res.Confidence != 0.9 || *res.TokensUsed != 20 {
+		t.Errorf("confidence %v tokens %d", res.Confidence, *res.TokensUsed)
+	}
+	reqs := srv.Requests()
+	rf := reqs[0].Body["response_format"].(map[string]any)
+	js := rf["json_schema"].(map[string]any)
+	if rf["type"] != "json_schema" || js["name"] != "person" || js["strict"] != true || js["schema"].(map[string]any)["required"] == nil {
+		t.Errorf("response_format = %v", rf)
+	}
+	msgs := messages(reqs[1])
+	last := msgs[len(msgs)-1]
+	if last["role"] != "user" || !strings.Contains(last["content"].(string), "/age") || msgs[len(msgs)-2]["content"] != `{"name":"Ada","age":-3}` {
+		t.Errorf("re-ask messages = %v", msgs[1:])
+	}
+	if evs := rt.Events(); len(evs) != 1 || evs[0].Kind != "reask" {
+		t.Errorf("progress events = %v", evs)
+	}
+}
+
+func TestStructuredOutputFailsWhenReasksRunOut(t *testing.T) {
+	bad := reply{content: `{"name":"Ada"}`, usage: [2]int{1, 1}}
+	srv := newCompletionServer(t, bad, bad, bad)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Schema: json.RawMessage(personSchema), MaxReasks: 1})
+	res, err := a.Run(t.Context(), dispatch("who?", nil))
+	ae := agentError(t, err)
+	if ae.Code != troupe.CodeInvalidOutput || !strings.Contains(ae.Message, "age") || !strings.Contains(ae.Message, "after 1 re-asks") {
+		t.Errorf("error = %v", err)
+	}
+	if res.AgentResult != nil || *res.TokensUsed != 4 {
+		t.Errorf("result %v tokens %d: no placeholder, usage kept", res.AgentResult, *res.TokensUsed)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+func TestRetryAfter429(t *testing.T) {
+	srv := newCompletionServer(t,
+		reply{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{"error":{"message":"rate limited","type":"rate_limit"}}`},
+		reply{content: "done", usage: [2]int{1, 1}},
+	)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
+	if _, err := a.Run(t.Context(), dispatch("hi", nil)); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	if gap := reqs[1].At.Sub(reqs[0].At); gap < 900*time.Millisecond {
+		t.Errorf("retried after %v, want Retry-After's 1s honoured", gap)
+	}
+}
+
+func TestRetryAfterBeyondMaxDelayIsNotRetried(t *testing.T) {
+	srv := newCompletionServer(t,
+		reply{status: 429, header: map[string]string{"Retry-After": "3600"}, body: `{"error":{"message":"come back in an hour"}}`},
+	)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), MaxRetryDelay: time.Second})
+	_, err := a.Run(t.Context(), dispatch("hi", nil))
+	ae := agentError(t, err)
+	if !ae.Recoverable || !strings.Contains(ae.Message, "HTTP 429") || len(srv.Requests()) != 1 {
+		t.Errorf("error %v after %d requests", err, len(srv.Requests()))
+	}
+}
+
+func TestServerErrorThenSuccess(t *testing.T) {
+	srv := newCompletionServer(t,
+		reply{status: 500, body: `{"error":{"message":"boom"}}`},
+		reply{content: "recovered", usage: [2]int{2, 2}},
+	)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
+	res, err := a.Run(t.Context(), dispatch("hi", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AgentResult["text"] != "recovered" || len(srv.Requests()) != 2 || *res.TokensUsed != 4 {
+		t.Errorf("result %v after %d requests", res.AgentResult, len(srv.Requests()))
+	}
+}
+
+func TestRetriesAreBounded(t *testing.T) {
+	fail := reply{status: 503, header: map[string]string{"Retry-After": "0"}, body: `{"error":{"message":"overloaded"}}`}
+	srv := newCompletionServer(t, fail, fail, fail, fail, fail)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), MaxRetries: 2})
+	_, err := a.Run(t.Context(), dispatch("hi", nil))
+	if ae := agentError(t, err); !ae.Recoverable || !strings.Contains(ae.Message, "503") {
+		t.Errorf("error = %v", err)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("%d requests, want 1 + 2 retries", n)
+	}
+}
+
+func TestCostBudgetStops(t *testing.T) {
+	loop := reply{toolCalls: []wireToolCall{{"c", "add", `{"a":1,"b":1}`}}, usage: [2]int{1000, 1000}}
+	srv := newCompletionServer(t, loop, loop, loop)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{addTool},
+		Prices: map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 10, CompletionPerMillion: 30}}})
+	d := dispatch("spend", nil)
+	d.MaxCostDollars = troupe.Ptr(0.05) // one turn costs $0.04
+	res, err := a.Run(t.Context(), d)
+	ae := agentError(t, err)
+	if ae.Code != troupe.CodeBudget || !errors.Is(err, troupe.ErrBudgetExhausted) {
+		t.Errorf("error = %v", err)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2 (stop once $0.08 ≥ $0.05)", n)
+	}
+	if got := *res.CostDollars; got < 0.0799 || got > 0.0801 {
+		t.Errorf("cost = %v, want 0.08 counted once per call", got)
+	}
+}
+
+func TestAPIKeyNeverLeaks(t *testing.T) {
+	srv := newCompletionServer(t,
+		reply{status: 401, header: map[string]string{"X-Echo": "$AUTH"}, body: `{"error":{"message":"Incorrect API key provided: $AUTH"}}`},
+	)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: true})
+	rt := &runtime{}
+	res, err := a.Run(t.Context(), dispatch("hi", rt))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	ae := agentError(t, err)
+	if ae.Recoverable || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("error = %v", err)
+	}
+	everything, _ := json.Marshal([]any{err.Error(), fmt.Sprintf("%+v", err), res, rt.Events()})
+	if strings.Contains(string(everything), testKey) || strings.Contains(string(everything), "SECRET") {
+		t.Errorf("API key leaked: %s", everything)
+	}
+}
+
+func TestNoKeySendsNoAuthorization(t *testing.T) {
+	srv := newCompletionServer(t, reply{content: "ok", usage: [2]int{1, 1}})
+	t.Setenv("OPENAI_API_KEY", "sk-ambient")
+	t.Setenv("UNSET_KEY_VAR", "")
+	a, err := llmagent.New(llmagent.Config{BaseURL: srv.URL(), Model: "m", APIKeyEnv: "UNSET_KEY_VAR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(t.Context(), dispatch("hi", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Requests()[0].Header.Get("Authorization"); got != "" {
+		t.Errorf("Authorization = %q, want none (the ambient OPENAI_API_KEY is not ours to send)", got)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, err := llmagent.New(llmagent.Config{
+		BaseURL: "ftp://x", Temperature: troupe.Ptr(3.0), MaxTokens: -1, Prompt: "{{.Query",
+		Schema: json.RawMessage(`{"type": 12}`), Tools: []troupe.Tool{addTool, addTool},
+	})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"llmagent: config:", "base_url", "model: required", "temperature", "max_tokens", "prompt:", "schema:", `"add" offered twice`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestTemplateErrorIsInvalidInput(t *testing.T) {
+	srv := newCompletionServer(t)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Prompt: "{{.ParsedQuery.missing.deeper}}"})
+	_, err := a.Run(t.Context(), dispatch("hi", nil))
+	if ae := agentError(t, err); ae.Code != troupe.CodeInvalidInput {
+		t.Errorf("error = %v", err)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Error("a request was sent")
+	}
+}

@@ -1,0 +1,150 @@
+package llmagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/troupehq/troupe"
+)
+
+// turn is one completion's answer, from a whole response or from the chunks of a stream.
+type turn struct {
+	content, refusal               string
+	toolCalls                      []toolCall
+	promptTokens, completionTokens int64
+	model                          string
+}
+
+type toolCall struct{ id, name, args string }
+
+func (t *turn) assistant() openai.ChatCompletionMessageParamUnion {
+	m := openai.ChatCompletionAssistantMessageParam{}
+	if t.content != "" {
+		m.Content.OfString = openai.String(t.content)
+	}
+	for _, tc := range t.toolCalls {
+		m.ToolCalls = append(m.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID:       tc.id,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.name, Arguments: tc.args},
+			},
+		})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &m}
+}
+
+// complete asks for one completion. A turn is returned whenever the server reported usage, so
+// that what was spent is counted even when the answer is unusable.
+func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption) (*turn, error) {
+	if a.c.cfg.Stream {
+		return a.stream(ctx, d, p, opts)
+	}
+	resp, err := a.svc.New(ctx, p, opts...)
+	if err != nil {
+		return nil, apiError(a.c.cfg.Model, err)
+	}
+	t := &turn{model: resp.Model, promptTokens: resp.Usage.PromptTokens, completionTokens: resp.Usage.CompletionTokens}
+	if len(resp.Choices) == 0 {
+		return t, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: "llmagent: " + a.c.cfg.Model + ": response has no choices"}
+	}
+	msg := resp.Choices[0].Message
+	t.content, t.refusal = msg.Content, msg.Refusal
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		t.toolCalls = append(t.toolCalls, toolCall{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
+	}
+	return t, nil
+}
+
+// stream asks for a streamed completion, emitting each piece of text as a "token" progress
+// event, and assembles the turn from the chunks (tool calls arrive in pieces keyed by index;
+// usage arrives in a last chunk without choices).
+func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption) (*turn, error) {
+	s := a.svc.NewStreaming(ctx, p, opts...)
+	defer s.Close()
+	t := &turn{}
+	var content, refusal []byte
+	byIndex := map[int64]int{}
+	for s.Next() {
+		ch := s.Current()
+		if ch.Model != "" {
+			t.model = ch.Model
+		}
+		if ch.Usage.PromptTokens != 0 || ch.Usage.CompletionTokens != 0 {
+			t.promptTokens, t.completionTokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
+		}
+		if len(ch.Choices) == 0 {
+			continue
+		}
+		delta := ch.Choices[0].Delta
+		if delta.Content != "" {
+			content = append(content, delta.Content...)
+			d.Progress("token", map[string]any{"text": delta.Content})
+		}
+		refusal = append(refusal, delta.Refusal...)
+		for _, tc := range delta.ToolCalls {
+			i, ok := byIndex[tc.Index]
+			if !ok {
+				i = len(t.toolCalls)
+				byIndex[tc.Index] = i
+				t.toolCalls = append(t.toolCalls, toolCall{})
+			}
+			call := &t.toolCalls[i]
+			if tc.ID != "" {
+				call.id = tc.ID
+			}
+			call.name += tc.Function.Name
+			call.args += tc.Function.Arguments
+		}
+	}
+	t.content, t.refusal = string(content), string(refusal)
+	if err := s.Err(); err != nil {
+		if t.promptTokens == 0 && t.completionTokens == 0 {
+			return nil, apiError(a.c.cfg.Model, err)
+		}
+		return t, apiError(a.c.cfg.Model, err)
+	}
+	return t, nil
+}
+
+// fatal is what errors that must end the dispatch implement: agent-as-tool's cycle and depth
+// guards. Every other tool error is the model's to handle.
+type fatal interface{ Fatal() bool }
+
+// callTool runs one tool call and returns what the model is told: the tool's output, or what
+// went wrong. It returns an error only when the dispatch must fail.
+func (a *Agent) callTool(ctx context.Context, d *troupe.Dispatch, tc toolCall) (string, error) {
+	tool, ok := a.c.tools[tc.name]
+	if !ok {
+		return fmt.Sprintf("error: there is no tool named %q", tc.name), nil
+	}
+	args := json.RawMessage(tc.args)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return fmt.Sprintf("error: the arguments of %s are not valid JSON: %s", tc.name, cut(tc.args, 200)), nil
+	}
+	d.Progress("tool_call", map[string]any{"tool": tc.name, "id": tc.id})
+	out, err := tool.Call(ctx, d, args)
+	if err != nil {
+		var f fatal
+		if errors.As(err, &f) && f.Fatal() {
+			return "", fmt.Errorf("llmagent: tool %s: %w", tc.name, err)
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("llmagent: tool %s: %w", tc.name, err)
+		}
+		return "error: " + err.Error(), nil
+	}
+	if len(out) == 0 {
+		return "null", nil
+	}
+	return string(out), nil
+}
