@@ -1,0 +1,728 @@
+package tutor
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/troupehq/troupe"
+)
+
+// Config tunes the agents. The zero value is seed 003's defaults.
+type Config struct {
+	// NumQuestions per quiz; 0 means 5 (seed 003's default), capped by the questions a concept has.
+	NumQuestions int
+	// Threshold is the mastery needed to count a concept mastered; 0 means 0.85 (seed 003).
+	Threshold float64
+	// RequiredMastery below which a prerequisite is a gap; 0 means 0.5 (seed 003).
+	RequiredMastery float64
+	// MaxProbes bounds the questions the diagnostic asks; 0 means 3.
+	MaxProbes int
+}
+
+func (c Config) withDefaults() Config {
+	if c.NumQuestions <= 0 {
+		c.NumQuestions = 5
+	}
+	if c.Threshold <= 0 || c.Threshold > 1 {
+		c.Threshold = 0.85
+	}
+	if c.RequiredMastery <= 0 || c.RequiredMastery > 1 {
+		c.RequiredMastery = 0.5
+	}
+	if c.MaxProbes <= 0 {
+		c.MaxProbes = 3
+	}
+	return c
+}
+
+// Specialists are seed 003's five specialists over one corpus. Build with NewSpecialists; the methods
+// are troupe agents (use them through Registry) and safe for concurrent use.
+type Specialists struct {
+	corpus *Corpus
+	cfg    Config
+}
+
+// NewSpecialists returns the specialists over corpus (nil: DefaultCorpus).
+func NewSpecialists(corpus *Corpus, cfg Config) *Specialists {
+	if corpus == nil {
+		corpus = DefaultCorpus()
+	}
+	return &Specialists{corpus: corpus, cfg: cfg.withDefaults()}
+}
+
+// Corpus returns the agents' corpus.
+func (a *Specialists) Corpus() *Corpus { return a.corpus }
+
+// pauseWords end a quiz early, keeping its place.
+var pauseWords = []string{"pause", "stop", "later", "pause quiz", "quit"}
+
+func isPause(answer string) bool {
+	return slices.Contains(pauseWords, strings.Join(tokens(answer), " "))
+}
+
+// ask puts a question to the learner. A failure to get an answer is returned as is: the
+// engine pauses the run on troupe.ErrPaused.
+func ask(ctx context.Context, d *troupe.Dispatch, id, prompt string, q *Question) (string, error) {
+	ans, err := d.Ask(ctx, troupe.Question{ID: id, Kind: troupe.QuestionAsk, Prompt: prompt,
+		Data: map[string]any{"question_id": q.ID, "concept": q.Concept}})
+	if err != nil {
+		return "", err
+	}
+	return ans.Text, nil
+}
+
+// Diagnostic assesses the prerequisites of the topic the message names (or the current
+// topic): it asks one probe question per prerequisite whose mastery is unknown, nearest first,
+// up to MaxProbes, infers the rest, and reports gaps, a learner level and a recommendation.
+func (a *Specialists) Diagnostic(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	topic, ok := a.corpus.FindTopic(d.Query)
+	if !ok {
+		var cur string
+		if lookup(d, KeyCurrentTopic, &cur) {
+			topic, ok = a.corpus.Concept(cur)
+		}
+	}
+	if !ok {
+		code, what := troupe.CodeInvalidInput, "no topic named"
+		fallback := "ask the learner which topic: " + strings.Join(a.topicNames(), ", ")
+		if lower := strings.ToLower(d.Query); strings.Contains(lower, "teach me") || strings.Contains(lower, "learn") {
+			code, what = troupe.CodeRAGEmpty, "no content for the topic asked for"
+			fallback = "suggest related topics: " + strings.Join(a.ready(masteryOf(d)), ", ")
+		}
+		return nil, &troupe.AgentError{Code: code, Message: fmt.Sprintf("diagnostic: %s in %q", what, d.Query), FallbackAction: fallback}
+	}
+	mastery := masteryOf(d)
+	prereqs := a.corpus.Prerequisites(topic.ID)
+	// Probe direct prerequisites first, then the topic itself, then deeper ones.
+	order := slices.Clone(topic.Requires)
+	order = append(order, topic.ID)
+	for _, p := range prereqs {
+		if !slices.Contains(order, p) {
+			order = append(order, p)
+		}
+	}
+	var lines []string
+	probed := map[string]float64{}
+	seed := seedOf(d)
+	for _, c := range order {
+		if _, known := mastery[c]; known || len(probed) >= a.cfg.MaxProbes {
+			continue
+		}
+		q := a.corpus.Draw(c, 1, seed, "diagnostic")[0]
+		k, _ := a.corpus.Concept(c)
+		prompt := fmt.Sprintf("Quick check on %s before %s: %s", k.Name, topic.Name, q.Text)
+		if c == topic.ID {
+			prompt = fmt.Sprintf("Quick check on %s itself: %s", k.Name, q.Text)
+		}
+		ans, err := ask(ctx, d, "diagnostic/"+q.ID, prompt, q)
+		if err != nil {
+			return nil, err
+		}
+		correct, near := Grade(q.Answer, ans)
+		est := 0.1
+		switch {
+		case correct:
+			est = 0.8
+		case near >= 0.9:
+			est = 0.4
+		}
+		probed[c] = est
+		mastery[c] = est
+		verdict := "right"
+		if !correct {
+			verdict = "not quite, the answer is " + q.Answer
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %q — %s (estimate %.2f)", k.Name, ans, verdict, est))
+	}
+	// Knowing a concept implies knowing what it requires: an unknown prerequisite takes the
+	// best estimate of a probed concept that needs it.
+	for _, c := range append(slices.Clone(prereqs), topic.ID) {
+		if _, known := mastery[c]; known {
+			continue
+		}
+		best, any := 0.0, false
+		for p, est := range probed {
+			if slices.Contains(a.corpus.Prerequisites(p), c) {
+				best, any = math.Max(best, est), true
+			}
+		}
+		if any {
+			mastery[c] = best
+		}
+	}
+	var gaps []gap
+	sum := 0.0
+	for _, p := range prereqs {
+		m := mastery[p]
+		sum += m
+		if m < a.cfg.RequiredMastery {
+			gaps = append(gaps, gap{Concept: p, CurrentMastery: m, RequiredMastery: a.cfg.RequiredMastery})
+		}
+	}
+	level := "advanced"
+	if len(prereqs) > 0 {
+		switch mean := sum / float64(len(prereqs)); {
+		case mean < 0.5:
+			level = "beginner"
+		case mean < 0.8:
+			level = "intermediate"
+		}
+	}
+	rec := "proceed"
+	switch {
+	case mastery[topic.ID] >= a.cfg.Threshold:
+		rec = "skip_ahead"
+	case len(gaps) > 0:
+		rec = "remediate"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Let's learn %s. %s\n", topic.Name, topic.Summary)
+	if len(lines) > 0 {
+		b.WriteString("Your quick check:\n" + strings.Join(lines, "\n") + "\n")
+	}
+	fmt.Fprintf(&b, "Level: %s.", level)
+	if len(gaps) > 0 {
+		var gs []string
+		for _, g := range gaps {
+			gs = append(gs, fmt.Sprintf("%s (%.2f < %.2f)", g.Concept, g.CurrentMastery, g.RequiredMastery))
+		}
+		fmt.Fprintf(&b, " Gaps to close first: %s — ask \"what's next\" for a path.", strings.Join(gs, ", "))
+	} else if rec == "skip_ahead" {
+		fmt.Fprintf(&b, " You already know %s well; ask \"what's next\" to move on.", topic.Name)
+	} else {
+		fmt.Fprintf(&b, " No gaps: ask me to explain %s, or say \"quiz me\".", topic.Name)
+	}
+	paused := false
+	var prev string
+	if lookup(d, KeyCurrentTopic, &prev) && prev == topic.ID {
+		lookup(d, KeyQuizPaused, &paused) // the same topic keeps its paused quiz
+	}
+	if gaps == nil {
+		gaps = []gap{}
+	}
+	return &troupe.Result{
+		AgentResult: map[string]any{
+			KeyCurrentTopic: topic.ID, "diagnostic_complete": true, KeyPrerequisiteGaps: gaps,
+			KeyLearnerLevel: level, "recommendation": rec, KeyMastery: mastery, KeyQuizPaused: paused,
+		},
+		AnalysisSummary: summary(b.String()),
+	}, nil
+}
+
+// Tutor explains the current topic at the learner's level: a recap of each prerequisite gap,
+// the level's explanation, the passages of the corpus that best answer a specific question,
+// examples (more for beginners) and key points.
+func (a *Specialists) Tutor(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	var cur, level string
+	lookup(d, KeyCurrentTopic, &cur)
+	lookup(d, KeyLearnerLevel, &level)
+	topic, ok := a.corpus.Concept(cur)
+	if named, found := a.corpus.FindTopic(d.Query); found {
+		topic, ok = named, true
+	}
+	if !ok {
+		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: "tutor: no current topic", FallbackAction: "run diagnostic first"}
+	}
+	if !slices.Contains(levels, level) {
+		level = "beginner"
+	}
+	var gaps []gap
+	lookup(d, KeyPrerequisiteGaps, &gaps)
+	var b strings.Builder
+	for _, g := range gaps {
+		if k, ok := a.corpus.Concept(g.Concept); ok && slices.Contains(a.corpus.Prerequisites(topic.ID), g.Concept) {
+			fmt.Fprintf(&b, "First, a reminder about %s: %s\n", k.Name, k.Summary)
+		}
+	}
+	b.WriteString(topic.Explanations[level])
+	question := a.specificQuestion(d.Query, topic)
+	var passages []string
+	if question != "" {
+		passages = a.retrieve(question, topic.ID, topic.Explanations[level], 2)
+		if len(passages) > 0 {
+			b.WriteString("\nOn your question: " + strings.Join(passages, " "))
+		}
+	}
+	n := map[string]int{"beginner": 3, "intermediate": 2, "advanced": 1}[level]
+	examples := topic.Examples[:min(n, len(topic.Examples))]
+	explanation := b.String()
+	mastery := masteryOf(d)
+	next := "quiz"
+	switch {
+	case question != "" && len(passages) == 0:
+		next = "ask_question"
+	case mastery[topic.ID] >= a.cfg.Threshold:
+		next = "ask_question"
+	}
+	text := explanation + "\nExamples: " + strings.Join(examples, "; ") + "\nKey points: " + strings.Join(topic.KeyPoints, "; ") + "."
+	switch next {
+	case "quiz":
+		text += "\nWhen you're ready, say \"quiz me\"."
+	case "ask_question":
+		text += "\nAsk me anything else about " + topic.Name + "."
+	}
+	return &troupe.Result{
+		AgentResult: map[string]any{
+			"explanation": explanation, "examples_provided": examples, "key_points": topic.KeyPoints,
+			"next_action": next, "topic": topic.ID, "learner_level": level,
+		},
+		AnalysisSummary: summary(text),
+	}, nil
+}
+
+// specificQuestion returns the message when it asks something beyond naming the topic.
+func (a *Specialists) specificQuestion(msg string, topic *Concept) string {
+	rest := 0
+	names := map[string]bool{}
+	for _, n := range append([]string{topic.ID, topic.Name}, topic.Aliases...) {
+		for _, w := range tokens(n) {
+			names[w] = true
+		}
+	}
+	for _, w := range tokens(msg) {
+		if !stopWords[w] && !names[w] {
+			rest++
+		}
+	}
+	if rest == 0 {
+		return ""
+	}
+	return msg
+}
+
+var stopWords = map[string]bool{
+	"a": true, "an": true, "the": true, "is": true, "are": true, "do": true, "does": true, "how": true, "why": true,
+	"what": true, "explain": true, "me": true, "i": true, "you": true, "to": true, "of": true, "in": true, "it": true,
+	"can": true, "please": true, "and": true, "we": true, "my": true, "about": true, "work": true, "works": true, "s": true,
+}
+
+// retrieve returns up to n corpus sentences that share the most content words with question,
+// preferring the topic's own material and skipping sentences already in shown.
+func (a *Specialists) retrieve(question, topic, shown string, n int) []string {
+	q := map[string]bool{}
+	for _, w := range tokens(question) {
+		if !stopWords[w] {
+			q[w] = true
+		}
+	}
+	type hit struct {
+		s     string
+		score float64
+		at    int
+	}
+	var hits []hit
+	at := 0
+	for _, k := range a.corpus.Concepts {
+		var texts []string
+		for _, l := range levels {
+			texts = append(texts, sentences(k.Explanations[l])...)
+		}
+		texts = append(texts, k.Examples...)
+		for _, s := range texts {
+			at++
+			if strings.Contains(shown, s) {
+				continue
+			}
+			score := 0.0
+			for _, w := range tokens(s) {
+				if q[w] {
+					score++
+					q[w] = false // count each question word once per sentence
+				}
+			}
+			for w := range q {
+				q[w] = true
+			}
+			if score == 0 {
+				continue
+			}
+			if k.ID == topic {
+				score += 0.5
+			}
+			hits = append(hits, hit{s, score, at})
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
+	var out []string
+	for _, h := range hits[:min(n, len(hits))] {
+		out = append(out, h.s)
+	}
+	return out
+}
+
+// sentences splits text at sentence ends.
+func sentences(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		if (text[i] == '.' || text[i] == '?' || text[i] == '!') && (i+1 == len(text) || text[i+1] == ' ') {
+			if s := strings.TrimSpace(text[start : i+1]); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(text[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Quiz runs a quiz on the current topic: it draws NumQuestions questions with the session's
+// seed, asks them one by one through the run's human-input handler, grades each answer, and
+// stops early — quiz_paused — when the learner says "pause". A paused quiz on the current
+// topic resumes at the question it stopped at.
+func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	var cur string
+	lookup(d, KeyCurrentTopic, &cur)
+	topic, ok := a.corpus.Concept(cur)
+	if !ok {
+		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("quiz: unknown current topic %q", cur), FallbackAction: "run diagnostic first"}
+	}
+	var (
+		items     []quizItem
+		responses []response
+		index     int
+		paused    bool
+		number    int
+	)
+	lookup(d, "quiz_number", &number)
+	lookup(d, KeyQuizPaused, &paused)
+	resumed := false
+	if paused {
+		lookup(d, KeyQuizQuestions, &items)
+		lookup(d, KeyQuizResponses, &responses)
+		lookup(d, KeyQuizQuestionIndex, &index)
+		resumed = len(items) > 0 && items[0].ConceptName == topic.ID && index < len(items) && index == len(responses)
+	}
+	if !resumed {
+		number++
+		items, responses, index = nil, nil, 0
+		for _, q := range a.corpus.Draw(topic.ID, a.cfg.NumQuestions, seedOf(d), fmt.Sprint("quiz ", number)) {
+			items = append(items, quizItem{QuestionID: q.ID, QuestionText: q.Text, ConceptName: q.Concept, Skill: q.Skill,
+				Difficulty: q.Difficulty, ExpectedAnswer: q.Answer, SourceContext: topic.Summary})
+		}
+	}
+	var lines []string
+	if resumed {
+		lines = append(lines, fmt.Sprintf("Resuming your %s quiz at question %d of %d.", topic.Name, index+1, len(items)))
+	}
+	paused = false
+	for index < len(items) {
+		it := items[index]
+		q, _ := a.corpus.Question(it.QuestionID)
+		ans, err := ask(ctx, d, fmt.Sprintf("quiz/%d/%s", number, it.QuestionID),
+			fmt.Sprintf("Question %d of %d (%s): %s", index+1, len(items), topic.Name, it.QuestionText), q)
+		if err != nil {
+			return nil, err
+		}
+		if isPause(ans) {
+			paused = true
+			break
+		}
+		correct, near := Grade(it.ExpectedAnswer, ans)
+		fb := "Correct."
+		if !correct {
+			fb = fmt.Sprintf("Not quite: the answer is %s.", it.ExpectedAnswer)
+		}
+		responses = append(responses, response{QuestionID: it.QuestionID, LearnerAnswer: ans, IsCorrect: correct, Closeness: near, Feedback: fb})
+		lines = append(lines, fmt.Sprintf("Q%d %s", index+1, fb))
+		index++
+	}
+	right := 0
+	for _, r := range responses {
+		if r.IsCorrect {
+			right++
+		}
+	}
+	score := 0.0
+	if len(responses) > 0 {
+		score = float64(right) / float64(len(responses))
+	}
+	complete := !paused
+	if paused {
+		lines = append(lines, fmt.Sprintf("Quiz paused after %d of %d questions; say \"continue quiz\" to pick up where you left off.", index, len(items)))
+	} else {
+		lines = append(lines, fmt.Sprintf("Quiz on %s complete: %d of %d correct (%.0f%%).", topic.Name, right, len(items), 100*score))
+	}
+	if responses == nil {
+		responses = []response{}
+	}
+	return &troupe.Result{
+		AgentResult: map[string]any{
+			KeyQuizQuestions: items, KeyQuizResponses: responses, KeyQuizScore: score, KeyQuizQuestionIndex: index,
+			KeyQuizPaused: paused, KeyQuizComplete: complete, "quiz_number": number, "topic": topic.ID,
+		},
+		AnalysisSummary: summary(strings.Join(lines, "\n")),
+	}, nil
+}
+
+// Feedback analyses a completed quiz: it classifies each wrong answer (a near-miss number is
+// careless, a far one procedural, a non-answer conceptual), lists the skills to work on, and
+// updates the topic's mastery as 0.3·previous + 0.7·score (the score alone the first time).
+func (a *Specialists) Feedback(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	var (
+		items     []quizItem
+		responses []response
+		score     float64
+		complete  bool
+	)
+	lookup(d, KeyQuizQuestions, &items)
+	lookup(d, KeyQuizResponses, &responses)
+	lookup(d, KeyQuizScore, &score)
+	lookup(d, KeyQuizComplete, &complete)
+	if len(items) == 0 || !complete {
+		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: "feedback: no completed quiz", FallbackAction: "run diagnostic first"}
+	}
+	topic, _ := a.corpus.Concept(items[0].ConceptName)
+	byID := map[string]quizItem{}
+	for _, it := range items {
+		byID[it.QuestionID] = it
+	}
+	type pattern struct {
+		PatternType          string   `json:"pattern_type"`
+		Description          string   `json:"description"`
+		AffectedQuestions    []string `json:"affected_questions"`
+		SuggestedRemediation string   `json:"suggested_remediation"`
+		skills               []string
+	}
+	var patterns []*pattern
+	find := func(kind string) *pattern {
+		for _, p := range patterns {
+			if p.PatternType == kind {
+				return p
+			}
+		}
+		p := &pattern{PatternType: kind}
+		patterns = append(patterns, p)
+		return p
+	}
+	var areas []string
+	for _, r := range responses {
+		if r.IsCorrect {
+			continue
+		}
+		it := byID[r.QuestionID]
+		kind := "conceptual"
+		if _, isNum := parseNumber(r.LearnerAnswer); isNum {
+			kind = "procedural"
+			if r.Closeness >= 0.9 {
+				kind = "careless"
+			}
+		}
+		p := find(kind)
+		p.AffectedQuestions = append(p.AffectedQuestions, r.QuestionID)
+		if !slices.Contains(p.skills, it.Skill) {
+			p.skills = append(p.skills, it.Skill)
+		}
+		if !slices.Contains(areas, it.Skill) {
+			areas = append(areas, it.Skill)
+		}
+	}
+	order := map[string]int{"conceptual": 0, "procedural": 1, "careless": 2}
+	sort.SliceStable(patterns, func(i, j int) bool { return order[patterns[i].PatternType] < order[patterns[j].PatternType] })
+	out := []map[string]any{}
+	for _, p := range patterns {
+		skills := strings.Join(p.skills, ", ")
+		switch p.PatternType {
+		case "conceptual":
+			p.Description = fmt.Sprintf("%d answer(s) on %s were not a number at all", len(p.AffectedQuestions), skills)
+			p.SuggestedRemediation = fmt.Sprintf("re-read the explanation of %s: %s", topic.Name, topic.Summary)
+		case "procedural":
+			p.Description = fmt.Sprintf("%d answer(s) on %s were far from the expected value", len(p.AffectedQuestions), skills)
+			p.SuggestedRemediation = fmt.Sprintf("rework the steps of %s; remember: %s", skills, strings.Join(topic.KeyPoints, "; "))
+		case "careless":
+			p.Description = fmt.Sprintf("%d answer(s) on %s were within 10%% of the expected value", len(p.AffectedQuestions), skills)
+			p.SuggestedRemediation = "check each answer once more before moving on"
+		}
+		out = append(out, map[string]any{"pattern_type": p.PatternType, "description": p.Description,
+			"affected_questions": p.AffectedQuestions, "suggested_remediation": p.SuggestedRemediation})
+	}
+	mastery := masteryOf(d)
+	prev, known := mastery[topic.ID]
+	m := score
+	if known {
+		m = 0.3*prev + 0.7*score
+	}
+	m = math.Round(m*1000) / 1000
+	mastery[topic.ID] = m
+	achieved := m >= a.cfg.Threshold
+	var b strings.Builder
+	right := 0
+	for _, r := range responses {
+		if r.IsCorrect {
+			right++
+		}
+	}
+	fmt.Fprintf(&b, "You got %d of %d questions on %s right (%.0f%%). ", right, len(responses), topic.Name, 100*score)
+	if known {
+		fmt.Fprintf(&b, "Your mastery moved from %.2f to %.2f", prev, m)
+	} else {
+		fmt.Fprintf(&b, "Your mastery is now %.2f", m)
+	}
+	fmt.Fprintf(&b, " (mastery needs %.2f).", a.cfg.Threshold)
+	if achieved {
+		fmt.Fprintf(&b, " You have mastered %s!", topic.Name)
+	}
+	for _, p := range patterns {
+		fmt.Fprintf(&b, "\n- %s: %s; %s.", p.PatternType, p.Description, p.SuggestedRemediation)
+	}
+	if areas == nil {
+		areas = []string{}
+	}
+	return &troupe.Result{
+		AgentResult: map[string]any{
+			"error_patterns": out, "feedback_text": b.String(), "improvement_areas": areas,
+			KeyMasteryScore: m, KeyMasteryAchieved: achieved, KeyMastery: mastery, "topic": topic.ID,
+		},
+		Confidence:      troupe.Ptr(math.Min(1, float64(len(responses))/float64(a.cfg.NumQuestions))),
+		AnalysisSummary: summary(b.String()),
+	}, nil
+}
+
+// PathPlanner orders what is left to learn: the unmastered concepts the current topic needs
+// (all unmastered concepts when there is none), in topological order of the concept graph, with
+// why and how much effort each takes; the concepts ready to start next are the alternatives.
+func (a *Specialists) PathPlanner(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	mastery := masteryOf(d)
+	var cur string
+	lookup(d, KeyCurrentTopic, &cur)
+	goal := ""
+	if k, ok := a.corpus.Concept(cur); ok {
+		goal = k.ID
+	}
+	if k, ok := a.corpus.FindTopic(d.Query); ok {
+		goal = k.ID
+	}
+	scope := map[string]bool{}
+	if goal != "" {
+		scope[goal] = true
+		for _, p := range a.corpus.Prerequisites(goal) {
+			scope[p] = true
+		}
+	}
+	unmastered := func(id string) bool { return mastery[id] < a.cfg.Threshold }
+	order, err := a.corpus.topo(func(id string) bool { return unmastered(id) && (goal == "" || scope[id]) })
+	if err != nil {
+		return nil, fmt.Errorf("tutor: pathplanner: %w", err)
+	}
+	if len(order) == 0 && goal != "" {
+		// The goal and everything under it is mastered: plan onward over the whole graph.
+		goal = ""
+		order, _ = a.corpus.topo(unmastered)
+	}
+	path := []map[string]any{}
+	var steps []string
+	for _, id := range order {
+		k, _ := a.corpus.Concept(id)
+		m, known := mastery[id]
+		var reason string
+		var unmet []string
+		for _, r := range k.Requires {
+			if unmastered(r) {
+				unmet = append(unmet, r)
+			}
+		}
+		switch {
+		case id == goal:
+			reason = "your current topic"
+		case goal != "":
+			var needs []string
+			for _, c := range a.corpus.Concepts {
+				if slices.Contains(c.Requires, id) && scope[c.ID] {
+					needs = append(needs, c.ID)
+				}
+			}
+			reason = "needed for " + strings.Join(needs, " and ")
+		default:
+			reason = "not yet mastered"
+		}
+		if known {
+			reason += fmt.Sprintf("; mastery %.2f < %.2f", m, a.cfg.Threshold)
+		} else {
+			reason += "; not assessed yet"
+		}
+		if len(unmet) > 0 {
+			reason += "; after " + strings.Join(unmet, ", ")
+		}
+		effort := "high"
+		switch {
+		case m >= 0.6:
+			effort = "low"
+		case m >= 0.3:
+			effort = "medium"
+		}
+		path = append(path, map[string]any{"topic": id, "reason": reason, "estimated_effort": effort})
+		steps = append(steps, fmt.Sprintf("%d. %s — %s (effort %s)", len(steps)+1, k.Name, reason, effort))
+	}
+	next := ""
+	if len(order) > 0 {
+		next = order[0]
+	}
+	alts := slices.DeleteFunc(a.ready(mastery), func(id string) bool { return id == next })
+	var b strings.Builder
+	var known []string
+	for _, k := range a.corpus.Concepts {
+		if m, ok := mastery[k.ID]; ok {
+			known = append(known, fmt.Sprintf("%s %.2f", k.ID, m))
+		}
+	}
+	if len(known) > 0 {
+		b.WriteString("Your mastery: " + strings.Join(known, ", ") + ".\n")
+	} else {
+		b.WriteString("Nothing assessed yet.\n")
+	}
+	reasoning := ""
+	switch {
+	case next == "":
+		reasoning = "Every concept is mastered."
+	case goal != "":
+		reasoning = fmt.Sprintf("To reach %s, learn the %d unmastered concepts it depends on in prerequisite order, starting with %s.", goal, len(order), next)
+	default:
+		reasoning = fmt.Sprintf("%d concepts are not mastered; this order puts every concept after its prerequisites, starting with %s.", len(order), next)
+	}
+	b.WriteString(reasoning)
+	if len(steps) > 0 {
+		b.WriteString("\n" + strings.Join(steps, "\n"))
+	}
+	if len(alts) > 0 {
+		b.WriteString("\nAlso ready to start: " + strings.Join(alts, ", ") + ".")
+	}
+	if alts == nil {
+		alts = []string{}
+	}
+	return &troupe.Result{
+		AgentResult: map[string]any{"learning_path": path, "next_topic": next, "path_reasoning": reasoning, "alternative_paths": alts},
+		AnalysisSummary: summary(b.String()),
+	}, nil
+}
+
+// ready returns the unmastered concepts whose prerequisites are all mastered.
+func (a *Specialists) ready(mastery map[string]float64) []string {
+	var out []string
+	for _, k := range a.corpus.Concepts {
+		if mastery[k.ID] >= a.cfg.Threshold {
+			continue
+		}
+		ok := true
+		for _, r := range k.Requires {
+			ok = ok && mastery[r] >= a.cfg.Threshold
+		}
+		if ok {
+			out = append(out, k.ID)
+		}
+	}
+	return out
+}
+
+func (a *Specialists) topicNames() []string {
+	var out []string
+	for _, k := range a.corpus.Concepts {
+		out = append(out, k.ID)
+	}
+	return out
+}

@@ -1,0 +1,308 @@
+package tutor
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+//go:embed corpus/arithmetic.json
+var corpusFS embed.FS
+
+// Corpus is the tutor's teaching material: concepts with explanations per learner level,
+// worked examples, key points and quiz questions, and the concept graph their Requires lists
+// form. A Corpus is read-only once loaded and safe for concurrent use.
+type Corpus struct {
+	Name     string     `json:"name"`
+	Concepts []*Concept `json:"concepts"`
+
+	byID map[string]*Concept
+	qs   map[string]*Question
+}
+
+// Concept is one node of the concept graph.
+type Concept struct {
+	ID           string            `json:"id"`
+	Name         string            `json:"name"`
+	Aliases      []string          `json:"aliases"`
+	Requires     []string          `json:"requires"` // direct prerequisites
+	Summary      string            `json:"summary"`
+	Explanations map[string]string `json:"explanations"` // learner level → text
+	Examples     []string          `json:"examples"`
+	KeyPoints    []string          `json:"key_points"`
+	Questions    []*Question       `json:"questions"`
+}
+
+// Question is one quiz question with its expected answer.
+type Question struct {
+	ID         string `json:"id"`
+	Skill      string `json:"skill"`
+	Difficulty string `json:"difficulty"`
+	Text       string `json:"text"`
+	Answer     string `json:"answer"`
+	Concept    string `json:"-"` // set on load
+}
+
+// Levels are the learner levels of seed 003, lowest first.
+var levels = []string{"beginner", "intermediate", "advanced"}
+
+// DefaultCorpus returns the shipped arithmetic corpus: seven concepts from addition to
+// percentages. Each call parses it anew.
+func DefaultCorpus() *Corpus {
+	b, err := corpusFS.ReadFile("corpus/arithmetic.json")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	c, err := ParseCorpus(b)
+	if err != nil {
+		panic(err) // the shipped corpus is tested
+	}
+	return c
+}
+
+// ParseCorpus decodes and checks a corpus: unique ids, known prerequisites, no cycle in the
+// concept graph, an explanation for every level and at least one question per concept.
+// Every problem is reported.
+func ParseCorpus(b []byte) (*Corpus, error) {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	c := &Corpus{}
+	if err := dec.Decode(c); err != nil {
+		return nil, fmt.Errorf("tutor: corpus: %w", err)
+	}
+	var problems []string
+	c.byID = make(map[string]*Concept)
+	c.qs = make(map[string]*Question)
+	for i, k := range c.Concepts {
+		if k == nil || k.ID == "" {
+			problems = append(problems, fmt.Sprintf("concepts[%d].id: required", i))
+			continue
+		}
+		if _, dup := c.byID[k.ID]; dup {
+			problems = append(problems, fmt.Sprintf("concepts[%d].id: duplicate %q", i, k.ID))
+		}
+		c.byID[k.ID] = k
+		for _, l := range levels {
+			if strings.TrimSpace(k.Explanations[l]) == "" {
+				problems = append(problems, fmt.Sprintf("concepts[%d].explanations.%s: required", i, l))
+			}
+		}
+		if len(k.Questions) == 0 {
+			problems = append(problems, fmt.Sprintf("concepts[%d].questions: at least one required", i))
+		}
+		for j, q := range k.Questions {
+			if q == nil || q.ID == "" || q.Answer == "" || q.Text == "" {
+				problems = append(problems, fmt.Sprintf("concepts[%d].questions[%d]: id, text and answer are required", i, j))
+				continue
+			}
+			if _, dup := c.qs[q.ID]; dup {
+				problems = append(problems, fmt.Sprintf("concepts[%d].questions[%d].id: duplicate %q", i, j, q.ID))
+			}
+			q.Concept = k.ID
+			c.qs[q.ID] = q
+		}
+	}
+	for i, k := range c.Concepts {
+		if k == nil {
+			continue
+		}
+		for j, r := range k.Requires {
+			if _, ok := c.byID[r]; !ok {
+				problems = append(problems, fmt.Sprintf("concepts[%d].requires[%d]: unknown concept %q", i, j, r))
+			}
+		}
+	}
+	if len(problems) == 0 {
+		if _, err := c.topo(nil); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("tutor: corpus: %s", strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+// Concept returns the concept with id.
+func (c *Corpus) Concept(id string) (*Concept, bool) { k, ok := c.byID[id]; return k, ok }
+
+// Question returns the question with id, from any concept.
+func (c *Corpus) Question(id string) (*Question, bool) { q, ok := c.qs[id]; return q, ok }
+
+// FindTopic returns the concept a message names, by id, name or alias as whole words; the
+// longest match wins, so "decimal point" beats "decimal".
+func (c *Corpus) FindTopic(msg string) (*Concept, bool) {
+	words := " " + strings.Join(tokens(msg), " ") + " "
+	var best *Concept
+	bestLen := 0
+	for _, k := range c.Concepts {
+		for _, name := range append([]string{k.ID, k.Name}, k.Aliases...) {
+			n := strings.Join(tokens(name), " ")
+			if n == "" && strings.Contains(msg, name) { // symbols such as "%"
+				n = name
+				if len(n) > bestLen {
+					best, bestLen = k, len(n)
+				}
+				continue
+			}
+			if n != "" && strings.Contains(words, " "+n+" ") && len(n) > bestLen {
+				best, bestLen = k, len(n)
+			}
+		}
+	}
+	return best, best != nil
+}
+
+// Prerequisites returns every concept id that id requires, directly or not, nearest first
+// (breadth-first), without id itself.
+func (c *Corpus) Prerequisites(id string) []string {
+	var out []string
+	queue := []string{id}
+	seen := map[string]bool{id: true}
+	for len(queue) > 0 {
+		k := c.byID[queue[0]]
+		queue = queue[1:]
+		if k == nil {
+			continue
+		}
+		for _, r := range k.Requires {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+				queue = append(queue, r)
+			}
+		}
+	}
+	return out
+}
+
+// topo orders the concepts in keep (all when nil) so that every concept comes after its
+// prerequisites; ties go in corpus order. It fails on a cycle.
+func (c *Corpus) topo(keep func(id string) bool) ([]string, error) {
+	indeg := make(map[string]int)
+	for _, k := range c.Concepts {
+		indeg[k.ID] += 0
+		for range k.Requires {
+			indeg[k.ID]++
+		}
+	}
+	var order []string
+	done := make(map[string]bool)
+	for len(order) < len(c.Concepts) {
+		progressed := false
+		for _, k := range c.Concepts {
+			if done[k.ID] || indeg[k.ID] > 0 {
+				continue
+			}
+			done[k.ID], progressed = true, true
+			order = append(order, k.ID)
+			for _, d := range c.Concepts {
+				if slices.Contains(d.Requires, k.ID) {
+					indeg[d.ID]--
+				}
+			}
+			break // restart in corpus order so ties keep it
+		}
+		if !progressed {
+			var left []string
+			for _, k := range c.Concepts {
+				if !done[k.ID] {
+					left = append(left, k.ID)
+				}
+			}
+			return nil, fmt.Errorf("concept graph has a cycle among %v", left)
+		}
+	}
+	if keep == nil {
+		return order, nil
+	}
+	return slices.DeleteFunc(order, func(id string) bool { return !keep(id) }), nil
+}
+
+// Draw returns n questions of concept, chosen without repetition by a shuffle seeded with
+// seed and salt: the same seed and salt always draw the same questions in the same order.
+func (c *Corpus) Draw(concept string, n int, seed uint64, salt string) []*Question {
+	k := c.byID[concept]
+	if k == nil {
+		return nil
+	}
+	qs := slices.Clone(k.Questions)
+	rng := rand.New(rand.NewPCG(seed, hashString(concept+"/"+salt)))
+	rng.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+	return qs[:min(n, len(qs))]
+}
+
+// hashString is FNV-1a, so that salts derive seeds without a package-level table.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// Grade compares a learner's answer with the expected one. Numbers compare by value, so
+// "0.50", ".5" and "1/2" all answer "0.5"; "3 remainder 2"-style answers and text compare as
+// normalized words. closeness is 1 for a correct answer and, for a wrong numeric one, how
+// near it came (1 - relative error, floored at 0); 0 otherwise.
+func Grade(expected, answer string) (correct bool, closeness float64) {
+	want, wok := parseNumber(expected)
+	got, gok := parseNumber(answer)
+	if wok && gok {
+		if math.Abs(want-got) <= 1e-9*math.Max(1, math.Abs(want)) {
+			return true, 1
+		}
+		rel := math.Abs(want-got) / math.Max(math.Abs(want), 1)
+		return false, math.Max(0, 1-rel)
+	}
+	if strings.Join(tokens(expected), " ") == strings.Join(tokens(answer), " ") && len(tokens(answer)) > 0 {
+		return true, 1
+	}
+	return false, 0
+}
+
+// parseNumber reads a decimal ("0.75", ".5", "1,000", "25%"), a fraction ("3/4") or a mixed
+// number ("3 2/5").
+func parseNumber(s string) (float64, bool) {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
+	s = strings.ReplaceAll(s, ",", "")
+	if s == "" {
+		return 0, false
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return f, true
+	}
+	whole := 0.0
+	if i := strings.IndexByte(s, ' '); i > 0 {
+		w, err := strconv.ParseFloat(s[:i], 64)
+		if err != nil {
+			return 0, false
+		}
+		whole, s = w, strings.TrimSpace(s[i+1:])
+	}
+	num, den, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, false
+	}
+	n, err1 := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	d, err2 := strconv.ParseFloat(strings.TrimSpace(den), 64)
+	if err1 != nil || err2 != nil || d == 0 {
+		return 0, false
+	}
+	if whole < 0 {
+		return whole - n/d, true
+	}
+	return whole + n/d, true
+}
+
+// tokens lower-cases s and splits it into words of letters and digits.
+func tokens(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}

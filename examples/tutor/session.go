@@ -1,0 +1,252 @@
+package tutor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/route"
+)
+
+// Registry registers the five specialists of a, each with the session state it reads and
+// writes (seed 003's "State Written"). A declared read that is absent fails the dispatch with
+// STATE_MISSING before the agent runs, which the session's error policy turns into "run
+// diagnostic first".
+func Registry(a *Specialists) (*troupe.Registry, error) {
+	reg := troupe.NewRegistry()
+	for _, s := range []struct {
+		name string
+		fn   troupe.AgentFunc
+		desc string
+		opts []troupe.Option
+	}{
+		{"diagnostic", a.Diagnostic, "probes the topic's prerequisites and estimates mastery per concept",
+			[]troupe.Option{troupe.Writes(KeyCurrentTopic, "diagnostic_complete", KeyPrerequisiteGaps, KeyLearnerLevel, "recommendation", KeyMastery, KeyQuizPaused)}},
+		{"tutor", a.Tutor, "explains the current topic at the learner's level from the corpus",
+			[]troupe.Option{troupe.Reads(KeyCurrentTopic, KeyLearnerLevel), troupe.Writes("explanation", "examples_provided")}},
+		{"quiz", a.Quiz, "draws questions with the session's seed, asks and grades them",
+			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore, KeyQuizQuestionIndex, KeyQuizPaused, KeyQuizComplete, "quiz_number")}},
+		{"feedback", a.Feedback, "classifies errors of the graded quiz and updates mastery",
+			[]troupe.Option{troupe.Reads(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore), troupe.Writes("error_patterns", "feedback_text", KeyMasteryScore, KeyMasteryAchieved, "improvement_areas", KeyMastery)}},
+		{"pathplanner", a.PathPlanner, "orders unmastered concepts by their prerequisites",
+			[]troupe.Option{troupe.Writes("learning_path", "next_topic", "path_reasoning")}},
+	} {
+		if err := reg.Add(s.name, s.fn, append([]troupe.Option{troupe.Describe(s.desc)}, s.opts...)...); err != nil {
+			return nil, fmt.Errorf("tutor: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// SessionConfig configures a Session. The zero value is a session over the shipped corpus
+// with seed 1 whose questions pause (no one to answer them).
+type SessionConfig struct {
+	// Corpus is the teaching material; nil means DefaultCorpus.
+	Corpus *Corpus
+	// Agents tunes the specialists.
+	Specialists Config
+	// Human answers the quiz's and the diagnostic's questions: a terminal, a script, a test.
+	Human troupe.HumanHandler
+	// Seed draws the quiz questions and the run ids; 0 means 1.
+	Seed uint64
+}
+
+// Session is one learner's conversation with the tutor: each message is routed by seed 003's
+// coordinator and run as one troupe run, with the session state carried from message to
+// message. A Session is not safe for concurrent use: a conversation is one message at a time.
+type Session struct {
+	agents *Specialists
+	eng    *engine.Engine
+	human  troupe.HumanHandler
+	seed   uint64
+	state  map[string]any
+	turns  int
+}
+
+// Turn is one run of a message: where the coordinator sent it and what came back.
+type Turn struct {
+	Agent    string // the agent whose answer this is (a fallback's, when the target failed)
+	Routed   string // the coordinator's target
+	Rule     string // the routing row that fired ("default" when none)
+	Reason   string // the coordinator's reason
+	Fallback bool   // the answer came from a fallback agent
+	Text     string
+	Err      *troupe.ErrorInfo // the failure the reply explains, when the run failed
+}
+
+// Reply is the tutor's answer to one message: usually one turn, two when a completed quiz
+// is followed by automatic feedback.
+type Reply struct {
+	Turns []Turn
+}
+
+// Text joins the turns' texts.
+func (r Reply) Text() string {
+	var parts []string
+	for _, t := range r.Turns {
+		parts = append(parts, t.Text)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// NewSession builds a session and its engine.
+func NewSession(cfg SessionConfig) (*Session, error) {
+	a := NewSpecialists(cfg.Corpus, cfg.Specialists)
+	reg, err := Registry(a)
+	if err != nil {
+		return nil, err
+	}
+	coord := Coordinator()
+	if err := coord.Validate(reg); err != nil {
+		return nil, fmt.Errorf("tutor: %w", err)
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	// Seed 003's error table: STATE_MISSING → run diagnostic first. The coordinator's own
+	// fallbacks go first (tutor → diagnostic, the others → tutor); the diagnostic is every
+	// agent's last resort.
+	fallbacks := map[string][]string{}
+	for _, n := range Agents() {
+		fallbacks[n] = []string{"diagnostic"}
+	}
+	eng, err := engine.New(engine.Config{
+		Registry: reg, Planner: route.Planner(coord), Router: coord, Seed: seed,
+		Policy: troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: fallbacks},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tutor: %w", err)
+	}
+	return &Session{agents: a, eng: eng, human: cfg.Human, seed: seed, state: map[string]any{}}, nil
+}
+
+// Close waits for the session's engine to stop.
+func (s *Session) Close(ctx context.Context) error { return s.eng.Close(ctx) }
+
+// State returns a copy of the session state.
+func (s *Session) State() map[string]any { return maps.Clone(s.state) }
+
+// Corpus returns the session's corpus.
+func (s *Session) Corpus() *Corpus { return s.agents.corpus }
+
+// Send routes msg, runs the agent it is routed to and returns its reply. After a completed
+// quiz it runs the coordinator once more with no message, so its "after quiz" row sends the
+// results to feedback. The error is non-nil only when the run could not be recorded or ctx
+// ended; an agent's failure is explained in the reply, per seed 003's fallback actions.
+func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
+	var r Reply
+	t, err := s.turn(ctx, msg)
+	if err != nil {
+		return r, err
+	}
+	r.Turns = append(r.Turns, t)
+	// The automatic row has no message condition: ask the coordinator what an empty message
+	// would do now. It cannot chain, since feedback becomes last_routed_to.
+	d, err := Coordinator().Route(troupe.RouteInput{State: s.state, Available: Agents()}, troupe.NewContext("tutor", ""))
+	if err == nil && d.Metadata["rule"] == "after_quiz" {
+		t, err := s.turn(ctx, "")
+		if err != nil {
+			return r, err
+		}
+		r.Turns = append(r.Turns, t)
+	}
+	return r, nil
+}
+
+// turn runs one message and carries its state forward.
+func (s *Session) turn(ctx context.Context, msg string) (Turn, error) {
+	s.turns++
+	req := troupe.Request{
+		Query: msg, State: maps.Clone(s.state), Human: s.human,
+		SessionID:   fmt.Sprintf("tutor-%d", s.seed),
+		UserContext: map[string]any{"seed": s.seed},
+	}
+	run, err := s.eng.Start(ctx, req)
+	if err != nil {
+		return Turn{}, fmt.Errorf("tutor: message %d: %w", s.turns, err)
+	}
+	st, werr := run.Wait(ctx)
+	if werr != nil && ctx.Err() != nil {
+		return Turn{}, fmt.Errorf("tutor: message %d: %w", s.turns, ctx.Err())
+	}
+	evs, err := s.eng.Store().Events(ctx, run.ID(), 0)
+	if err != nil {
+		return Turn{}, fmt.Errorf("tutor: message %d: %w", s.turns, err)
+	}
+	var t Turn
+	var failures []troupe.ErrorInfo
+	var last *troupe.Result
+	for _, ev := range evs {
+		switch ev.Kind {
+		case troupe.KindRouteDecided:
+			d := ev.Data.(*troupe.RoutingDecision)
+			if t.Routed == "" {
+				t.Routed, t.Reason = d.Target, d.Reason
+				t.Rule, _ = d.Metadata["rule"].(string)
+				if t.Rule == "" {
+					t.Rule, _ = d.Metadata["source"].(string)
+				}
+			} else {
+				t.Fallback = true
+			}
+		case troupe.KindDispatchCompleted:
+			last = ev.Data.(*troupe.Result)
+		case troupe.KindDispatchFailed:
+			failures = append(failures, ev.Data.(*troupe.Result).Errors...)
+		case troupe.KindRunPaused:
+			t.Text = "The quiz is waiting for an answer; nobody is here to give it."
+		}
+	}
+	if st.SessionState != nil {
+		s.state = st.SessionState
+	}
+	switch {
+	case last != nil:
+		t.Agent, t.Text = last.AgentName, last.Summary()
+	case t.Text == "":
+		t.Agent = t.Routed
+		e := explain(failures, s.agents)
+		t.Err, t.Text = &e, fallbackText(e, s.agents)
+	}
+	if t.Agent != "" {
+		s.state[KeyLastRoutedTo] = t.Agent
+	}
+	return t, nil
+}
+
+// explain picks the failure a reply should answer: the learner can act on INVALID_INPUT and
+// RAG_EMPTY, so they win over STATE_MISSING, which wins over the rest.
+func explain(failures []troupe.ErrorInfo, _ *Specialists) troupe.ErrorInfo {
+	rank := map[string]int{troupe.CodeInvalidInput: 0, troupe.CodeRAGEmpty: 1, troupe.CodeStateMissing: 2}
+	best := troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: "no agent could answer"}
+	bestRank := 99
+	for _, f := range failures {
+		r, ok := rank[f.Code]
+		if !ok {
+			r = 3
+		}
+		if r < bestRank {
+			best, bestRank = f, r
+		}
+	}
+	return best
+}
+
+// fallbackText is seed 003's fallback column as words for the learner.
+func fallbackText(e troupe.ErrorInfo, a *Specialists) string {
+	switch e.Code {
+	case troupe.CodeInvalidInput:
+		return "Which topic would you like to learn? I can teach: " + strings.Join(a.topicNames(), ", ") + ". Say \"teach me <topic>\"."
+	case troupe.CodeRAGEmpty:
+		return "I have no material on that. Related topics you could start with: " + strings.Join(a.ready(nil), ", ") + "."
+	case troupe.CodeStateMissing:
+		return "Let's run the diagnostic first: say \"teach me <topic>\" (" + strings.Join(a.topicNames(), ", ") + ")."
+	case troupe.CodeTimeout:
+		return "That took too long; ask me again, or ask me to explain the topic."
+	}
+	return "Something went wrong: " + e.Message
+}
