@@ -696,7 +696,7 @@ func (a *Specialists) PathPlanner(_ context.Context, d *troupe.Dispatch) (*troup
 		alts = []string{}
 	}
 	return &troupe.Result{
-		AgentResult: map[string]any{"learning_path": path, "next_topic": next, "path_reasoning": reasoning, "alternative_paths": alts},
+		AgentResult:     map[string]any{"learning_path": path, "next_topic": next, "path_reasoning": reasoning, "alternative_paths": alts},
 		AnalysisSummary: summary(b.String()),
 	}, nil
 }
