@@ -68,6 +68,11 @@ func compact(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
+	return jsonText(v)
+}
+
+// jsonText is v as JSON, or as fmt prints it when it is not JSON.
+func jsonText(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)

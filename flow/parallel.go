@@ -1,0 +1,379 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/jsonvalue"
+)
+
+// Strategy is how a parallel group turns its branches' results into one (seed 002's
+// AggregationStrategy).
+type Strategy uint8
+
+// Strategies. The zero value is CollectAll.
+const (
+	// CollectAll waits for every branch and returns all results.
+	CollectAll Strategy = iota
+	// FirstSuccess returns as soon as one branch completes; the others are cancelled.
+	FirstSuccess
+	// MajorityVote waits for every branch and picks the answer (ParallelConfig.Answer) given
+	// by the most successful branches; a tie is reported as a *TieError, never broken silently.
+	MajorityVote
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case CollectAll:
+		return "collect_all"
+	case FirstSuccess:
+		return "first_success"
+	case MajorityVote:
+		return "majority_vote"
+	}
+	return fmt.Sprintf("strategy(%d)", uint8(s))
+}
+
+// Error codes a parallel group reports besides its branches' own (seed 003's error contract).
+const (
+	CodeStateConflict = "STATE_CONFLICT" // two branches wrote different values to one key
+	CodeVoteTie       = "VOTE_TIE"       // no answer has more votes than every other
+)
+
+// DefaultMaxConcurrent is how many branches run at once when ParallelConfig.MaxConcurrent is 0.
+const DefaultMaxConcurrent = 10
+
+// ParallelConfig configures a parallel group (seed 002's ParallelConfig). The zero value
+// collects all results, ten branches at a time.
+type ParallelConfig struct {
+	// Strategy is CollectAll, FirstSuccess or MajorityVote.
+	Strategy Strategy
+	// Answer extracts a branch's answer for MajorityVote (seed 002's MajorityVote extractor);
+	// required with it. It is called for completed results only.
+	Answer func(*troupe.Result) string
+	// MaxConcurrent caps the branches running at once; 0 means DefaultMaxConcurrent.
+	MaxConcurrent int
+}
+
+// ParallelAgent runs agents concurrently on the same input (seed 002's executeParallel).
+// Branches are isolated: each sees session state as it was when the group started plus its
+// own writes, never another branch's. Their writes are merged afterwards; two branches writing
+// different values to one key is a conflict, reported, not resolved by whoever wrote last.
+// It is a troupe.Agent and safe for concurrent use; build it with Parallel.
+type ParallelAgent struct {
+	cfg    ParallelConfig
+	agents []*troupe.AgentSpec
+	lazy   lazy
+}
+
+// Parallel returns a parallel group of agents (build each with Named). Configuration problems
+// are reported by the first run.
+func Parallel(cfg ParallelConfig, agents ...*troupe.AgentSpec) *ParallelAgent {
+	return &ParallelAgent{cfg: cfg, agents: agents}
+}
+
+// ParallelOutcome is what a parallel group did.
+type ParallelOutcome struct {
+	// Results holds each branch's result in agent order, whatever order they finished in; nil
+	// for a branch that never started (the group was cancelled, or another branch won first).
+	Results []*troupe.Result
+	// Winner is the index of the branch whose result FirstSuccess returned, or -1.
+	Winner int
+	// Vote is MajorityVote's tally; nil for the other strategies.
+	Vote *Vote
+	// State is the merged session state writes of the branches whose results count (all
+	// completed ones; the winner's alone under FirstSuccess), without the conflicting keys.
+	State map[string]any
+	// Conflicts lists the keys branches wrote different values to.
+	Conflicts []StateConflict
+}
+
+// Vote is the tally of a majority vote.
+type Vote struct {
+	Answer string              // the winning answer; "" on a tie
+	Counts map[string]int      // answer → number of branches that gave it
+	Voters map[string][]string // answer → those branches, in agent order
+	Tie    bool                // two or more answers share the highest count
+	Tied   []string            // those answers, sorted
+}
+
+// StateConflict is one session state key that branches wrote different values to.
+type StateConflict struct {
+	Key    string
+	Values []BranchValue // every branch's value, in agent order
+}
+
+// BranchValue is one branch's write.
+type BranchValue struct {
+	Agent string
+	Value any
+}
+
+// ConflictError reports branches' conflicting writes; it unwraps to a STATE_CONFLICT
+// *troupe.AgentError.
+type ConflictError struct {
+	Conflicts []StateConflict
+}
+
+func (e *ConflictError) Error() string {
+	parts := make([]string, len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		var who []string
+		for _, v := range c.Values {
+			who = append(who, fmt.Sprintf("%s=%s", v.Agent, jsonText(v.Value)))
+		}
+		parts[i] = fmt.Sprintf("%q (%s)", c.Key, strings.Join(who, ", "))
+	}
+	return "flow: parallel: branches wrote different values to " + strings.Join(parts, "; ")
+}
+
+// Unwrap returns the seed 003 form of the error.
+func (e *ConflictError) Unwrap() error {
+	return &troupe.AgentError{Code: CodeStateConflict, Message: e.Error(), FallbackAction: "resolve the conflicting writes"}
+}
+
+// TieError reports a majority vote without a majority; it unwraps to a VOTE_TIE
+// *troupe.AgentError.
+type TieError struct {
+	Vote *Vote
+}
+
+func (e *TieError) Error() string {
+	return fmt.Sprintf("flow: parallel: majority vote tied between %q (%d votes each)", e.Vote.Tied, e.Vote.Counts[e.Vote.Tied[0]])
+}
+
+// Unwrap returns the seed 003 form of the error.
+func (e *TieError) Unwrap() error {
+	return &troupe.AgentError{Code: CodeVoteTie, Message: e.Error(), Recoverable: true, FallbackAction: "add a tie-breaking agent or retry"}
+}
+
+var errFirstSuccess = errors.New("flow: parallel: another branch succeeded first")
+
+// Execute runs the group on behalf of d (its own dispatch; troupe.NewDispatch() outside a run).
+// The returned outcome is never nil once the configuration is valid; the error is a
+// *ConflictError, a *TieError, or a *troupe.AgentError when no branch succeeded.
+func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, error) {
+	ms, err := p.lazy.get("parallel", p.agents)
+	if err != nil {
+		return nil, err
+	}
+	if p.cfg.Strategy > MajorityVote {
+		return nil, fmt.Errorf("flow: parallel: unknown strategy %d", p.cfg.Strategy)
+	}
+	if p.cfg.Strategy == MajorityVote && p.cfg.Answer == nil {
+		return nil, errors.New("flow: parallel: MajorityVote needs an Answer extractor")
+	}
+	if p.cfg.MaxConcurrent < 0 {
+		return nil, fmt.Errorf("flow: parallel: negative MaxConcurrent %d", p.cfg.MaxConcurrent)
+	}
+	if d == nil {
+		d = troupe.NewDispatch()
+	}
+	limit := p.cfg.MaxConcurrent
+	if limit == 0 {
+		limit = DefaultMaxConcurrent
+	}
+	f := frameOf(d)
+	base := &frozen{base: &parentView{parent: d}}
+	views := make([]*branchView, len(ms))
+	out := &ParallelOutcome{Results: make([]*troupe.Result, len(ms)), Winner: -1}
+
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex // guards out.Winner
+		sem = make(chan struct{}, limit)
+	)
+	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
+launch:
+	for i := range ms {
+		select {
+		case sem <- struct{}{}:
+		case <-gctx.Done():
+			break launch
+		}
+		if gctx.Err() != nil {
+			<-sem
+			break
+		}
+		views[i] = &branchView{base: base}
+		in := input{id: childID(d.DispatchID, saltBranch, uint64(i)), query: d.Query, parsed: d.ParsedQuery, upstream: upstream,
+			mode: troupe.Parallel, reason: fmt.Sprintf("branch %d of %d of a parallel group (%s)", i+1, len(ms), p.cfg.Strategy)}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res := f.run(gctx, &ms[i], in, views[i])
+			out.Results[i] = res // each goroutine writes its own element; wg.Wait publishes them
+			if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted {
+				mu.Lock()
+				if out.Winner < 0 {
+					out.Winner = i
+					cancel(errFirstSuccess)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+
+	counted := make([]bool, len(ms))
+	for i, r := range out.Results {
+		counted[i] = r != nil && r.Status == troupe.StatusCompleted && (p.cfg.Strategy != FirstSuccess || i == out.Winner)
+	}
+	out.State, out.Conflicts = merge(ms, views, counted)
+	if p.cfg.Strategy == MajorityVote {
+		out.Vote = tally(ms, out.Results, p.cfg.Answer)
+	}
+	switch {
+	case !slices.Contains(counted, true):
+		return out, noSuccess(ctx, out.Results)
+	case len(out.Conflicts) > 0:
+		return out, &ConflictError{Conflicts: out.Conflicts}
+	case out.Vote != nil && out.Vote.Tie:
+		return out, &TieError{Vote: out.Vote}
+	}
+	return out, nil
+}
+
+// merge combines the branches' writes in agent order; keys with different values conflict.
+func merge(ms []member, views []*branchView, counted []bool) (map[string]any, []StateConflict) {
+	var state map[string]any
+	byKey := map[string][]BranchValue{}
+	var keys []string
+	for i, v := range views {
+		if v == nil || !counted[i] {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(v.writes)) {
+			if _, seen := byKey[k]; !seen {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], BranchValue{Agent: ms[i].spec.Name, Value: v.writes[k]})
+		}
+	}
+	var conflicts []StateConflict
+	slices.Sort(keys)
+	for _, k := range keys {
+		vs := byKey[k]
+		same := true
+		for _, v := range vs[1:] {
+			same = same && jsonvalue.Equal(vs[0].Value, v.Value)
+		}
+		if !same {
+			conflicts = append(conflicts, StateConflict{Key: k, Values: vs})
+			continue
+		}
+		if state == nil {
+			state = make(map[string]any)
+		}
+		state[k] = vs[0].Value
+	}
+	return state, conflicts
+}
+
+func tally(ms []member, rs []*troupe.Result, answer func(*troupe.Result) string) *Vote {
+	v := &Vote{Counts: map[string]int{}, Voters: map[string][]string{}}
+	for i, r := range rs {
+		if r == nil || r.Status != troupe.StatusCompleted {
+			continue
+		}
+		a := answer(r)
+		v.Counts[a]++
+		v.Voters[a] = append(v.Voters[a], ms[i].spec.Name)
+	}
+	best := 0
+	for a, n := range v.Counts {
+		switch {
+		case n > best:
+			best, v.Tied = n, []string{a}
+		case n == best:
+			v.Tied = append(v.Tied, a)
+		}
+	}
+	slices.Sort(v.Tied)
+	switch len(v.Tied) {
+	case 0:
+	case 1:
+		v.Answer, v.Tied = v.Tied[0], nil
+	default:
+		v.Tie = true
+	}
+	return v
+}
+
+func noSuccess(ctx context.Context, rs []*troupe.Result) error {
+	if ctx.Err() != nil {
+		return &troupe.AgentError{Code: troupe.CodeCancelled, Message: "flow: parallel: cancelled: " + context.Cause(ctx).Error(), Cause: context.Cause(ctx)}
+	}
+	for _, r := range rs {
+		if r != nil && r.Status != troupe.StatusCompleted {
+			ae := errorOf("flow: parallel: no branch succeeded; first failure", r)
+			ae.Recoverable = true
+			return ae
+		}
+	}
+	return &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flow: parallel: no branch succeeded"}
+}
+
+// Run runs the group as an agent. Its agent_result depends on the strategy:
+//
+//   - CollectAll: the merged state writes plus "branches", each completed branch's
+//     agent_result by agent name;
+//   - FirstSuccess: the winner's agent_result;
+//   - MajorityVote: the merged state writes plus "answer", "votes" (answer → count) and
+//     "voters" (answer → agents).
+//
+// Tokens and cost are the sum of every branch's. Conflicts, ties and a group without a
+// success return the partial result with the error's seed 003 form.
+func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	out, err := p.Execute(ctx, d)
+	if out == nil {
+		return nil, err
+	}
+	res := &troupe.Result{}
+	switch p.cfg.Strategy {
+	case FirstSuccess:
+		if out.Winner >= 0 {
+			w := out.Results[out.Winner]
+			res.AgentResult, res.AnalysisSummary, res.Confidence, res.Handoff = maps.Clone(w.AgentResult), w.AnalysisSummary, w.Confidence, w.Handoff
+		}
+	case CollectAll:
+		res.AgentResult = maps.Clone(out.State)
+		branches := map[string]any{}
+		for _, r := range out.Results {
+			if r != nil && r.Status == troupe.StatusCompleted {
+				branches[r.AgentName] = r.AgentResult
+			}
+		}
+		if res.AgentResult == nil {
+			res.AgentResult = map[string]any{}
+		}
+		res.AgentResult["branches"] = branches
+	case MajorityVote:
+		res.AgentResult = maps.Clone(out.State)
+		if res.AgentResult == nil {
+			res.AgentResult = map[string]any{}
+		}
+		res.AgentResult["answer"] = out.Vote.Answer
+		res.AgentResult["votes"] = out.Vote.Counts
+		res.AgentResult["voters"] = out.Vote.Voters
+	}
+	for _, r := range out.Results {
+		if r != nil {
+			res.Warnings = append(res.Warnings, r.Warnings...)
+		}
+	}
+	usage(res, out.Results)
+	if err != nil {
+		var ae *troupe.AgentError
+		errors.As(err, &ae)
+		return res, ae
+	}
+	return res, nil
+}

@@ -1,0 +1,272 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/flow"
+)
+
+// fizzbuzz is a coder: each implements FizzBuzz its own way; buggy swaps the divisors.
+func fizzbuzz(style string, buggy bool) troupe.Agent {
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		n := int(d.ParsedQuery["n"].(float64))
+		three, five := 3, 5
+		if buggy {
+			three, five = 5, 3
+		}
+		var out []string
+		for i := 1; i <= n; i++ {
+			switch {
+			case i%(three*five) == 0:
+				out = append(out, "FizzBuzz")
+			case i%three == 0:
+				out = append(out, "Fizz")
+			case i%five == 0:
+				out = append(out, "Buzz")
+			default:
+				out = append(out, strconv.Itoa(i))
+			}
+		}
+		return &troupe.Result{AgentResult: map[string]any{"output": strings.Join(out, " "), "language": style}}, nil
+	})
+}
+
+func output(r *troupe.Result) string { return r.AgentResult["output"].(string) }
+
+// 002's example: three coders implement FizzBuzz in parallel; the majority's answer wins.
+func TestParallelMajorityVoteThreeCoders(t *testing.T) {
+	group := flow.Parallel(flow.ParallelConfig{Strategy: flow.MajorityVote, Answer: output},
+		flow.Named("python", fizzbuzz("python", false)),
+		flow.Named("haskell", fizzbuzz("haskell", true)),
+		flow.Named("rust", fizzbuzz("rust", false)))
+	d := troupe.NewDispatch()
+	d.Query, d.ParsedQuery = "Implement FizzBuzz", map[string]any{"n": 15.0}
+	out, err := group.Execute(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const right = "1 2 Fizz 4 Buzz Fizz 7 8 Fizz Buzz 11 Fizz 13 14 FizzBuzz"
+	if out.Vote.Answer != right || out.Vote.Tie {
+		t.Errorf("vote = %+v, want %q", out.Vote, right)
+	}
+	if diff := cmp.Diff([]string{"python", "rust"}, out.Vote.Voters[right]); diff != "" {
+		t.Errorf("voters (-want +got):\n%s", diff)
+	}
+	for i, name := range []string{"python", "haskell", "rust"} {
+		if out.Results[i].AgentName != name {
+			t.Errorf("result %d is %s, want %s (agent order)", i, out.Results[i].AgentName, name)
+		}
+	}
+	res, err := group.Run(t.Context(), d)
+	if err != nil || res.AgentResult["answer"] != right || res.AgentResult["votes"].(map[string]int)[right] != 2 {
+		t.Errorf("Run = %v, %v", res.AgentResult, err)
+	}
+}
+
+func TestParallelMajorityVoteTieIsReported(t *testing.T) {
+	group := flow.Parallel(flow.ParallelConfig{Strategy: flow.MajorityVote, Answer: output},
+		flow.Named("right", fizzbuzz("go", false)), flow.Named("wrong", fizzbuzz("go", true)))
+	d := troupe.NewDispatch()
+	d.ParsedQuery = map[string]any{"n": 5.0}
+	out, err := group.Execute(t.Context(), d)
+	var tie *flow.TieError
+	if !errors.As(err, &tie) || !out.Vote.Tie || out.Vote.Answer != "" || len(out.Vote.Tied) != 2 {
+		t.Fatalf("err = %v, vote = %+v; want a reported tie", err, out.Vote)
+	}
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != flow.CodeVoteTie {
+		t.Errorf("agent error = %v, want %s", ae, flow.CodeVoteTie)
+	}
+}
+
+func TestParallelResultsInAgentOrder(t *testing.T) {
+	// Branch i finishes only after branch i+1: completion order is the reverse of agent order.
+	const n = 5
+	done := make([]chan struct{}, n+1)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	close(done[n])
+	var specs []*troupe.AgentSpec
+	var order []string
+	var mu = make(chan struct{}, 1)
+	for i := range n {
+		name := "a" + strconv.Itoa(i)
+		specs = append(specs, flow.Named(name, troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			<-done[i+1]
+			mu <- struct{}{}
+			order = append(order, name)
+			<-mu
+			defer close(done[i])
+			if i == 2 {
+				return nil, errors.New("branch 2 fails")
+			}
+			return &troupe.Result{AgentResult: map[string]any{"i": i}}, nil
+		})))
+	}
+	out, err := flow.Parallel(flow.ParallelConfig{}, specs...).Execute(t.Context(), troupe.NewDispatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a4", "a3", "a2", "a1", "a0"}, order); diff != "" {
+		t.Errorf("completion order (-want +got):\n%s", diff)
+	}
+	for i, r := range out.Results {
+		if r.AgentName != "a"+strconv.Itoa(i) {
+			t.Errorf("result %d is %s", i, r.AgentName)
+		}
+		if want := i != 2; r.Succeeded() != want {
+			t.Errorf("result %d succeeded = %v, want %v: one failure does not touch the others", i, r.Succeeded(), want)
+		}
+	}
+}
+
+func TestParallelFirstSuccessCancelsTheRest(t *testing.T) {
+	var cancelled atomic.Int32
+	started := make(chan struct{}, 4)
+	blocker := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled.Add(1)
+		return nil, ctx.Err()
+	})
+	fast := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-started // both blockers are running when it succeeds
+		<-started
+		return &troupe.Result{AgentResult: map[string]any{"answer": 42}}, nil
+	})
+	group := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess},
+		flow.Named("slow1", blocker), flow.Named("fast", fast), flow.Named("slow2", blocker))
+	out, err := group.Execute(t.Context(), troupe.NewDispatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Winner != 1 || cancelled.Load() != 2 {
+		t.Fatalf("winner %d, %d cancelled; want 1 and 2", out.Winner, cancelled.Load())
+	}
+	for _, i := range []int{0, 2} {
+		if r := out.Results[i]; r.Status != troupe.StatusCancelled || !strings.Contains(r.Errors[0].Message, "succeeded first") {
+			t.Errorf("branch %d: %s %v", i, r.Status, r.Errors)
+		}
+	}
+	res, err := group.Run(t.Context(), troupe.NewDispatch())
+	if err != nil || res.AgentResult["answer"] != 42 {
+		t.Errorf("Run = %v, %v", res, err)
+	}
+
+	t.Run("none succeeds", func(t *testing.T) {
+		bad := flow.Named("bad", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			return nil, &troupe.AgentError{Code: troupe.CodeRAGEmpty, Message: "nothing"}
+		}))
+		_, err := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, bad).Execute(t.Context(), troupe.NewDispatch())
+		var ae *troupe.AgentError
+		if !errors.As(err, &ae) || ae.Code != troupe.CodeRAGEmpty {
+			t.Errorf("err = %v, want the failure's code", err)
+		}
+	})
+}
+
+func TestParallelConcurrencyCap(t *testing.T) {
+	var running, peak atomic.Int32
+	started := make(chan struct{}, 10)
+	gate := make(chan struct{})
+	var specs []*troupe.AgentSpec
+	for i := range 6 {
+		specs = append(specs, flow.Named("b"+strconv.Itoa(i), troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			n := running.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			started <- struct{}{}
+			<-gate
+			running.Add(-1)
+			return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+		})))
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := flow.Parallel(flow.ParallelConfig{MaxConcurrent: 2}, specs...).Execute(context.Background(), troupe.NewDispatch())
+		errc <- err
+	}()
+	<-started
+	<-started
+	close(gate)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if p := peak.Load(); p != 2 {
+		t.Errorf("peak concurrency %d, want 2", p)
+	}
+}
+
+func TestParallelBranchesAreIsolatedAndConflictsReported(t *testing.T) {
+	// Each branch writes its own key and "verdict"; it reads the other's key, which it must not see.
+	branch := func(name, other, verdict string) *troupe.AgentSpec {
+		return flow.Named(name, troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			_, sawOther := d.State(other)
+			topic, _ := d.State("topic")
+			return &troupe.Result{AgentResult: map[string]any{name: true, "verdict": verdict, "saw_other": sawOther, "topic_seen": topic}}, nil
+		}), troupe.Writes(name, "verdict"))
+	}
+	seed := flow.Named("seed", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"topic": "fractions"}}, nil
+	}), troupe.Writes("topic"))
+
+	t.Run("agreeing writes merge", func(t *testing.T) {
+		group := flow.Parallel(flow.ParallelConfig{}, branch("a", "b", "pass"), branch("b", "a", "pass"))
+		out, err := flow.Sequential(flow.SequentialConfig{}, seed, flow.Named("group", group, troupe.Writes("a", "b", "verdict"))).Execute(t.Context(), troupe.NewDispatch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := out.Results[1].AgentResult["branches"].(map[string]any)
+		for _, n := range []string{"a", "b"} {
+			r := br[n].(map[string]any)
+			if r["saw_other"] != false || r["topic_seen"] != "fractions" {
+				t.Errorf("branch %s saw %v", n, r)
+			}
+		}
+		if diff := cmp.Diff(map[string]any{"topic": "fractions", "a": true, "b": true, "verdict": "pass"}, out.State); diff != "" {
+			t.Errorf("state (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("different values conflict", func(t *testing.T) {
+		group := flow.Parallel(flow.ParallelConfig{}, branch("a", "b", "pass"), branch("b", "a", "fail"))
+		out, err := group.Execute(t.Context(), troupe.NewDispatch())
+		var ce *flow.ConflictError
+		if !errors.As(err, &ce) {
+			t.Fatalf("err = %v, want a ConflictError", err)
+		}
+		want := []flow.StateConflict{{Key: "verdict", Values: []flow.BranchValue{{Agent: "a", Value: "pass"}, {Agent: "b", Value: "fail"}}}}
+		if diff := cmp.Diff(want, ce.Conflicts); diff != "" {
+			t.Errorf("conflicts (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(map[string]any{"a": true, "b": true}, out.State); diff != "" {
+			t.Errorf("merged state keeps the agreeing keys only (-want +got):\n%s", diff)
+		}
+		_, err = group.Run(t.Context(), troupe.NewDispatch())
+		var ae *troupe.AgentError
+		if !errors.As(err, &ae) || ae.Code != flow.CodeStateConflict || !strings.Contains(ae.Message, `"verdict" (a="pass", b="fail")`) {
+			t.Errorf("Run error = %v", err)
+		}
+	})
+}
+
+func TestParallelBadConfig(t *testing.T) {
+	a := flow.Named("a", fizzbuzz("go", false))
+	for name, cfg := range map[string]flow.ParallelConfig{
+		"vote without extractor": {Strategy: flow.MajorityVote},
+		"unknown strategy":       {Strategy: 9},
+		"negative cap":           {MaxConcurrent: -1},
+	} {
+		if _, err := flow.Parallel(cfg, a).Execute(t.Context(), troupe.NewDispatch()); err == nil || !strings.HasPrefix(err.Error(), "flow: parallel: ") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
