@@ -281,6 +281,7 @@ type input struct {
 	parsed   map[string]any
 	upstream []troupe.UpstreamResult
 	mode     troupe.ExecutionMode
+	user     map[string]any // replaces user_context when set
 }
 
 // frame is what a composite knows about its own dispatch, shared by its members' dispatches.
@@ -307,6 +308,9 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) *troupe.R
 	d.DispatchID, d.TargetAgent, d.DispatchReason = in.id, m.spec.Name, in.reason
 	d.Query, d.ParsedQuery, d.UpstreamResults = in.query, in.parsed, in.upstream
 	d.ExecutionMode, d.DependsOn = in.mode, nil
+	if in.user != nil {
+		d.UserContext = in.user
+	}
 	d.DispatchedAt = time.Now()
 	if d.SessionID == "" {
 		d.SessionID = "local" // a composite called outside a run: its results still need ids
