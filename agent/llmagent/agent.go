@@ -14,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/schema"
 )
 
 // Agent is an LLM agent: a troupe.Agent whose Run asks a chat completion model. It is safe for
@@ -127,7 +127,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			return res, nil
 		}
 		if reasks >= c.cfg.MaxReasks {
-			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeInvalidOutput,
+			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
 				Message: fmt.Sprintf("llmagent: %s: answer invalid after %d re-asks: %v", c.cfg.Model, reasks, verr)}
 		}
 		reasks++
@@ -184,18 +184,12 @@ func (c *compiled) parse(content string) (map[string]any, error) {
 		}
 		return map[string]any{"text": content}, nil
 	}
-	body := stripFence(content)
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("the answer is not JSON: %v", err)
-	}
-	if err := c.schema.Validate(inst); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(strings.NewReader(body))
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := json.Unmarshal([]byte(stripFence(content)), &v); err != nil {
 		return nil, fmt.Errorf("the answer is not JSON: %v", err)
+	}
+	if err := c.schema.Validate(v); err != nil {
+		return nil, err
 	}
 	if m, ok := v.(map[string]any); ok {
 		return m, nil

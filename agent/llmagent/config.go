@@ -1,7 +1,6 @@
 package llmagent
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,8 +8,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/schema"
 )
 
 // Defaults for Config's zero values. Zero never means unlimited.
@@ -23,7 +22,7 @@ const (
 	DefaultMaxRetries    = 2
 	DefaultMaxRetryDelay = 30 * time.Second
 	DefaultCallTimeout   = 2 * time.Minute
-	DefaultPrompt        = "{{.Query}}"
+	DefaultPrompt        = "{{if not .HandoffInQuery}}{{with .Handoff}}{{.}}\n\n{{end}}{{end}}{{.Query}}"
 )
 
 // Price is what a model costs, in dollars per million tokens.
@@ -64,8 +63,8 @@ type Config struct {
 	// In scope: .Dispatch, .Query, .ParsedQuery, .Handoff (the upstream handoffs rendered as
 	// seed 002's context block), .Upstream, .OptimizedPrompt (Dispatch.OptimizedPrompts[Name]),
 	// session state ({{.State "topic"}}) and the function json. An empty System
-	// means the optimized prompt alone; an empty Prompt means DefaultPrompt, preceded by the
-	// handoff block when there is one.
+	// means the optimized prompt alone; an empty Prompt means DefaultPrompt: the handoff blocks
+	// (unless the query already carries them, as in a flow.Sequential) and the query.
 	System string
 	Prompt string
 
@@ -113,7 +112,7 @@ type compiled struct {
 	cfg     Config
 	system  *template.Template
 	prompt  *template.Template
-	schema  *jsonschema.Schema
+	schema  *schema.Schema
 	rawSch  map[string]any
 	tools   map[string]troupe.Tool
 	toolDef []troupe.ToolInfo
@@ -185,7 +184,7 @@ func compile(cfg Config) (*compiled, error) {
 		cfg.HTTPClient = &http.Client{}
 	}
 	if cfg.Prompt == "" {
-		cfg.Prompt = "{{with .Handoff}}{{.}}\n\n{{end}}" + DefaultPrompt
+		cfg.Prompt = DefaultPrompt
 	}
 	c := &compiled{cfg: cfg, tools: make(map[string]troupe.Tool, len(cfg.Tools))}
 	var err error
@@ -227,20 +226,12 @@ func compile(cfg Config) (*compiled, error) {
 	return c, nil
 }
 
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, map[string]any, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, nil, err
-	}
+func compileSchema(raw json.RawMessage) (*schema.Schema, map[string]any, error) {
 	var asMap map[string]any
 	if err := json.Unmarshal(raw, &asMap); err != nil {
 		return nil, nil, fmt.Errorf("not a JSON object: %w", err)
 	}
-	comp := jsonschema.NewCompiler()
-	if err := comp.AddResource("answer.json", doc); err != nil {
-		return nil, nil, err
-	}
-	sch, err := comp.Compile("answer.json")
+	sch, err := schema.Compile("llmagent answer", raw)
 	if err != nil {
 		return nil, nil, err
 	}

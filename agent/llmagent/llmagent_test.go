@@ -103,21 +103,29 @@ func TestPlainCompletion(t *testing.T) {
 }
 
 func TestHandoffInDefaultPrompt(t *testing.T) {
-	srv := newCompletionServer(t, reply{content: "ok", usage: [2]int{1, 1}})
-	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
-	d := dispatch("write the code", nil)
-	d.UpstreamResults = []troupe.UpstreamResult{{
+	block := "=== Context from Previous Agent ===\nTask: analysed the spec\nKey Outputs:\n- files: [\"a.go\"]\n- lang: go\n" +
+		"Metadata: Agent analyzer completed at 2026-11-22T10:00:00Z with status completed\n==================================="
+	upstream := []troupe.UpstreamResult{{
 		Agent: "analyzer", Summary: "analysed the spec",
-		Result: map[string]any{"files": []any{"a.go"}, "lang": "go"},
+		Result:  map[string]any{"files": []any{"a.go"}, "lang": "go"},
+		Handoff: map[string]any{"metadata": map[string]any{"timestamp": "2026-11-22T10:00:00Z"}},
 	}}
-	if _, err := a.Run(t.Context(), d); err != nil {
-		t.Fatal(err)
-	}
-	got := messages(srv.Requests()[0])[0]["content"]
-	want := "=== Context from Previous Agent ===\nTask: analysed the spec\nKey Outputs:\n- files: [\"a.go\"]\n- lang: go\n" +
-		"Metadata: Agent analyzer completed at an earlier step with status completed\n===================================\n\nwrite the code"
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("user message (-want +got):\n%s", diff)
+	for _, tc := range []struct{ name, query, want string }{
+		{"engine upstream", "write the code", block + "\n\nwrite the code"},
+		{"sequence already injected it", block + "\n\nwrite the code", block + "\n\nwrite the code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCompletionServer(t, reply{content: "ok", usage: [2]int{1, 1}})
+			a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
+			d := dispatch(tc.query, nil)
+			d.UpstreamResults = upstream
+			if _, err := a.Run(t.Context(), d); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, messages(srv.Requests()[0])[0]["content"]); diff != "" {
+				t.Errorf("user message (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

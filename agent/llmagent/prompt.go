@@ -2,11 +2,12 @@ package llmagent
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/flow"
 )
 
 // PromptData is what the System and Prompt templates see.
@@ -16,6 +17,7 @@ type PromptData struct {
 	ParsedQuery     map[string]any
 	Upstream        []troupe.UpstreamResult
 	Handoff         string // the upstream handoffs as seed 002's context blocks; "" when none
+	HandoffInQuery  bool   // the query already carries a handoff block (a flow.Sequential put it there)
 	OptimizedPrompt string // Dispatch.OptimizedPrompts[Config.Name]; "" when none
 }
 
@@ -36,6 +38,7 @@ func (c *compiled) promptData(d *troupe.Dispatch) *PromptData {
 		ParsedQuery:     d.ParsedQuery,
 		Upstream:        d.UpstreamResults,
 		Handoff:         RenderHandoffs(d.UpstreamResults),
+		HandoffInQuery:  strings.Contains(d.Query, "=== Context from Previous Agent ==="),
 		OptimizedPrompt: d.OptimizedPrompts[name],
 	}
 }
@@ -48,71 +51,38 @@ func render(t *template.Template, data *PromptData) (string, error) {
 	return b.String(), nil
 }
 
-// RenderHandoffs renders each upstream result as seed 002's handoff block (handoffToPrompt):
-//
-//	=== Context from Previous Agent ===
-//	Task: {taskSummary}
-//	Key Outputs:
-//	- {output}
-//	Metadata: Agent {agentId} completed at {timestamp} with status {status}
-//	===================================
-//
-// The task summary is the handoff's "task_summary" or else the result's analysis summary,
-// cut to 200 characters; key outputs are the handoff's "key_outputs" (a list) or else the
-// result's members, sorted by key. Results are rendered in order, separated by a blank line.
+// RenderHandoffs renders each upstream result as seed 002's handoff block with
+// flow.Handoff.Prompt, separated by blank lines: from the handoff object the result carries
+// (flow.Handoff.Map's shape), else one built from the result by flow.NewHandoff.
 func RenderHandoffs(ups []troupe.UpstreamResult) string {
 	var b strings.Builder
 	for i := range ups {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		renderHandoff(&b, &ups[i])
+		b.WriteString(handoffOf(&ups[i]).Prompt())
 	}
 	return b.String()
 }
 
-func renderHandoff(b *strings.Builder, u *troupe.UpstreamResult) {
-	h := u.Handoff
-	task, _ := h["task_summary"].(string)
-	if task == "" {
-		task = u.Summary
+func handoffOf(u *troupe.UpstreamResult) flow.Handoff {
+	res := &troupe.Result{AgentName: u.Agent, DispatchID: u.DispatchID, AgentResult: u.Result, Status: troupe.StatusCompleted, Handoff: u.Handoff}
+	if u.Summary != "" {
+		res.AnalysisSummary = &u.Summary
 	}
-	if r := []rune(task); len(r) > 200 {
-		task = string(r[:200])
+	h := flow.NewHandoff(res)
+	if s, ok := u.Handoff["task_summary"].(string); ok {
+		h.TaskSummary = s
 	}
-	b.WriteString("=== Context from Previous Agent ===\nTask: ")
-	b.WriteString(task)
-	b.WriteString("\nKey Outputs:\n")
-	if outs, ok := h["key_outputs"].([]any); ok {
-		for _, o := range outs {
-			fmt.Fprintf(b, "- %v\n", o)
-		}
-	} else if outs, ok := h["key_outputs"].([]string); ok {
-		for _, o := range outs {
-			fmt.Fprintf(b, "- %s\n", o)
-		}
-	} else {
-		keys := make([]string, 0, len(u.Result))
-		for k := range u.Result {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(b, "- %s: %s\n", k, compact(u.Result[k]))
-		}
+	meta, _ := u.Handoff["metadata"].(map[string]any)
+	if s, ok := meta["source_agent"].(string); ok && s != "" {
+		h.SourceAgent = s
 	}
-	agent, at, status := u.Agent, "", "completed"
-	if meta, ok := h["metadata"].(map[string]any); ok {
-		if s, ok := meta["agent_id"].(string); ok && s != "" {
-			agent = s
-		}
-		at, _ = meta["timestamp"].(string)
-		if s, ok := meta["status"].(string); ok && s != "" {
-			status = s
-		}
+	if s, ok := meta["status"].(string); ok && s != "" {
+		h.Status = troupe.Status(s)
 	}
-	if at == "" {
-		at = "an earlier step"
+	if s, ok := meta["timestamp"].(string); ok {
+		h.Timestamp, _ = time.Parse(time.RFC3339Nano, s)
 	}
-	fmt.Fprintf(b, "Metadata: Agent %s completed at %s with status %s\n===================================", agent, at, status)
+	return h
 }

@@ -1,0 +1,36 @@
+// Package llmagent makes a chat completion model a troupe agent, on any OpenAI-compatible
+// endpoint (OpenAI, Azure, Ollama, vLLM, llama.cpp's server, LM Studio, OpenRouter…) through
+// the official openai-go SDK.
+//
+// An Agent renders its System and Prompt templates (text/template) with the dispatch, the
+// upstream handoffs in seed 002's format, session state and the agent's optimized prompt
+// (seed 000's optimized_prompts), and converses with the model:
+//
+//   - Tool calls: the model may call Config.Tools (agents as tools, MCP tools — anything
+//     implementing troupe.Tool) over several turns, at most MaxTurns completions. A tool's
+//     error is the model's to handle and goes back as the tool's answer; an error whose
+//     Fatal() reports true (the cycle and depth guards) fails the dispatch.
+//   - Structured output: with a Schema the answer is requested as response_format
+//     json_schema and validated on arrival; an invalid answer is asked again with the
+//     validation errors, at most MaxReasks times, then the dispatch fails with the errors
+//     (code INVALID_OUTPUT) — never with a placeholder.
+//   - Streaming: with Stream each piece of text becomes an agent_progress event of kind
+//     "token"; usage comes from the last chunk (stream_options.include_usage).
+//   - Accounting: prompt and completion tokens of every completion are summed into
+//     tokens_used, the model the server named into model_used, and their price from
+//     Config.Prices into cost_dollars — also on failure, so a run's totals count every call
+//     once. When the cost reaches the dispatch's max_cost_dollars the dispatch stops with
+//     code BUDGET.
+//   - Transport: 408, 409, 429, 5xx and lost connections are retried at most MaxRetries
+//     times, honouring Retry-After (up to MaxRetryDelay) and otherwise backing off; each
+//     attempt is bounded by CallTimeout. HTTPClient is the seam for a recording or
+//     replaying transport.
+//
+// The API key is read on each call from the environment variable Config.APIKeyEnv names; it
+// is never part of the configuration, and an error that echoes it is redacted before it
+// reaches a result or an event.
+//
+// The answer becomes agent_result: the validated object of a structured answer, or
+// {"text": ...}; analysis_summary is its "summary" member, or its first 200 characters; a
+// "confidence" member in [0, 1] becomes the result's confidence.
+package llmagent
