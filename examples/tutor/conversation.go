@@ -33,18 +33,14 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 		prompt = "> "
 	}
 	next := func(p string) (string, bool) {
+		fmt.Fprint(out, p)
 		for {
-			fmt.Fprint(out, p)
 			if !sc.Scan() {
 				fmt.Fprintln(out)
 				return "", false
 			}
 			line := strings.TrimSpace(sc.Text())
 			if line == "" || strings.HasPrefix(line, "#") {
-				if !cfg.Echo {
-					continue
-				}
-				fmt.Fprintln(out)
 				continue
 			}
 			if cfg.Echo {

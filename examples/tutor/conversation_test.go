@@ -1,0 +1,60 @@
+package tutor_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/troupehq/troupe/examples/tutor"
+)
+
+// TestScriptedConversation replays testdata/fractions.chat, the script `troupe chat
+// --script` takes, and checks the transcript and the state it leaves.
+func TestScriptedConversation(t *testing.T) {
+	f, err := os.Open("testdata/fractions.chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out strings.Builder
+	st, err := tutor.Converse(t.Context(), tutor.ConverseConfig{Echo: true}, f, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transcript := out.String()
+	for _, want := range []string{
+		"[diagnostic ← New topic start",
+		"Quick check on Division before Fractions",
+		"[tutor ← Question about content",
+		"On your question:",
+		"Quiz paused after 1 of 5 questions",
+		"[pathplanner ← Progress inquiry",
+		"Resuming your Fractions quiz at question 2 of 5.",
+		"Quiz on Fractions complete: 5 of 5 correct (100%).",
+		"[feedback ← After quiz completion",
+		"You have mastered Fractions!",
+	} {
+		if !strings.Contains(transcript, want) {
+			t.Errorf("transcript lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(transcript)
+	}
+	if st[tutor.KeyMasteryAchieved] != true || st[tutor.KeyLastRoutedTo] != "pathplanner" {
+		t.Errorf("final state: mastery_achieved %v, last_routed_to %v", st[tutor.KeyMasteryAchieved], st[tutor.KeyLastRoutedTo])
+	}
+}
+
+// TestConverseEOFPausesQuiz: a script that ends mid-quiz pauses the quiz instead of failing.
+func TestConverseEOFPausesQuiz(t *testing.T) {
+	in := strings.NewReader("teach me addition\n15\n42\n225\nquiz me\n")
+	var out strings.Builder
+	st, err := tutor.Converse(t.Context(), tutor.ConverseConfig{}, in, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[tutor.KeyQuizPaused] != true {
+		t.Errorf("quiz_paused = %v, want true; transcript:\n%s", st[tutor.KeyQuizPaused], out.String())
+	}
+}

@@ -1,0 +1,111 @@
+package tutor_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe/examples/tutor"
+)
+
+func TestGrade(t *testing.T) {
+	for _, tt := range []struct {
+		want, got string
+		correct   bool
+		near      float64
+	}{
+		{"0.5", "1/2", true, 1},
+		{"0.5", ".50", true, 1},
+		{"3/4", "6/8", true, 1},
+		{"3/4", "0.75", true, 1},
+		{"1000", "1,000", true, 1},
+		{"25", "25%", true, 1},
+		{"3 2/5", "3.4", true, 1},
+		{"42", "41", false, 1 - 1.0/42},
+		{"42", "84", false, 0},
+		{"2", "two", false, 0},
+		{"yes", " Yes! ", true, 1},
+		{"5/6", "", false, 0},
+		{"5/6", "1/0", false, 0},
+	} {
+		correct, near := tutor.Grade(tt.want, tt.got)
+		if correct != tt.correct || !cmp.Equal(near, tt.near, cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })) {
+			t.Errorf("Grade(%q, %q) = %v, %v; want %v, %v", tt.want, tt.got, correct, near, tt.correct, tt.near)
+		}
+	}
+}
+
+func TestDefaultCorpusGraph(t *testing.T) {
+	c := tutor.DefaultCorpus()
+	if diff := cmp.Diff([]string{"decimals", "multiplication", "fractions", "addition", "division", "subtraction"}, c.Prerequisites("percentages")); diff != "" {
+		t.Errorf("prerequisites of percentages, nearest first (-want +got):\n%s", diff)
+	}
+	for _, k := range c.Concepts {
+		for _, q := range k.Questions {
+			if ok, _ := tutor.Grade(q.Answer, q.Answer); !ok {
+				t.Errorf("%s: its own answer %q does not grade correct", q.ID, q.Answer)
+			}
+		}
+		if got, ok := c.FindTopic("teach me " + strings.ToLower(k.Name)); !ok || got.ID != k.ID {
+			t.Errorf("FindTopic(teach me %s) = %v", k.Name, got)
+		}
+	}
+	if k, ok := c.FindTopic("what is 20% of 5"); !ok || k.ID != "percentages" {
+		t.Errorf("FindTopic with %% = %v, %v", k, ok)
+	}
+}
+
+func TestParseCorpusErrors(t *testing.T) {
+	q := `"questions":[{"id":"%s","text":"t","answer":"1"}]`
+	ex := `"explanations":{"beginner":"b","intermediate":"i","advanced":"a"}`
+	for _, tt := range []struct {
+		name, json string
+		want       []string
+	}{
+		{"unknown field", `{"concepts":[],"extra":1}`, []string{`unknown field "extra"`}},
+		{"unknown prerequisite and missing level", `{"concepts":[{"id":"a","requires":["zz"],"explanations":{"beginner":"b"},` + strings.Replace(q, "%s", "q1", 1) + `}]}`,
+			[]string{`concepts[0].requires[0]: unknown concept "zz"`, "concepts[0].explanations.intermediate: required"}},
+		{"cycle", `{"concepts":[{"id":"a","requires":["b"],` + ex + `,` + strings.Replace(q, "%s", "q1", 1) + `},{"id":"b","requires":["a"],` + ex + `,` + strings.Replace(q, "%s", "q2", 1) + `}]}`,
+			[]string{"cycle among [a b]"}},
+		{"duplicates", `{"concepts":[{"id":"a",` + ex + `,` + strings.Replace(q, "%s", "q1", 1) + `},{"id":"a",` + ex + `,` + strings.Replace(q, "%s", "q1", 1) + `}]}`,
+			[]string{`concepts[1].id: duplicate "a"`, `concepts[1].questions[0].id: duplicate "q1"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tutor.ParseCorpus([]byte(tt.json))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseCorpus(f *testing.F) {
+	f.Add([]byte(`{"concepts":[{"id":"a","requires":["a"]}]}`))
+	f.Add([]byte(`{"concepts":[null]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := tutor.ParseCorpus(b)
+		if err != nil {
+			return
+		}
+		for _, k := range c.Concepts {
+			c.Prerequisites(k.ID) // must terminate: the graph is acyclic
+			c.Draw(k.ID, 3, 1, "fuzz")
+		}
+	})
+}
+
+func FuzzGrade(f *testing.F) {
+	f.Add("3/4", "0.75")
+	f.Add("3 2/5", "-1 1/0")
+	f.Fuzz(func(t *testing.T, want, got string) {
+		correct, near := tutor.Grade(want, got)
+		if near < 0 || near > 1 || (correct && near != 1) {
+			t.Fatalf("Grade(%q, %q) = %v, %v", want, got, correct, near)
+		}
+	})
+}

@@ -1,0 +1,250 @@
+package tutor_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/examples/tutor"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// learner answers the tutor's questions: correctly from the corpus, wrongly, or from a script
+// of lines, and remembers what it was asked.
+type learner struct {
+	corpus *tutor.Corpus
+	mu     sync.Mutex
+	mode   string   // "right", "wrong" or "script"
+	lines  []string // for "script"
+	asked  []string // question ids (corpus ids) in the order asked
+}
+
+func (l *learner) Answer(_ context.Context, q troupe.Question) (troupe.Answer, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	data, _ := q.Data.(map[string]any)
+	id, _ := data["question_id"].(string)
+	l.asked = append(l.asked, id)
+	text := "0"
+	switch l.mode {
+	case "right":
+		qq, ok := l.corpus.Question(id)
+		if !ok {
+			return troupe.Answer{}, fmt.Errorf("unknown question %q", id)
+		}
+		text = qq.Answer
+	case "script":
+		if len(l.lines) == 0 {
+			return troupe.Answer{}, fmt.Errorf("script ran out of answers at %q", q.Prompt)
+		}
+		text, l.lines = l.lines[0], l.lines[1:]
+	}
+	return troupe.Answer{QuestionID: q.ID, Text: text}, nil
+}
+
+func (l *learner) set(mode string, lines ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mode, l.lines, l.asked = mode, lines, nil
+}
+
+func (l *learner) questions() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.asked...)
+}
+
+func newSession(t *testing.T, seed uint64) (*tutor.Session, *learner) {
+	t.Helper()
+	l := &learner{corpus: tutor.DefaultCorpus(), mode: "right"}
+	s, err := tutor.NewSession(tutor.SessionConfig{Human: l, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s, l
+}
+
+func send(t *testing.T, s *tutor.Session, msg string) tutor.Reply {
+	t.Helper()
+	r, err := s.Send(t.Context(), msg)
+	if err != nil {
+		t.Fatalf("Send(%q): %v", msg, err)
+	}
+	if len(r.Turns) == 0 {
+		t.Fatalf("Send(%q): no turns", msg)
+	}
+	return r
+}
+
+type routed struct{ Rule, Agent string }
+
+func routes(r tutor.Reply) []routed {
+	var out []routed
+	for _, t := range r.Turns {
+		out = append(out, routed{t.Rule, t.Agent})
+	}
+	return out
+}
+
+// TestRoutingTableRows drives one conversation through every row of seed 003's routing
+// table and checks the row that fired and the agent that answered.
+func TestRoutingTableRows(t *testing.T) {
+	s, l := newSession(t, 7)
+	steps := []struct {
+		name  string
+		msg   string
+		mode  string
+		lines []string
+		want  []routed
+	}{
+		{"new topic start", "I want to learn fractions", "right", nil, []routed{{"new_topic", "diagnostic"}}},
+		{"question about content", "How does a common denominator help?", "right", nil, []routed{{"content_question", "tutor"}}},
+		{"resume without a paused quiz is unclear", "resume", "right", nil, []routed{{"default", "tutor"}}},
+		{"quiz request, paused", "test my knowledge", "script", []string{"5/6", "pause"}, []routed{{"quiz_request", "quiz"}}},
+		{"progress inquiry", "what's my progress?", "right", nil, []routed{{"progress_inquiry", "pathplanner"}}},
+		{"resume paused quiz, then feedback after quiz completion", "continue quiz", "right", nil,
+			[]routed{{"resume_quiz", "quiz"}, {"after_quiz", "feedback"}}},
+		{"what's next", "What's next?", "right", nil, []routed{{"progress_inquiry", "pathplanner"}}},
+		{"unclear", "hmm, ok", "right", nil, []routed{{"default", "tutor"}}},
+	}
+	for _, st := range steps {
+		l.set(st.mode, st.lines...)
+		r := send(t, s, st.msg)
+		if diff := cmp.Diff(st.want, routes(r)); diff != "" {
+			t.Errorf("%s: %q routed (-want +got):\n%s\nreply: %s", st.name, st.msg, diff, r.Text())
+		}
+		if got := s.State()[tutor.KeyLastRoutedTo]; got != st.want[len(st.want)-1].Agent {
+			t.Errorf("%s: last_routed_to = %v, want %s", st.name, got, st.want[len(st.want)-1].Agent)
+		}
+	}
+}
+
+// TestContinueQuizResumes pauses a quiz after two answers and checks that "continue quiz"
+// asks the remaining questions of the same draw, not a new quiz, and that feedback grades all
+// five answers.
+func TestContinueQuizResumes(t *testing.T) {
+	s, l := newSession(t, 3)
+	send(t, s, "teach me decimals")
+	// Answer two questions correctly, then pause (the script's third line).
+	corpus := tutor.DefaultCorpus()
+	drawn := corpus.Draw("decimals", 5, 3, "quiz 1")
+	l.set("script", drawn[0].Answer, "1", "pause")
+	r := send(t, s, "quiz me")
+	if st := s.State(); st[tutor.KeyQuizPaused] != true || st[tutor.KeyQuizQuestionIndex] != 2 {
+		t.Fatalf("after pausing: quiz_paused=%v index=%v, want true 2; reply: %s", st[tutor.KeyQuizPaused], st[tutor.KeyQuizQuestionIndex], r.Text())
+	}
+	if !strings.Contains(r.Text(), "continue quiz") {
+		t.Errorf("pause reply does not say how to resume: %s", r.Text())
+	}
+	// Something else in between: state must survive it.
+	send(t, s, "explain decimals")
+	l.set("right")
+	r = send(t, s, "continue quiz")
+	var wantAsked []string
+	for _, q := range drawn[2:] {
+		wantAsked = append(wantAsked, q.ID)
+	}
+	if diff := cmp.Diff(wantAsked, l.questions()); diff != "" {
+		t.Errorf("resumed quiz asked (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]routed{{"resume_quiz", "quiz"}, {"after_quiz", "feedback"}}, routes(r)); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+	st := s.State()
+	if st[tutor.KeyQuizScore] != 0.8 { // 4 of 5: the second answer, "1", was wrong
+		t.Errorf("quiz_score = %v, want 0.8", st[tutor.KeyQuizScore])
+	}
+	if !strings.Contains(r.Turns[0].Text, "Resuming") || !strings.Contains(r.Turns[1].Text, "4 of 5") {
+		t.Errorf("reply: %s", r.Text())
+	}
+}
+
+// TestQuizDrawIsSeeded checks that the quiz draws the same questions for the same seed and
+// different ones for another.
+func TestQuizDrawIsSeeded(t *testing.T) {
+	draw := func(seed uint64) []string {
+		s, l := newSession(t, seed)
+		send(t, s, "teach me percentages")
+		l.set("right")
+		send(t, s, "quiz me")
+		return l.questions()
+	}
+	a, b, c := draw(11), draw(11), draw(12)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("same seed drew different questions (-first +second):\n%s", diff)
+	}
+	if cmp.Equal(a, c) {
+		t.Errorf("seeds 11 and 12 drew the same questions %v", a)
+	}
+}
+
+// TestStateMissingFallsBackToDiagnostic: a quiz before any diagnostic fails with STATE_MISSING,
+// and the session runs the diagnostic instead (seed 003: "Run diagnostic first").
+func TestStateMissingFallsBackToDiagnostic(t *testing.T) {
+	s, _ := newSession(t, 1)
+	r := send(t, s, "quiz me on fractions")
+	tu := r.Turns[0]
+	if tu.Routed != "quiz" || tu.Agent != "diagnostic" || !tu.Fallback {
+		t.Fatalf("turn = routed %s, answered by %s (fallback %v), want quiz → diagnostic: %s", tu.Routed, tu.Agent, tu.Fallback, tu.Text)
+	}
+	if got := s.State()[tutor.KeyCurrentTopic]; got != "fractions" {
+		t.Errorf("current_topic = %v, want fractions", got)
+	}
+}
+
+// TestErrorContract: messages the agents cannot act on get seed 003's fallback actions.
+func TestErrorContract(t *testing.T) {
+	for _, tt := range []struct {
+		msg, code, says string
+	}{
+		{"hello there", troupe.CodeInvalidInput, "Which topic"},
+		{"teach me astrophysics", troupe.CodeRAGEmpty, "Related topics you could start with: addition"},
+	} {
+		s, _ := newSession(t, 1)
+		r := send(t, s, tt.msg)
+		tu := r.Turns[0]
+		if tu.Err == nil || tu.Err.Code != tt.code || !strings.Contains(tu.Text, tt.says) {
+			t.Errorf("%q: err %+v, text %q; want code %s saying %q", tt.msg, tu.Err, tu.Text, tt.code, tt.says)
+		}
+	}
+}
+
+// TestDiagnosticEstimatesMastery: right probe answers give high estimates and no gaps, wrong
+// ones give gaps, a beginner level and a remediation recommendation; the path then orders the
+// unmastered prerequisites before the topic.
+func TestDiagnosticEstimatesMastery(t *testing.T) {
+	s, l := newSession(t, 5)
+	l.set("wrong")
+	send(t, s, "teach me division")
+	st := s.State()
+	if st["learner_level"] != "beginner" || st["recommendation"] != "remediate" {
+		t.Errorf("wrong probes: level %v, recommendation %v", st["learner_level"], st["recommendation"])
+	}
+	send(t, s, "what's next")
+	path, _ := s.State()["learning_path"].([]map[string]any)
+	var topics []string
+	for _, p := range path {
+		topics = append(topics, p["topic"].(string))
+	}
+	if diff := cmp.Diff([]string{"addition", "subtraction", "multiplication", "division"}, topics); diff != "" {
+		t.Errorf("path (-want +got):\n%s", diff)
+	}
+
+	s, l = newSession(t, 5)
+	l.set("right")
+	send(t, s, "teach me division")
+	st = s.State()
+	if gaps := st["prerequisite_gaps"]; fmt.Sprint(gaps) != "[]" {
+		t.Errorf("right probes: gaps %v", gaps)
+	}
+	if st["learner_level"] != "advanced" || st["recommendation"] != "proceed" {
+		t.Errorf("right probes: level %v, recommendation %v", st["learner_level"], st["recommendation"])
+	}
+}
