@@ -18,10 +18,10 @@ func TestThroughEngine(t *testing.T) {
 	srv := newCompletionServer(t, reply{content: `{"summary":"photosynthesis in brief","points":["light","chlorophyll"]}`, usage: [2]int{40, 12}})
 	a := newAgent(t, llmagent.Config{
 		BaseURL: srv.URL(), Stream: true,
-		System:  "{{.OptimizedPrompt}}",
-		Prompt:  "Explain {{.State \"topic\"}}: {{.Query}}",
-		Schema:  json.RawMessage(`{"type":"object","properties":{"summary":{"type":"string"},"points":{"type":"array","items":{"type":"string"}}},"required":["summary","points"]}`),
-		Prices:  map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 1000, CompletionPerMillion: 2000}},
+		System: "{{.OptimizedPrompt}}",
+		Prompt: "Explain {{.State \"topic\"}}: {{.Query}}",
+		Schema: json.RawMessage(`{"type":"object","properties":{"summary":{"type":"string"},"points":{"type":"array","items":{"type":"string"}}},"required":["summary","points"]}`),
+		Prices: map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 1000, CompletionPerMillion: 2000}},
 	})
 	reg := troupe.NewRegistry()
 	reg.MustAdd("explainer", a, troupe.Reads("topic"), troupe.Writes("points"))

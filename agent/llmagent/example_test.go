@@ -14,6 +14,7 @@ import (
 func Example() {
 	// A stand-in for an OpenAI-compatible server (Ollama, vLLM, OpenAI itself…).
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{
 			"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "small-model",
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
