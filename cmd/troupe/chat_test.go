@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestChatScript(t *testing.T) {
+	var stdout, stderr strings.Builder
+	code := run(t.Context(), []string{"chat", "--script", "../../examples/tutor/testdata/fractions.chat", "../../examples/tutor"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"> teach me fractions\n", // script lines are echoed after the prompt
+		"[diagnostic ← New topic start",
+		"Quiz paused after 1 of 5 questions",
+		"> continue quiz\n",
+		"Resuming your Fractions quiz at question 2 of 5.",
+		"[feedback ← After quiz completion",
+		"You have mastered Fractions!",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestChatStdin holds the conversation over an in-memory terminal: messages and quiz
+// answers come from the same lines.
+func TestChatStdin(t *testing.T) {
+	in := strings.NewReader("hello\nteach me addition\n15\n42\n225\nquiz me\n1\npause\ncontinue quiz\n")
+	var stdout, stderr strings.Builder
+	code := chat(t.Context(), []string{"--questions", "2", "examples/tutor"}, in, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"Which topic would you like to learn?", // INVALID_INPUT → ask the user to clarify
+		"Question 1 of 2 (Addition)",
+		"Quiz paused after 1 of 2 questions",
+		"Resuming your Addition quiz at question 2 of 2.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestChatUsage(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "s.chat")
+	if err := os.WriteFile(script, []byte("hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"no example", []string{"chat"}, exitUsage, "want one example directory"},
+		{"not conversational", []string{"chat", "examples/e2i"}, exitUsage, "examples/e2i is not a conversational example"},
+		{"missing script", []string{"chat", "--script", "/nonexistent/x.chat", "examples/tutor"}, exitUsage, "--script"},
+		{"bad flag", []string{"chat", "--nope", "examples/tutor"}, exitUsage, "nope"},
+		{"help", []string{"chat", "--help"}, exitOK, "Usage: troupe chat"},
+		{"ok", []string{"chat", "--script", script, "examples/tutor"}, exitOK, "Which topic"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			code := run(t.Context(), tt.args, &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stdout.String()+stderr.String(), tt.says) {
+				t.Errorf("exit %d (want %d), output %q lacks %q", code, tt.code, stdout.String()+stderr.String(), tt.says)
+			}
+		})
+	}
+}
+
+func TestChatCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var stdout, stderr strings.Builder
+	code := chat(ctx, []string{"examples/tutor"}, strings.NewReader("teach me addition\n"), &stdout, &stderr)
+	if code != exitCancelled {
+		t.Errorf("exit %d, want %d; stderr %s", code, exitCancelled, stderr.String())
+	}
+}
