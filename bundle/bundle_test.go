@@ -1,0 +1,417 @@
+package bundle_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/troupehq/troupe/bundle"
+)
+
+func obj(s string) any {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func inputs(data ...string) []bundle.Input {
+	in := make([]bundle.Input, len(data))
+	for i, d := range data {
+		in[i] = bundle.Input{ID: "r" + string(rune('1'+i)), Seed: int64(11 + i), Data: obj(d)}
+	}
+	return in
+}
+
+func f(x float64) *float64 { return &x }
+
+func mustSchema(t *testing.T, s string) *bundle.Schema {
+	t.Helper()
+	sc, err := bundle.CompileSchema([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// Every summary below is worked out by hand; the comments show the arithmetic.
+func TestSummarizeHandComputed(t *testing.T) {
+	bounded := `{"type":"object","properties":{"score":{"type":"number","minimum":0,"maximum":1}}}`
+	nested := `{"type":"object","properties":{
+		"risk":{"type":"object","x-weight":2,"properties":{"level":{"type":"string"},"score":{"type":"number","minimum":0,"maximum":10}}},
+		"note":{"type":"string"}}}`
+	tests := []struct {
+		name   string
+		schema string
+		in     []bundle.Input
+		want   bundle.Summary
+	}{{
+		// Relative difference: |0.6−0.8|/0.8 = 0.25, |0.6−0.7|/0.7 = 0.142857, |0.8−0.7|/0.8 = 0.125.
+		// Confidence 1 − (0.25+0.142857+0.125)/3 = 0.827381. Mean 0.7, stdev √(0.02/3) = 0.08165.
+		name: "numbers, relative",
+		in:   inputs(`{"score":0.6}`, `{"score":0.8}`, `{"score":0.7}`),
+		want: bundle.Summary{
+			Consensus: map[string]any{},
+			Disagreements: []bundle.Disagreement{{Field: "score", Values: []any{0.6, 0.8, 0.7},
+				Replicates: []string{"r1", "r2", "r3"}, Distance: 0.172619}},
+			PairwiseDistance: [][]float64{{0, 0.25, 0.142857}, {0.25, 0, 0.125}, {0.142857, 0.125, 0}},
+			Distributions:    map[string]bundle.Distribution{"score": {N: 3, Mean: f(0.7), Stdev: f(0.08165), Min: f(0.6), Max: f(0.8)}},
+			Confidence:       0.827381,
+		},
+	}, {
+		// With minimum 0 and maximum 1 the range is 1: distances 0.2, 0.1, 0.1; confidence 1 − 0.4/3.
+		name:   "numbers, schema bounds",
+		schema: bounded,
+		in:     inputs(`{"score":0.6}`, `{"score":0.8}`, `{"score":0.7}`),
+		want: bundle.Summary{
+			Consensus: map[string]any{},
+			Disagreements: []bundle.Disagreement{{Field: "score", Values: []any{0.6, 0.8, 0.7},
+				Replicates: []string{"r1", "r2", "r3"}, Distance: 0.133333}},
+			PairwiseDistance: [][]float64{{0, 0.2, 0.1}, {0.2, 0, 0.1}, {0.1, 0.1, 0}},
+			Distributions:    map[string]bundle.Distribution{"score": {N: 3, Mean: f(0.7), Stdev: f(0.08165), Min: f(0.6), Max: f(0.8)}},
+			Confidence:       0.866667,
+		},
+	}, {
+		// A disagreement flag: r3 differs from both; mean distance 2/3.
+		name: "categories",
+		in:   inputs(`{"verdict":"go","ok":true}`, `{"verdict":"go","ok":true}`, `{"verdict":"no","ok":true}`),
+		want: bundle.Summary{
+			Consensus: map[string]any{"ok": true},
+			Disagreements: []bundle.Disagreement{{Field: "verdict", Values: []any{"go", "go", "no"},
+				Replicates: []string{"r1", "r2", "r3"}, Distance: 0.666667}},
+			// Objects average their fields: verdict 1, ok 0 → 0.5.
+			PairwiseDistance: [][]float64{{0, 0, 0.5}, {0, 0, 0.5}, {0.5, 0.5, 0}},
+			Distributions:    map[string]bundle.Distribution{"verdict": {N: 3, Counts: map[string]int{"go": 2, "no": 1}}},
+			Confidence:       0.666667,
+		},
+	}, {
+		// Jaccard: {a,b} vs {b,c} share 1 of 3 → 2/3; {a,b} vs {b,a} → 0.
+		name: "sets",
+		in:   inputs(`{"tags":["a","b"]}`, `{"tags":["b","c"]}`, `{"tags":["b","a"]}`),
+		want: bundle.Summary{
+			Consensus: map[string]any{},
+			Disagreements: []bundle.Disagreement{{Field: "tags", Values: []any{[]any{"a", "b"}, []any{"b", "c"}, []any{"b", "a"}},
+				Replicates: []string{"r1", "r2", "r3"}, Distance: 0.444444}},
+			PairwiseDistance: [][]float64{{0, 0.666667, 0}, {0.666667, 0, 0.666667}, {0, 0.666667, 0}},
+			Distributions:    map[string]bundle.Distribution{"tags": {N: 3, Counts: map[string]int{"a": 2, "b": 3, "c": 1}}},
+			Confidence:       0.555556,
+		},
+	}, {
+		// risk (weight 2) = mean(level 0, score |7−9|/10 = 0.2) = 0.1; note and steps (weight
+		// 1 each; steps is a sequence of objects, compared position by position, equal in all
+		// three) = 0 → r1–r2 = (2·0.1 + 0 + 0)/4 = 0.05. r3 lacks note (1) and has risk.score 7
+		// (risk 0): r1–r3 = 1/4; r2–r3 = (2·0.1 + 1)/4 = 0.3.
+		name:   "nested objects with weights and a missing field",
+		schema: nested,
+		in: inputs(`{"risk":{"level":"high","score":7},"note":"x","steps":[{"n":1}]}`,
+			`{"risk":{"level":"high","score":9},"note":"x","steps":[{"n":1}]}`,
+			`{"risk":{"level":"high","score":7},"steps":[{"n":1}]}`),
+		want: bundle.Summary{
+			Consensus: map[string]any{"risk.level": "high", "steps[0].n": 1.0},
+			Disagreements: []bundle.Disagreement{
+				// note: r1–r2 0, r1–r3 1, r2–r3 1 → 2/3. risk.score: 0.2, 0, 0.2 → 0.133333.
+				{Field: "note", Values: []any{"x", "x"}, Replicates: []string{"r1", "r2"}, Missing: []string{"r3"}, Distance: 0.666667},
+				{Field: "risk.score", Values: []any{7.0, 9.0, 7.0}, Replicates: []string{"r1", "r2", "r3"}, Distance: 0.133333},
+			},
+			PairwiseDistance: [][]float64{{0, 0.05, 0.25}, {0.05, 0, 0.3}, {0.25, 0.3, 0}},
+			Distributions: map[string]bundle.Distribution{
+				"risk.score": {N: 3, Mean: f(7.666667), Stdev: f(0.942809), Min: f(7), Max: f(9)},
+				"steps[0].n": {N: 3, Mean: f(1), Stdev: f(0), Min: f(1), Max: f(1)},
+			},
+			// 1 − (0.05 + 0.25 + 0.3)/3
+			Confidence: 0.8,
+		},
+	}, {
+		// r3 is invalid: out of consensus, confidence and distributions, in disagreements.
+		// r1–r2: mean(score 0.25, verdict 0) = 0.125 → confidence 0.875; r3 differs in kind (1).
+		name: "one invalid replicate",
+		in: func() []bundle.Input {
+			in := inputs(`{"score":0.6,"verdict":"go"}`, `{"score":0.8,"verdict":"go"}`, `{"score":"high","verdict":"no"}`)
+			in[2].Errors = []string{"at /score: got string, want number"}
+			return in
+		}(),
+		want: bundle.Summary{
+			Consensus: map[string]any{"verdict": "go"},
+			Disagreements: []bundle.Disagreement{
+				// score: 0.25, 1, 1 → 0.75; verdict: 0, 1, 1 → 2/3.
+				{Field: "score", Values: []any{0.6, 0.8, "high"}, Replicates: []string{"r1", "r2", "r3"}, Distance: 0.75},
+				{Field: "verdict", Values: []any{"go", "go", "no"}, Replicates: []string{"r1", "r2", "r3"}, Distance: 0.666667},
+			},
+			PairwiseDistance: [][]float64{{0, 0.125, 1}, {0.125, 0, 1}, {1, 1, 0}},
+			Distributions:    map[string]bundle.Distribution{"score": {N: 2, Mean: f(0.7), Stdev: f(0.1), Min: f(0.6), Max: f(0.8)}},
+			Confidence:       0.875,
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts bundle.Options
+			if tt.schema != "" {
+				opts.Schema = mustSchema(t, tt.schema)
+			}
+			got := bundle.Summarize(tt.in, opts)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-6)); diff != "" {
+				t.Errorf("summary (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDistanceKinds(t *testing.T) {
+	sc := mustSchema(t, `{"properties":{
+		"t":{"x-distance":"text"},
+		"c":{"x-distance":"categorical"},
+		"s":{"x-distance":"sequence"},
+		"u":{"uniqueItems":true},
+		"ignored":{"x-weight":0}}}`)
+	tests := []struct {
+		a, b string
+		want float64
+	}{
+		{`{"t":"The cat sat"}`, `{"t":"the dog sat"}`, 0.5},         // {the,cat,sat} vs {the,dog,sat}: 1 − 2/4
+		{`{"c":1}`, `{"c":1.5}`, 1},                                 // categorical numbers: a flag
+		{`{"s":["a","b"]}`, `{"s":["b","a"]}`, 1},                   // both positions differ
+		{`{"s":["a","b"]}`, `{"s":["a"]}`, 0.5},                     // one missing position of two
+		{`{"u":[{"a":1},{"b":2}]}`, `{"u":[{"b":2},{"a":1}]}`, 0},   // uniqueItems: a set of objects
+		{`{"ignored":1,"x":1}`, `{"ignored":2,"x":1}`, 0},           // weight 0 does not count
+		{`{"x":0}`, `{"x":-0.0}`, 0},                                // equal numbers
+		{`{"x":1}`, `{"x":-1}`, 1},                                  // |1−(−1)|/1 = 2, clamped
+		{`{"x":"1"}`, `{"x":1}`, 1},                                 // kinds differ
+		{`{"x":null}`, `{"x":null}`, 0},                             //
+		{`{}`, `{}`, 0},                                             //
+		{`{"x":[]}`, `{"x":[]}`, 0},                                 //
+		{`{"x":[1,[2]]}`, `{"x":[1,[3]]}`, 0.5},                     // a sequence: [2] vs [3] → Jaccard 1
+		{`{"a":1}`, `{"b":1}`, 1},                                   // each key missing on one side
+		{`[{"a":1}]`, `{"a":1}`, 1},                                 // array vs object
+		{`{"x":100,"y":"same"}`, `{"x":50,"y":"same"}`, 0.25},       // (0.5 + 0)/2
+		{`{"x":true}`, `{"x":false}`, 1},                            //
+		{`{"x":["a","b","c","d"]}`, `{"x":["a","b","c","e"]}`, 0.4}, // 1 − 3/5
+	}
+	for _, tt := range tests {
+		a, b := obj(tt.a), obj(tt.b)
+		if got := bundle.Distance(a, b, sc); got < tt.want-1e-9 || got > tt.want+1e-9 {
+			t.Errorf("Distance(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestSchemaErrors(t *testing.T) {
+	for _, tt := range []struct{ schema, want string }{
+		{`{"properties":{"a":{"x-weight":-1}}}`, "#/properties/a/x-weight"},
+		{`{"properties":{"a":{"x-distance":"cosine"}}}`, "#/properties/a/x-distance"},
+		{`{"$ref":"http://example.com/other.json"}`, "only the schema's own document"},
+		{`{"type":`, "bundle: schema"},
+		{`{"type":"nothing"}`, "bundle: schema"},
+	} {
+		_, err := bundle.CompileSchema([]byte(tt.schema))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CompileSchema(%s) = %v, want an error mentioning %q", tt.schema, err, tt.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	sc := mustSchema(t, `{"type":"object","required":["score","verdict"],
+		"properties":{"score":{"type":"number","minimum":0,"maximum":1},"verdict":{"enum":["go","no"]}}}`)
+	if errs := sc.Validate(obj(`{"score":0.5,"verdict":"go"}`)); errs != nil {
+		t.Errorf("valid data: %v", errs)
+	}
+	errs := sc.Validate(obj(`{"score":1.5,"verdict":"maybe"}`))
+	if len(errs) != 2 || !strings.HasPrefix(errs[0], "at /score: ") || !strings.HasPrefix(errs[1], "at /verdict: ") {
+		t.Errorf("errors = %q, want one at /score and one at /verdict", errs)
+	}
+	if errs := sc.Validate(obj(`{"score":0.5}`)); len(errs) != 1 || !strings.Contains(errs[0], "verdict") {
+		t.Errorf("missing verdict: %q", errs)
+	}
+	var none *bundle.Schema
+	if errs := none.Validate(obj(`[1]`)); errs != nil {
+		t.Errorf("nil schema: %v", errs)
+	}
+}
+
+func TestBuild(t *testing.T) {
+	in := inputs(`{"score":0.6,"verdict":"go","notes":{"a":"same","b":"same"}}`,
+		`{"score":0.8,"verdict":"go","notes":{"a":"same","b":"same"}}`)
+	in = append(in, bundle.Input{ID: "r3", Seed: 47, Status: "timeout", Errors: []string{"timed out after 2s"}})
+	in[0].Usage = bundle.Usage{Tokens: 100, CostDollars: 0.01}
+	in[1].Usage = bundle.Usage{Tokens: 120, CostDollars: 0.02}
+	meta := bundle.Meta{Task: "feasibility", KMax: 3, Model: "m@1", SchemaVersion: "feasibility.v1", Epsilon: 0.2}
+	b, out, err := bundle.Build(meta, in, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMeta := bundle.Meta{Task: "feasibility", K: 3, KMax: 3, Model: "m@1", Seeds: []int64{11, 12, 47},
+		SchemaVersion: "feasibility.v1", Epsilon: 0.2,
+		Usage: bundle.Usage{Tokens: 220, CostDollars: 0.03, PerReplicate: []bundle.ReplicateUsage{
+			{ID: "r1", Tokens: 100, CostDollars: 0.01}, {ID: "r2", Tokens: 120, CostDollars: 0.02}, {ID: "r3"}}}}
+	if diff := cmp.Diff(wantMeta, b.Meta); diff != "" {
+		t.Errorf("meta (-want +got):\n%s", diff)
+	}
+	if r := b.Replicates[2]; r.Status != "timeout" || r.Quality.Valid || r.Data != nil || r.Quality.Errors[0] != "timed out after 2s" {
+		t.Errorf("timed-out replicate = %+v", r)
+	}
+	// 004's contract: the top-level members and the summary's members, by name.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(out, &top); err != nil {
+		t.Fatal(err)
+	}
+	shape := map[string]map[string]any{}
+	for _, k := range []string{"meta", "summary"} {
+		var m map[string]any
+		if err := json.Unmarshal(top[k], &m); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		shape[k] = m
+	}
+	for _, k := range []string{"consensus", "disagreements", "pairwise_distance", "distributions", "confidence", "truncated"} {
+		if _, ok := shape["summary"][k]; !ok {
+			t.Errorf("summary has no %q: %s", k, out)
+		}
+	}
+	for _, k := range []string{"task", "k", "model", "seeds", "schema_version", "usage"} {
+		if _, ok := shape["meta"][k]; !ok {
+			t.Errorf("meta has no %q: %s", k, out)
+		}
+	}
+	// Reproducible: the same inputs give the same bytes.
+	for range 5 {
+		_, again, err := bundle.Build(meta, in, bundle.Options{})
+		if err != nil || string(again) != string(out) {
+			t.Fatalf("second build differs (%v):\n%s\n%s", err, out, again)
+		}
+	}
+}
+
+func TestBuildRejects(t *testing.T) {
+	if _, _, err := bundle.Build(bundle.Meta{}, []bundle.Input{{ID: "r1"}, {ID: "r1"}}, bundle.Options{}); err == nil || !strings.Contains(err.Error(), `"r1" appears twice`) {
+		t.Errorf("duplicate ids: %v", err)
+	}
+	if _, _, err := bundle.Build(bundle.Meta{}, []bundle.Input{{}}, bundle.Options{}); err == nil || !strings.Contains(err.Error(), "replicate 0 has no id") {
+		t.Errorf("no id: %v", err)
+	}
+	var le *bundle.LimitError
+	if _, _, err := bundle.Build(bundle.Meta{}, nil, bundle.Options{Limits: bundle.Limits{MaxDiffs: -1}}); !errors.As(err, &le) || le.Field != "max_diffs" {
+		t.Errorf("negative cap: %v", err)
+	}
+	if _, _, err := bundle.Build(bundle.Meta{Task: strings.Repeat("x", 200)}, inputs(`{"a":1}`), bundle.Options{Limits: bundle.Limits{MaxBytes: 100}}); !errors.Is(err, bundle.ErrTooLarge) {
+		t.Errorf("tiny max_bytes: %v", err)
+	}
+}
+
+func TestCapsTruncate(t *testing.T) {
+	in := inputs(`{"a":1,"b":2,"c":"x","d":"y","e":[1,2]}`, `{"a":2,"b":3,"c":"z","d":"y","e":[1,2]}`)
+	b, _, err := bundle.Build(bundle.Meta{}, in, bundle.Options{Limits: bundle.Limits{MaxFields: 1, MaxDiffs: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.Summary
+	// Consensus: d, e → keep d. Distributions: a, b, c (c disagrees) → keep a.
+	// Disagreements: a (|1−2|/2 = 0.5), b (1/3), c (1) → keep c.
+	want := &bundle.Omitted{Consensus: 1, Distributions: 2, Disagreements: 2}
+	if !s.Truncated || !cmp.Equal(s.Omitted, want) || len(s.Disagreements) != 1 || s.Disagreements[0].Field != "c" {
+		t.Errorf("truncated %v omitted %+v disagreements %+v", s.Truncated, s.Omitted, s.Disagreements)
+	}
+	if _, ok := s.Consensus["d"]; !ok || len(s.Consensus) != 1 {
+		t.Errorf("consensus %v, want d only", s.Consensus)
+	}
+}
+
+func TestMaxBytesDropsInOrder(t *testing.T) {
+	doc := func(v int) string {
+		var sb strings.Builder
+		sb.WriteString(`{`)
+		for i := range 40 {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			sb.WriteString(`"field_` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":`)
+			if i%4 == 0 {
+				sb.WriteString(`"` + strings.Repeat("v", 20) + string(rune('a'+v)) + `"`)
+			} else {
+				sb.WriteString(`"same value"`)
+			}
+		}
+		sb.WriteString(`}`)
+		return sb.String()
+	}
+	in := inputs(doc(0), doc(1), doc(2))
+	_, full, err := bundle.Build(bundle.Meta{}, in, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, max := range []int{len(full), len(full) - 1, len(full) / 2, len(full) / 4, 900} {
+		b, out, err := bundle.Build(bundle.Meta{}, in, bundle.Options{Limits: bundle.Limits{MaxBytes: max}})
+		if err != nil {
+			t.Fatalf("max_bytes %d: %v", max, err)
+		}
+		if len(out) > max {
+			t.Errorf("max_bytes %d: %d bytes", max, len(out))
+		}
+		if max < len(full) && !b.Summary.Truncated && b.Replicates[1].Base == "" {
+			t.Errorf("max_bytes %d: neither diff-encoded nor truncated", max)
+		}
+		// Every replicate that kept its data reads back exactly.
+		for i := range b.Replicates {
+			if b.Replicates[i].DataOmitted {
+				continue
+			}
+			got, err := b.Data(i)
+			if err != nil || !cmp.Equal(got, in[i].Data) {
+				t.Errorf("max_bytes %d: replicate %d reads back %v (%v)", max, i, got, err)
+			}
+		}
+	}
+}
+
+func TestDiffPatch(t *testing.T) {
+	base := obj(`{"a":1,"b":{"c":[1,2],"d":"x","e/f~":true},"g":null}`)
+	v := obj(`{"a":1,"b":{"c":[1,3],"e/f~":false,"h":{}},"i":"new"}`)
+	ops := bundle.Diff(base, v)
+	want := []bundle.Op{
+		{Op: "replace", Path: "/b/c", Value: []any{1.0, 3.0}},
+		{Op: "remove", Path: "/b/d"},
+		{Op: "replace", Path: "/b/e~1f~0", Value: false},
+		{Op: "add", Path: "/b/h", Value: map[string]any{}},
+		{Op: "remove", Path: "/g"},
+		{Op: "add", Path: "/i", Value: "new"},
+	}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Errorf("diff (-want +got):\n%s", diff)
+	}
+	got, err := bundle.Patch(base, ops)
+	if err != nil || !cmp.Equal(got, v) {
+		t.Errorf("Patch = %v, %v; want %v", got, err, v)
+	}
+	if _, err := bundle.Patch(base, []bundle.Op{{Op: "remove", Path: "/nope/x"}}); err == nil || !strings.Contains(err.Error(), `operation 0 (remove "/nope/x"): no member "nope"`) {
+		t.Errorf("bad patch: %v", err)
+	}
+	if _, err := bundle.Patch(base, []bundle.Op{{Op: "move", Path: "/a"}}); err == nil || !strings.Contains(err.Error(), "unsupported op") {
+		t.Errorf("move: %v", err)
+	}
+}
+
+func TestPresentRedactsOutputOnly(t *testing.T) {
+	in := inputs(`{"k":"secret-1","same":"secret-1"}`, `{"k":"secret-2","same":"secret-1"}`)
+	hide := func(v any) any {
+		b, _ := json.Marshal(v)
+		s := strings.ReplaceAll(string(b), "secret", "XXX")
+		var out any
+		_ = json.Unmarshal([]byte(s), &out)
+		return out
+	}
+	b, out, err := bundle.Build(bundle.Meta{}, in, bundle.Options{Present: hide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "secret") {
+		t.Errorf("bundle leaks: %s", out)
+	}
+	// Statistics saw the real values: k disagrees, same agrees.
+	if b.Summary.PairwiseDistance[0][1] != 0.5 || b.Summary.Consensus["same"] != "XXX-1" {
+		t.Errorf("summary %+v", b.Summary)
+	}
+}
