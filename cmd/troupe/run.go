@@ -38,15 +38,6 @@ func commands() []command {
 			run: runDemo,
 		},
 		{
-			name:    "chat",
-			summary: "hold a conversation with seed 003's tutor (examples/tutor)",
-			examples: [][2]string{
-				{"troupe chat examples/tutor", "talk to the tutor on this terminal; answer its quiz questions as they come"},
-				{"troupe chat --script examples/tutor/testdata/fractions.chat examples/tutor", "replay a scripted conversation"},
-			},
-			run: runChat,
-		},
-		{
 			name:    "help",
 			summary: "show help for troupe or one of its commands",
 			examples: [][2]string{
@@ -54,6 +45,15 @@ func commands() []command {
 				{"troupe help demo", "the flags of demo"},
 			},
 			run: runHelp,
+		},
+		{
+			name:    "chat",
+			summary: "hold a conversation with seed 003's tutor (examples/tutor)",
+			examples: [][2]string{
+				{"troupe chat examples/tutor", "talk to the tutor on this terminal; answer its quiz questions as they come"},
+				{"troupe chat --script examples/tutor/testdata/fractions.chat examples/tutor", "replay a scripted conversation"},
+			},
+			run: runChat,
 		},
 	}
 }
