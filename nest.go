@@ -65,6 +65,11 @@ func (e *CircularDependencyError) Error() string {
 	return "troupe: circular agent call: " + strings.Join(e.Cycle, " → ")
 }
 
+// Unwrap gives the error's seed 003 form, CIRCULAR_DEPENDENCY, not recoverable by retrying.
+func (e *CircularDependencyError) Unwrap() error {
+	return &AgentError{Code: CodeCircularDependency, Message: e.Error(), FallbackAction: "answer without delegating to an agent already working on the task"}
+}
+
 // MaxDepthExceededError is returned when a call to an agent as a tool would make the call stack
 // deeper than the agent allows (seed 002: default 5).
 type MaxDepthExceededError struct {
@@ -75,3 +80,14 @@ type MaxDepthExceededError struct {
 func (e *MaxDepthExceededError) Error() string {
 	return fmt.Sprintf("troupe: agent call depth %d exceeds the maximum of %d: %s", len(e.Stack), e.MaxDepth, strings.Join(e.Stack, " → "))
 }
+
+// Unwrap gives the error's seed 003 form, MAX_DEPTH_EXCEEDED, not recoverable by retrying.
+func (e *MaxDepthExceededError) Unwrap() error {
+	return &AgentError{Code: CodeMaxDepthExceeded, Message: e.Error(), FallbackAction: "do the work without delegating further"}
+}
+
+// Error codes of agent calls through tools (seed 002's FR-021 and FR-022).
+const (
+	CodeCircularDependency = "CIRCULAR_DEPENDENCY"
+	CodeMaxDepthExceeded   = "MAX_DEPTH_EXCEEDED"
+)

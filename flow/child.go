@@ -302,8 +302,9 @@ func frameOf(d *troupe.Dispatch) frame {
 
 // run runs member m as a nested dispatch of f's: it builds the dispatch, checks declared state
 // and the input schema, runs the agent (recovering a panic), builds and checks the result,
-// applies its declared writes to st, and records it all as nested events.
-func (f *frame) run(ctx context.Context, m *member, in input, st view) *troupe.Result {
+// applies its declared writes to st, and records it all as nested events. It also returns the
+// error the agent (or the checks before it) returned, which the result holds only as text.
+func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.Result, error) {
 	d := *f.d // the wire fields of the enclosing dispatch; the runtime is replaced below
 	d.DispatchID, d.TargetAgent, d.DispatchReason = in.id, m.spec.Name, in.reason
 	d.Query, d.ParsedQuery, d.UpstreamResults = in.query, in.parsed, in.upstream
@@ -357,7 +358,7 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) *troupe.R
 		kind = troupe.KindDispatchFailed
 	}
 	rt.emit(troupe.Event{Kind: kind, DispatchID: in.id, Agent: m.spec.Name, Status: res.Status, Data: res})
-	return res
+	return res, err
 }
 
 // prepare checks declared reads (003's STATE_MISSING) and the input schema (INVALID_INPUT).

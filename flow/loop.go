@@ -97,7 +97,7 @@ func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutco
 		user["loop_cycle"] = cycle
 		in := input{id: childID(d.DispatchID, saltIteration, uint64(cycle)), query: d.Query, parsed: d.ParsedQuery, upstream: upstream,
 			mode: troupe.Sequential, user: user, reason: fmt.Sprintf("cycle %d of at most %d of a loop", cycle, limit)}
-		res := f.run(ctx, &ms[0], in, st)
+		res, _ := f.run(ctx, &ms[0], in, st)
 		out.Results = append(out.Results, res)
 		out.Final, out.Cycles = res, cycle
 		if res.Status != troupe.StatusCompleted {

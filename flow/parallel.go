@@ -208,7 +208,7 @@ launch:
 			mode: troupe.Parallel, reason: fmt.Sprintf("branch %d of %d of a parallel group (%s)", i+1, len(ms), p.cfg.Strategy)}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res := f.run(gctx, &ms[i], in, views[i])
+			res, _ := f.run(gctx, &ms[i], in, views[i])
 			out.Results[i] = res // each goroutine writes its own element; wg.Wait publishes them
 			if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted {
 				mu.Lock()

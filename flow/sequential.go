@@ -59,18 +59,20 @@ type SequenceOutcome struct {
 }
 
 // StepError is the failure that stopped a sequence under StopOnError: which step, which agent,
-// and its result. It unwraps to the seed 003 *troupe.AgentError describing the failure.
+// and its result. It unwraps to the seed 003 *troupe.AgentError describing the failure and to
+// the error the agent returned.
 type StepError struct {
 	Step   int // 1-based
 	Agent  string
 	Result *troupe.Result
 	Err    *troupe.AgentError
+	Cause  error // what the agent returned, if it returned an error
 }
 
 func (e *StepError) Error() string { return e.Err.Error() }
 
-// Unwrap returns the agent error.
-func (e *StepError) Unwrap() error { return e.Err }
+// Unwrap returns the agent error and the agent's own error, so errors.As finds either.
+func (e *StepError) Unwrap() []error { return []error{e.Err, e.Cause} }
 
 // Execute runs the sequence on behalf of d (the sequence's own dispatch; a plain
 // troupe.NewDispatch() with a Query when called outside a run).
@@ -99,7 +101,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 			in.query = prev.Prompt() + "\n\n" + d.Query
 			in.reason += ", after " + prev.SourceAgent
 		}
-		res := f.run(ctx, m, in, st)
+		res, cause := f.run(ctx, m, in, st)
 		h := NewHandoff(res)
 		if s.cfg.Transform != nil {
 			h = s.cfg.Transform(h)
@@ -112,7 +114,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil) {
 			out.State = st.snapshot()
 			ae := errorOf(fmt.Sprintf("flow: sequential: step %d of %d", i+1, len(ms)), res)
-			return out, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae}
+			return out, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
 		}
 	}
 	out.State = st.snapshot()

@@ -1,0 +1,132 @@
+package flow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync/atomic"
+
+	"github.com/troupehq/troupe"
+)
+
+// ToolPrefix starts the name of every agent tool (seed 002: "delegate_to_{agentName}").
+const ToolPrefix = "delegate_to_"
+
+var defaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","description":"what the agent should do"}},"required":["task"]}`)
+
+// AsTool wraps an agent as a tool named delegate_to_{name} that another agent — an LLM agent
+// choosing among its tools — can call during its own dispatch (seed 002's createAgentTool).
+// opts are the registration options: Describe sets the tool's description, InputSchema its
+// arguments' schema (checked before the agent runs), OutputSchema the agent's result's,
+// MaxDepth the deepest call stack at which the agent may be called (default 5), Reads, Writes
+// and WithTimeout as for any member of a composite.
+//
+// The call stack travels in ctx: a call to an agent already on it fails with a
+// *troupe.CircularDependencyError naming the cycle, a call deeper than the called agent's
+// MaxDepth with a *troupe.MaxDepthExceededError. The called agent runs as a nested dispatch of
+// caller: its events appear in caller's run, its state reads see caller's session state, and
+// its state writes stay local to the call (recorded as nested state_delta events). The tool
+// returns the agent's agent_result as JSON; a failure returns its seed 003 *troupe.AgentError.
+//
+// The tool is safe for concurrent use.
+func AsTool(name string, a troupe.Agent, opts ...troupe.Option) troupe.Tool {
+	t := &agentTool{spec: Named(name, a, opts...)}
+	t.info = troupe.ToolInfo{Name: ToolPrefix + name, Description: t.spec.Description, InputSchema: t.spec.InputSchema}
+	if t.info.Description == "" {
+		t.info.Description = "Delegate a task to the " + name + " agent and get its result."
+	}
+	if t.info.InputSchema == nil {
+		t.info.InputSchema = defaultToolSchema
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	t.salt = h.Sum64()
+	return t
+}
+
+type agentTool struct {
+	spec  *troupe.AgentSpec
+	info  troupe.ToolInfo
+	salt  uint64
+	lazy  lazy
+	calls atomic.Uint64 // ordinals of calls whose caller's runtime has none to give
+}
+
+func (t *agentTool) Info() troupe.ToolInfo { return t.info }
+
+type stackKey struct{}
+
+// CallStack returns the agents on the call stack of ctx, outermost first: the agents that,
+// through agent tools, called the one running with ctx. It is nil outside an agent tool call.
+func CallStack(ctx context.Context) []string {
+	s, _ := ctx.Value(stackKey{}).([]string)
+	return slices.Clone(s)
+}
+
+// Call runs the agent on args — a JSON object: its "task" string becomes the dispatch's query,
+// the whole object its parsed_query.
+func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json.RawMessage) (json.RawMessage, error) {
+	ms, err := t.lazy.get(t.info.Name, []*troupe.AgentSpec{t.spec})
+	if err != nil {
+		return nil, err
+	}
+	if caller == nil {
+		caller = troupe.NewDispatch()
+	}
+	stack, _ := ctx.Value(stackKey{}).([]string)
+	if len(stack) == 0 && caller.TargetAgent != "" {
+		stack = []string{caller.TargetAgent}
+	}
+	name := t.spec.Name
+	if i := slices.Index(stack, name); i >= 0 {
+		return nil, &troupe.CircularDependencyError{Cycle: append(slices.Clone(stack[i:]), name)}
+	}
+	next := make([]string, len(stack)+1)
+	copy(next, stack)
+	next[len(stack)] = name
+	limit := t.spec.MaxDepth
+	if limit <= 0 {
+		limit = troupe.DefaultMaxDepth
+	}
+	if len(next) > limit {
+		return nil, &troupe.MaxDepthExceededError{Stack: next, MaxDepth: limit}
+	}
+
+	var parsed map[string]any
+	if err := json.Unmarshal(args, &parsed); err != nil || parsed == nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, FallbackAction: "call the tool with a JSON object",
+			Message: fmt.Sprintf("flow: %s: arguments must be a JSON object, got %s", t.info.Name, truncate(string(bytes.TrimSpace(args)), 80))}
+	}
+	query, _ := parsed["task"].(string)
+	if query == "" {
+		query = string(args)
+	}
+	var ordinal uint64
+	if em := caller.Emitter(); em != nil {
+		ordinal = em.NextChild()
+	} else {
+		ordinal = t.calls.Add(1) - 1
+	}
+	f := frameOf(caller)
+	in := input{id: childID(caller.DispatchID, saltTool, t.salt, ordinal), query: query, parsed: parsed, mode: troupe.Sequential,
+		reason: "called as tool " + t.info.Name}
+	if len(stack) > 0 {
+		in.reason += " by " + stack[len(stack)-1]
+	}
+	res, cause := f.run(context.WithValue(ctx, stackKey{}, next), &ms[0], in, &parentView{parent: caller})
+	if res.Status != troupe.StatusCompleted {
+		if cause != nil && res.Status == troupe.StatusFailed {
+			// The agent's own error, typed errors included (a cycle found deeper down).
+			return nil, fmt.Errorf("flow: %s: %w", t.info.Name, cause)
+		}
+		return nil, errorOf("flow: "+t.info.Name, res)
+	}
+	out, err := json.Marshal(res.AgentResult)
+	if err != nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: fmt.Sprintf("flow: %s: result is not JSON: %v", t.info.Name, err)}
+	}
+	return out, nil
+}

@@ -1,0 +1,209 @@
+package flow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/flow"
+)
+
+// sqlExpert writes a query for the table named in its task.
+var sqlExpert = troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	table := d.ParsedQuery["table"].(string)
+	return &troupe.Result{AgentResult: map[string]any{"sql": fmt.Sprintf("SELECT month, SUM(amount) FROM %s GROUP BY month", table), "rows": []any{3.0, 5.0, 8.0}}}, nil
+})
+
+// pythonExpert plots the rows it is given.
+var pythonExpert = troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	rows := d.ParsedQuery["rows"].([]any)
+	var bars []string
+	for _, r := range rows {
+		bars = append(bars, strings.Repeat("#", int(r.(float64))))
+	}
+	return &troupe.Result{AgentResult: map[string]any{"plot": strings.Join(bars, "\n")}}, nil
+})
+
+// coordinator delegates: data questions to the SQL expert, plots of its rows to the Python
+// expert, choosing by the words of its query.
+func coordinator(tools ...troupe.Tool) troupe.Agent {
+	byName := map[string]troupe.Tool{}
+	for _, t := range tools {
+		byName[t.Info().Name] = t
+	}
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		out := map[string]any{"delegated": []any{}}
+		var rows []any
+		if strings.Contains(d.Query, "database") {
+			raw, err := byName["delegate_to_sql_expert"].Call(ctx, d, json.RawMessage(`{"task": "monthly sales", "table": "sales"}`))
+			if err != nil {
+				return nil, err
+			}
+			var r map[string]any
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, err
+			}
+			out["sql"], rows = r["sql"], r["rows"].([]any)
+			out["delegated"] = append(out["delegated"].([]any), "sql_expert")
+		}
+		if strings.Contains(d.Query, "plot") {
+			args, _ := json.Marshal(map[string]any{"task": "bar chart", "rows": rows})
+			raw, err := byName["delegate_to_python_expert"].Call(ctx, d, args)
+			if err != nil {
+				return nil, err
+			}
+			var r map[string]any
+			json.Unmarshal(raw, &r)
+			out["plot"] = r["plot"]
+			out["delegated"] = append(out["delegated"].([]any), "python_expert")
+		}
+		return &troupe.Result{AgentResult: out}, nil
+	})
+}
+
+// 002's example: a coordinator delegating to SQL and Python experts as tools.
+func TestCoordinatorDelegatesToExperts(t *testing.T) {
+	sqlTool := flow.AsTool("sql_expert", sqlExpert, troupe.Describe("Writes and runs SQL"))
+	pyTool := flow.AsTool("python_expert", pythonExpert)
+	if got := sqlTool.Info(); got.Name != "delegate_to_sql_expert" || got.Description != "Writes and runs SQL" || len(got.InputSchema) == 0 {
+		t.Errorf("info = %+v", got)
+	}
+	d := troupe.NewDispatch()
+	d.TargetAgent, d.Query = "coordinator", "Analyze database and plot results"
+	res, err := coordinator(sqlTool, pyTool).Run(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"delegated": []any{"sql_expert", "python_expert"},
+		"sql": "SELECT month, SUM(amount) FROM sales GROUP BY month", "plot": "###\n#####\n########"}
+	if diff := cmp.Diff(want, res.AgentResult); diff != "" {
+		t.Errorf("coordinator result (-want +got):\n%s", diff)
+	}
+}
+
+// delegator calls each of its tools in turn and returns what they returned.
+func delegator(name string, tools ...*troupe.Tool) troupe.Agent {
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		out := map[string]any{"agent": name, "stack": strings.Join(flow.CallStack(ctx), ">")}
+		for _, t := range tools {
+			raw, err := (*t).Call(ctx, d, json.RawMessage(`{"task": "help `+name+`"}`))
+			if err != nil {
+				return nil, err
+			}
+			out[(*t).Info().Name] = json.RawMessage(raw)
+		}
+		return &troupe.Result{AgentResult: out}, nil
+	})
+}
+
+// 002: A has B as a tool, B has A; A calls B calls A.
+func TestCircularDependency(t *testing.T) {
+	var toolA, toolB troupe.Tool
+	toolA = flow.AsTool("A", delegator("A", &toolB))
+	toolB = flow.AsTool("B", delegator("B", &toolA))
+	_, err := toolA.Call(t.Context(), nil, json.RawMessage(`{"task": "start"}`))
+	var cycle *troupe.CircularDependencyError
+	if !errors.As(err, &cycle) {
+		t.Fatalf("err = %v, want a CircularDependencyError", err)
+	}
+	if diff := cmp.Diff([]string{"A", "B", "A"}, cycle.Cycle); diff != "" {
+		t.Errorf("cycle (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(err.Error(), "A → B → A") {
+		t.Errorf("error %q does not name the cycle", err)
+	}
+	if info := troupe.ErrorInfoOf(err); info.Code != troupe.CodeCircularDependency || info.Recoverable {
+		t.Errorf("ErrorInfoOf = %+v, want CIRCULAR_DEPENDENCY, not recoverable", info)
+	}
+
+	// Called from a dispatch of A, the caller is the bottom of the stack.
+	d := troupe.NewDispatch()
+	d.TargetAgent = "A"
+	_, err = toolB.Call(t.Context(), d, json.RawMessage(`{"task": "start"}`))
+	if !errors.As(err, &cycle) || strings.Join(cycle.Cycle, " ") != "A B A" {
+		t.Errorf("from A's dispatch: err = %v", err)
+	}
+}
+
+// chain builds A → B → … → the last, each calling the next as a tool.
+func chain(names []string, opts ...troupe.Option) troupe.Tool {
+	var next *troupe.Tool
+	var first troupe.Tool
+	for i := len(names) - 1; i >= 0; i-- {
+		var tools []*troupe.Tool
+		if next != nil {
+			tools = append(tools, next)
+		}
+		tool := flow.AsTool(names[i], delegator(names[i], tools...), opts...)
+		next, first = &tool, tool
+	}
+	return first
+}
+
+func TestMaxDepth(t *testing.T) {
+	six := []string{"A", "B", "C", "D", "E", "F"}
+	t.Run("6 deep fails at the default 5", func(t *testing.T) {
+		_, err := chain(six).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`))
+		var deep *troupe.MaxDepthExceededError
+		if !errors.As(err, &deep) {
+			t.Fatalf("err = %v, want MaxDepthExceededError", err)
+		}
+		if deep.MaxDepth != 5 || strings.Join(deep.Stack, "") != "ABCDEF" {
+			t.Errorf("error = %+v", deep)
+		}
+		if info := troupe.ErrorInfoOf(err); info.Code != troupe.CodeMaxDepthExceeded {
+			t.Errorf("ErrorInfoOf = %+v, want MAX_DEPTH_EXCEEDED", info)
+		}
+	})
+	t.Run("5 deep is allowed", func(t *testing.T) {
+		if _, err := chain(six[:5]).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("depth 10 allows 6", func(t *testing.T) {
+		raw, err := chain(six, troupe.MaxDepth(10)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Follow the nesting down to F, which saw the whole stack.
+		var r map[string]any
+		json.Unmarshal(raw, &r)
+		for _, n := range six[1:] {
+			r = r["delegate_to_"+n].(map[string]any)
+		}
+		if r["agent"] != "F" || r["stack"] != "A>B>C>D>E>F" {
+			t.Errorf("innermost = %v", r)
+		}
+	})
+}
+
+func TestAgentToolErrors(t *testing.T) {
+	failing := flow.AsTool("rag", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return nil, &troupe.AgentError{Code: troupe.CodeRAGEmpty, Message: "no content", FallbackAction: "suggest related topics"}
+	}))
+	_, err := failing.Call(t.Context(), nil, json.RawMessage(`{"task": "x"}`))
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeRAGEmpty || ae.FallbackAction != "suggest related topics" {
+		t.Errorf("err = %v, want the agent's contract", err)
+	}
+	for _, args := range []string{`[1]`, `null`, `{`} {
+		_, err := failing.Call(t.Context(), nil, json.RawMessage(args))
+		if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidInput || !strings.Contains(err.Error(), "arguments must be a JSON object") {
+			t.Errorf("args %s: err = %v", args, err)
+		}
+	}
+	typed := flow.AsTool("typed", sqlExpert, troupe.InputSchema(json.RawMessage(`{"type":"object","required":["table"],"properties":{"table":{"type":"string"}}}`)))
+	if string(typed.Info().InputSchema) == "" {
+		t.Error("no schema in info")
+	}
+	_, err = typed.Call(t.Context(), nil, json.RawMessage(`{"task": "x", "table": 7}`))
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidInput || !strings.Contains(err.Error(), "/table: got number, want string") {
+		t.Errorf("schema violation: err = %v", err)
+	}
+}
