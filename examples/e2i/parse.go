@@ -7,22 +7,22 @@ import (
 	"unicode"
 )
 
-// keywords say when a rule fires: a token equal to one of words, a token starting with one of
-// stems, or a run of tokens equal to one of phrases (space-separated).
-type keywords struct {
-	words, stems, phrases []string
+// Keywords say when a rule fires: a word equal to one of Words, a word starting with one of
+// Stems, or a run of words equal to one of Phrases (space-separated).
+type Keywords struct {
+	Words, Stems, Phrases []string
 }
 
-func (k keywords) match(toks []string) bool {
-	phrases := make([][]string, len(k.phrases))
-	for i, p := range k.phrases {
+func (k Keywords) match(toks []string) bool {
+	phrases := make([][]string, len(k.Phrases))
+	for i, p := range k.Phrases {
 		phrases[i] = strings.Fields(p)
 	}
 	for i, t := range toks {
-		if slices.Contains(k.words, t) {
+		if slices.Contains(k.Words, t) {
 			return true
 		}
-		for _, s := range k.stems {
+		for _, s := range k.Stems {
 			if strings.HasPrefix(t, s) {
 				return true
 			}
@@ -40,101 +40,123 @@ func hasPhrase(toks, phrase []string) bool {
 	return len(toks) >= len(phrase) && slices.Equal(toks[:len(phrase)], phrase)
 }
 
-// intentRules classify a query: the first rule that fires gives the intent, and a query no
-// rule fires on is exploratory. Order matters — "what if" questions often mention a cause or
-// an effect, and a request to train or deploy a model often mentions drift.
-func intentRules() []struct {
-	intent string
-	keywords
-} {
-	return []struct {
-		intent string
-		keywords
-	}{
-		{"what_if", keywords{
-			words: []string{"scenario", "scenarios"}, stems: []string{"simulat"},
-			phrases: []string{"what if", "what would happen"},
-		}},
-		{"model_deployment", keywords{stems: []string{"deploy"}, phrases: []string{"ship the model", "ship a model"}}},
-		{"ml_training", keywords{
-			words:   []string{"train", "trains", "trained", "training", "retrain", "retrains", "retrained", "retraining"},
-			phrases: []string{"fit a model", "fit the model", "build a model", "build the model"},
-		}},
-		{"monitoring", keywords{
-			words: []string{"health", "healthy", "freshness", "alert", "alerts"}, stems: []string{"monitor", "drift"},
-			phrases: []string{"data quality"},
-		}},
-		{"causal", keywords{
-			words: []string{"why", "driver", "drivers", "driving", "effect", "effects", "fell", "fall", "falls", "falling", "dip", "dips", "dipped"},
-			stems: []string{"caus", "drop", "declin", "impact", "attribut"},
-		}},
-		{"comparative", keywords{
-			words: []string{"versus", "vs"}, stems: []string{"compar", "benchmark"},
-			phrases: []string{"better than", "worse than"},
-		}},
-		{"trend", keywords{
-			words: []string{"outlook", "growth"}, stems: []string{"trend", "forecast", "predict", "projection", "trajector"},
-			phrases: []string{"over time"},
-		}},
-	}
+// IntentKeywords name an intent and the keywords that give it.
+type IntentKeywords struct {
+	Intent string
+	Keywords
 }
 
-// opportunities mark a query that, whatever its main intent, also asks where the
-// opportunities are: it brings in the exploratory intent's agents too.
-func opportunities() keywords {
-	return keywords{words: []string{"gap", "gaps"}, stems: []string{"opportunit"}}
+// AgentKeywords name an agent a query asks for and the keywords that ask for it.
+type AgentKeywords struct {
+	Agent string
+	Keywords
 }
 
-// preferRules name agents a query asks for by what it wants done, though no intent routes to
-// them: a forecast, a budget allocation, a split by prescriber segment.
-func preferRules() []struct {
-	agent string
-	keywords
-} {
-	return []struct {
-		agent string
-		keywords
-	}{
-		{"prediction_synthesizer", keywords{stems: []string{"forecast", "projection"}}},
-		{"resource_optimizer", keywords{stems: []string{"budget", "allocat", "spend"}}},
-		{"heterogeneous_optimizer", keywords{words: []string{"decile", "deciles"}, stems: []string{"segment", "heterogene"}}},
-	}
+// Term is a gazetteer entry: a name and the phrases, lower case, people write it as.
+type Term struct {
+	Name    string
+	Phrases []string
 }
 
-// term is a gazetteer entry: a phrase as people write it and the name it stands for.
-type term struct{ phrase, name string }
-
-func brandTerms() []term {
-	return []term{
-		{"kisqali", "Kisqali"}, {"ribociclib", "Kisqali"},
-		{"fabhalta", "Fabhalta"}, {"iptacopan", "Fabhalta"},
-		{"verzenio", "Verzenio"}, {"abemaciclib", "Verzenio"},
-	}
+// Gazetteer fills the parsed query's Key (brands, kpis, regions) with the names of the terms
+// a query mentions.
+type Gazetteer struct {
+	Key   string
+	Terms []Term
 }
 
-// kpiTerms name KPIs as seed 000's KPI_ROUTING_MAP does. Hyphens separate words, so
-// "new-to-brand" is the phrase "new to brand".
-func kpiTerms() []term {
-	return []term{
-		{"nrx", "NRx"}, {"new prescriptions", "NRx"}, {"new scripts", "NRx"},
-		{"trx", "TRx"}, {"total prescriptions", "TRx"}, {"total scripts", "TRx"},
-		{"nbrx", "NBRx"}, {"new to brand", "NBRx"},
-		{"model accuracy", "model_accuracy"}, {"accuracy", "model_accuracy"},
-		{"model f1", "model_f1"}, {"f1 score", "model_f1"}, {"f1", "model_f1"},
-		{"match rate", "match_rate"}, {"data freshness", "data_freshness"},
-		{"mau", "MAU"}, {"monthly active users", "MAU"},
-		{"dau", "DAU"}, {"daily active users", "DAU"},
-		{"time to release", "time_to_release"},
-		{"inference latency", "inference_latency"}, {"latency", "inference_latency"},
-	}
+// ParserRules are the keyword rules and gazetteers of the query parser: the part of it that
+// is data, which a troupe configuration file can declare (its parser section). Numbers,
+// amounts and time periods are read by code, the same for every rule set. The zero value
+// classifies every query as DefaultIntent ("" when unset) and finds no entities.
+type ParserRules struct {
+	// DefaultIntent is the intent of a query no rule of Intents fires on.
+	DefaultIntent string
+	// Intents classify a query: the first rule that fires gives the intent.
+	Intents []IntentKeywords
+	// Secondary rules add their intent to "secondary_intents" when they fire on a query
+	// whose main intent is another.
+	Secondary []IntentKeywords
+	// Prefer rules add their agent to "preferred_agents" when they fire.
+	Prefer []AgentKeywords
+	// Gazetteers find entities.
+	Gazetteers []Gazetteer
 }
 
-func regionTerms() []term {
-	return []term{
-		{"midwest", "Midwest"}, {"mid west", "Midwest"}, {"midwestern", "Midwest"},
-		{"northeast", "Northeast"}, {"north east", "Northeast"}, {"northeastern", "Northeast"},
-		{"south", "South"}, {"southern", "South"},
-		{"west", "West"}, {"western", "West"},
+// DefaultParserRules returns the rules ParseQuery uses; examples/e2i/troupe.yaml declares the
+// same. Each call returns a fresh value.
+//
+// Intent rules are ordered: "what if" questions often mention a cause or an effect, and a
+// request to train or deploy a model often mentions drift. A query that, whatever its main
+// intent, also asks where the opportunities are brings in the exploratory intent's agents
+// too. Preferred agents are those a query asks for by what it wants done, though no intent
+// routes to them: a forecast, a budget allocation, a split by prescriber segment.
+func DefaultParserRules() ParserRules {
+	return ParserRules{
+		DefaultIntent: "exploratory",
+		Intents: []IntentKeywords{
+			{"what_if", Keywords{
+				Words: []string{"scenario", "scenarios"}, Stems: []string{"simulat"},
+				Phrases: []string{"what if", "what would happen"},
+			}},
+			{"model_deployment", Keywords{Stems: []string{"deploy"}, Phrases: []string{"ship the model", "ship a model"}}},
+			{"ml_training", Keywords{
+				Words:   []string{"train", "trains", "trained", "training", "retrain", "retrains", "retrained", "retraining"},
+				Phrases: []string{"fit a model", "fit the model", "build a model", "build the model"},
+			}},
+			{"monitoring", Keywords{
+				Words: []string{"health", "healthy", "freshness", "alert", "alerts"}, Stems: []string{"monitor", "drift"},
+				Phrases: []string{"data quality"},
+			}},
+			{"causal", Keywords{
+				Words: []string{"why", "driver", "drivers", "driving", "effect", "effects", "fell", "fall", "falls", "falling", "dip", "dips", "dipped"},
+				Stems: []string{"caus", "drop", "declin", "impact", "attribut"},
+			}},
+			{"comparative", Keywords{
+				Words: []string{"versus", "vs"}, Stems: []string{"compar", "benchmark"},
+				Phrases: []string{"better than", "worse than"},
+			}},
+			{"trend", Keywords{
+				Words: []string{"outlook", "growth"}, Stems: []string{"trend", "forecast", "predict", "projection", "trajector"},
+				Phrases: []string{"over time"},
+			}},
+		},
+		Secondary: []IntentKeywords{
+			{"exploratory", Keywords{Words: []string{"gap", "gaps"}, Stems: []string{"opportunit"}}},
+		},
+		Prefer: []AgentKeywords{
+			{"prediction_synthesizer", Keywords{Stems: []string{"forecast", "projection"}}},
+			{"resource_optimizer", Keywords{Stems: []string{"budget", "allocat", "spend"}}},
+			{"heterogeneous_optimizer", Keywords{Words: []string{"decile", "deciles"}, Stems: []string{"segment", "heterogene"}}},
+		},
+		Gazetteers: []Gazetteer{
+			{"brands", []Term{
+				{"Kisqali", []string{"kisqali", "ribociclib"}},
+				{"Fabhalta", []string{"fabhalta", "iptacopan"}},
+				{"Verzenio", []string{"verzenio", "abemaciclib"}},
+			}},
+			// KPIs as seed 000's KPI_ROUTING_MAP names them. Hyphens separate words, so
+			// "new-to-brand" is the phrase "new to brand".
+			{"kpis", []Term{
+				{"NRx", []string{"nrx", "new prescriptions", "new scripts"}},
+				{"TRx", []string{"trx", "total prescriptions", "total scripts"}},
+				{"NBRx", []string{"nbrx", "new to brand"}},
+				{"model_accuracy", []string{"model accuracy", "accuracy"}},
+				{"model_f1", []string{"model f1", "f1 score", "f1"}},
+				{"match_rate", []string{"match rate"}},
+				{"data_freshness", []string{"data freshness"}},
+				{"MAU", []string{"mau", "monthly active users"}},
+				{"DAU", []string{"dau", "daily active users"}},
+				{"time_to_release", []string{"time to release"}},
+				{"inference_latency", []string{"inference latency", "latency"}},
+			}},
+			{"regions", []Term{
+				{"Midwest", []string{"midwest", "mid west", "midwestern"}},
+				{"Northeast", []string{"northeast", "north east", "northeastern"}},
+				{"South", []string{"south", "southern"}},
+				{"West", []string{"west", "western"}},
+			}},
+		},
 	}
 }
 
@@ -165,26 +187,38 @@ const MaxQueryBytes = 4096
 // "brands": ["Kisqali"], "kpis": ["NRx"], "regions": ["Midwest"], "time_period": "recent"},
 // seed 000's example. ParseQuery is deterministic and safe for concurrent use.
 func ParseQuery(q string) map[string]any {
+	r := DefaultParserRules()
+	return r.Parse(q)
+}
+
+// Parse turns a question into a parsed query by these rules, as ParseQuery describes: the
+// intent, secondary intents and preferred agents from keyword rules, an entity list per
+// gazetteer, and the time period, budget, change and effect size the question states. It is
+// deterministic and safe for concurrent use.
+func (r *ParserRules) Parse(q string) map[string]any {
 	if len(q) > MaxQueryBytes {
 		q = q[:MaxQueryBytes]
 	}
 	toks := tokenize(q)
-	out := map[string]any{"intent": "exploratory", "time_period": timePeriod(toks)}
-	for _, r := range intentRules() {
-		if r.match(toks) {
-			out["intent"] = r.intent
+	out := map[string]any{"intent": r.DefaultIntent, "time_period": timePeriod(toks)}
+	for _, ir := range r.Intents {
+		if ir.match(toks) {
+			out["intent"] = ir.Intent
 			break
 		}
 	}
-	if out["intent"] != "exploratory" && opportunities().match(toks) {
-		out["secondary_intents"] = []string{"exploratory"}
+	var secondary []string
+	for _, s := range r.Secondary {
+		if out["intent"] != s.Intent && !slices.Contains(secondary, s.Intent) && s.match(toks) {
+			secondary = append(secondary, s.Intent)
+		}
 	}
-	for _, g := range []struct {
-		key   string
-		terms []term
-	}{{"brands", brandTerms()}, {"kpis", kpiTerms()}, {"regions", regionTerms()}} {
-		if names := gazetteer(toks, g.terms); len(names) > 0 {
-			out[g.key] = names
+	if len(secondary) > 0 {
+		out["secondary_intents"] = secondary
+	}
+	for _, g := range r.Gazetteers {
+		if names := gazetteer(toks, g.Terms); len(names) > 0 {
+			out[g.Key] = names
 		}
 	}
 	for i, t := range toks {
@@ -214,9 +248,9 @@ func ParseQuery(q string) map[string]any {
 		}
 	}
 	var preferred []string
-	for _, p := range preferRules() {
-		if p.match(toks) {
-			preferred = append(preferred, p.agent)
+	for _, p := range r.Prefer {
+		if p.match(toks) && !slices.Contains(preferred, p.Agent) {
+			preferred = append(preferred, p.Agent)
 		}
 	}
 	if len(preferred) > 0 {
@@ -318,14 +352,16 @@ func amount(tok, next string) (float64, bool) {
 
 // gazetteer returns the names of the terms the words mention, in the order they mention them.
 // Longer phrases claim their words first, so "mid west" is never also "west".
-func gazetteer(toks []string, terms []term) []string {
+func gazetteer(toks []string, terms []Term) []string {
 	type phrase struct {
 		words []string
 		name  string
 	}
-	ps := make([]phrase, len(terms))
-	for i, t := range terms {
-		ps[i] = phrase{strings.Fields(t.phrase), t.name}
+	var ps []phrase
+	for _, t := range terms {
+		for _, p := range t.Phrases {
+			ps = append(ps, phrase{strings.Fields(p), t.Name})
+		}
 	}
 	slices.SortStableFunc(ps, func(a, b phrase) int { return len(b.words) - len(a.words) })
 	claimed := make([]string, len(toks)) // token → the name that claimed it

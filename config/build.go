@@ -1,0 +1,401 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/plan"
+	"github.com/troupehq/troupe/route"
+)
+
+// Factory builds the agent of one kind from its declaration. b gives access to the file, the
+// program's builtin agents and the other agents of the file (for composites).
+type Factory func(ctx context.Context, b *Builder, a *Agent) (troupe.Agent, error)
+
+// Factories maps a kind to its factory. A program passes the kinds it supports to Build:
+// this package knows the format of every kind but builds only builtin agents itself, so it
+// depends on no transport or runtime; cmd/troupe wires exec, http and the composites.
+// New kinds (llm, a2a) slot in as a block of their own name and a factory here.
+type Factories map[string]Factory
+
+// Options are what Build needs from the program.
+type Options struct {
+	// Builtins holds the Go agents builtin agents name; nil has none.
+	Builtins *troupe.Registry
+	// Factories builds agents by kind; builtin needs none.
+	Factories Factories
+}
+
+// Builder builds a file's agents, each once, children before the composites holding them.
+// It is used by one Build call at a time.
+type Builder struct {
+	File     *File
+	Builtins *troupe.Registry
+	kinds    Factories
+	built    map[string]troupe.Agent
+	building map[string]bool
+}
+
+// Agent returns the built agent name, building it first if needed.
+func (b *Builder) Agent(ctx context.Context, name string) (troupe.Agent, error) {
+	if a, ok := b.built[name]; ok {
+		return a, nil
+	}
+	decl, ok := b.File.Agents[name]
+	if !ok {
+		return nil, fmt.Errorf("config: %w %q", troupe.ErrUnknownAgent, name)
+	}
+	if b.building[name] {
+		return nil, fmt.Errorf("config: agent %q contains itself", name)
+	}
+	b.building[name] = true
+	defer delete(b.building, name)
+	var a troupe.Agent
+	var err error
+	if decl.Kind == KindBuiltin {
+		a, err = b.builtin(decl)
+	} else if f := b.kinds[decl.Kind]; f != nil {
+		a, err = f(ctx, b, decl)
+	} else {
+		err = fmt.Errorf("config: kind %s is not supported by this program", decl.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.built[name] = a
+	return a, nil
+}
+
+func (b *Builder) builtin(decl *Agent) (troupe.Agent, error) {
+	name := decl.Name
+	if decl.Builtin != nil && decl.Builtin.Name != "" {
+		name = decl.Builtin.Name
+	}
+	if b.Builtins == nil {
+		return nil, fmt.Errorf("config: builtin agent %q: this program registers no builtin agents", name)
+	}
+	spec, ok := b.Builtins.Spec(name)
+	if !ok {
+		return nil, fmt.Errorf("config: no builtin agent %q; this program has %s", name, strings.Join(b.Builtins.Names(), ", "))
+	}
+	return spec.Agent, nil
+}
+
+// Path resolves p, relative to the file's directory.
+func (b *Builder) Path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(b.File.Dir, p)
+}
+
+// Build builds every agent of f and registers it with what it declares: description, reads,
+// writes, after, timeout, and a guardrail checking its input and output schemas. Agents are
+// registered in file order. Errors name the agent and its place in the file.
+func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error) {
+	b := &Builder{File: f, Builtins: opts.Builtins, kinds: opts.Factories, built: map[string]troupe.Agent{}, building: map[string]bool{}}
+	reg := troupe.NewRegistry()
+	var errs Errors
+	for _, n := range f.Order {
+		a, err := b.Agent(ctx, n)
+		if err != nil {
+			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: strings.TrimPrefix(err.Error(), "config: ")})
+			continue
+		}
+		opts, err := specOptions(f, f.Agents[n], b.Builtins)
+		if err != nil {
+			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: err.Error()})
+			continue
+		}
+		if err := reg.Add(n, a, opts...); err != nil {
+			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: err.Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return reg, nil
+}
+
+// Catalog registers f's agents with what they declare but without building them: each
+// fails if dispatched. It is what planning needs — "troupe plan" runs nothing, so it needs
+// neither subprocesses nor endpoints.
+func Catalog(f *File) (*troupe.Registry, error) {
+	reg := troupe.NewRegistry()
+	for _, n := range f.Order {
+		opts, err := specOptions(f, f.Agents[n], nil)
+		if err != nil {
+			return nil, fmt.Errorf("config: agents.%s: %w", n, err)
+		}
+		name := n
+		unbuilt := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return nil, fmt.Errorf("config: agent %q was catalogued for planning, not built to run", name)
+		})
+		if err := reg.Add(n, unbuilt, opts...); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+func specOptions(f *File, a *Agent, builtins *troupe.Registry) ([]troupe.Option, error) {
+	desc := a.Description
+	if desc == "" && a.Kind == KindBuiltin && builtins != nil {
+		name := a.Name
+		if a.Builtin != nil && a.Builtin.Name != "" {
+			name = a.Builtin.Name
+		}
+		if s, ok := builtins.Spec(name); ok {
+			desc = s.Description
+		}
+	}
+	opts := []troupe.Option{troupe.Describe(desc)}
+	if len(a.Reads) > 0 {
+		opts = append(opts, troupe.Reads(a.Reads...))
+	}
+	if len(a.Writes) > 0 {
+		opts = append(opts, troupe.Writes(a.Writes...))
+	}
+	if len(a.After) > 0 {
+		opts = append(opts, troupe.After(a.After...))
+	}
+	if a.Timeout > 0 {
+		opts = append(opts, troupe.WithTimeout(time.Duration(a.Timeout)))
+	}
+	if len(a.InputSchema) > 0 || len(a.OutputSchema) > 0 {
+		g, err := schemaGuard(f.Dir, a)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, troupe.Guard(g))
+	}
+	return opts, nil
+}
+
+// schemaGuard checks a dispatch's parsed_query against the agent's input schema and its
+// agent_result against the output schema; what does not conform is blocked, so an invalid
+// output is recorded as a failed result, never silently accepted.
+func schemaGuard(dir string, a *Agent) (troupe.Guardrail, error) {
+	var in, out *jsonschema.Schema
+	var err error
+	if len(a.InputSchema) > 0 {
+		if in, err = compileSchema(dir, a.InputSchema); err != nil {
+			return nil, fmt.Errorf("input_schema: %w", err)
+		}
+	}
+	if len(a.OutputSchema) > 0 {
+		if out, err = compileSchema(dir, a.OutputSchema); err != nil {
+			return nil, fmt.Errorf("output_schema: %w", err)
+		}
+	}
+	return troupe.GuardrailFuncs{
+		ID: "schema",
+		Before: func(_ context.Context, d *troupe.Dispatch) troupe.Verdict {
+			if in == nil {
+				return troupe.Verdict{}
+			}
+			return verdict("input", in, d.ParsedQuery)
+		},
+		After: func(_ context.Context, _ *troupe.Dispatch, r *troupe.Result) troupe.Verdict {
+			if out == nil || r == nil || r.Status != troupe.StatusCompleted {
+				return troupe.Verdict{}
+			}
+			return verdict("output", out, r.AgentResult)
+		},
+	}, nil
+}
+
+// verdict validates v (round-tripped through JSON, as the schema sees it) against s.
+func verdict(what string, s *jsonschema.Schema, v any) troupe.Verdict {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s is not JSON: %v", what, err)}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s is not JSON: %v", what, err)}
+	}
+	if err := s.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			var probs []string
+			for _, l := range leafErrors(ve) {
+				probs = append(probs, fmt.Sprintf("%s: %s", displayOr(pointer(l.InstanceLocation...)), l.ErrorKind.LocalizedString(printer)))
+			}
+			return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s does not meet its schema: %s", what, strings.Join(probs, "; "))}
+		}
+		return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s does not meet its schema: %v", what, err)}
+	}
+	return troupe.Verdict{}
+}
+
+func displayOr(ptr string) string {
+	if ptr == "" {
+		return "(root)"
+	}
+	return displayPath(ptr)
+}
+
+func leafErrors(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leafErrors(c)...)
+	}
+	return out
+}
+
+// compileSchema compiles an agent's schema: inline (an object or a boolean), or a path
+// (a string) relative to dir.
+func compileSchema(dir string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	var path string
+	if json.Unmarshal(raw, &path) == nil {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the schema: %w", err)
+		}
+		raw = b
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("the schema is not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	const loc = "agent-schema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	}
+	s, err := c.Compile(loc)
+	if err != nil {
+		var sve *jsonschema.SchemaValidationError
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+			var probs []string
+			for _, l := range leafErrors(ve) {
+				probs = append(probs, fmt.Sprintf("%s: %s", displayOr(pointer(l.InstanceLocation...)), l.ErrorKind.LocalizedString(printer)))
+			}
+			return nil, fmt.Errorf("invalid JSON Schema: %s", strings.Join(probs, "; "))
+		}
+		return nil, fmt.Errorf("invalid JSON Schema: %v", strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return s, nil
+}
+
+// PlanRules returns the file's routing section as plan rules, or nil when it has none.
+func (f *File) PlanRules() *plan.Rules {
+	r := f.Routing
+	if r == nil {
+		return nil
+	}
+	out := &plan.Rules{
+		KPIMap:         cloneMap(r.KPIMap),
+		FlagAgents:     cloneMap(r.FlagAgents),
+		Synthesizers:   slices.Clone(r.Synthesizers),
+		MaxConcurrency: r.MaxConcurrency,
+	}
+	for _, ir := range r.Intents {
+		out.Intents = append(out.Intents, plan.IntentRule{Intent: ir.Intent, Primary: slices.Clone(ir.Primary), Optional: slices.Clone(ir.Optional), SequenceRequired: ir.SequenceRequired})
+	}
+	for _, p := range r.ExclusivePairs {
+		out.ExclusivePairs = append(out.ExclusivePairs, [2]string{p[0], p[1]})
+	}
+	for _, p := range r.CompatiblePairs {
+		out.CompatiblePairs = append(out.CompatiblePairs, [2]string{p[0], p[1]})
+	}
+	return out
+}
+
+// RouteRules returns the file's coordinator section as a routing table, or nil when it has
+// none.
+func (f *File) RouteRules() *route.Rules {
+	c := f.Coordinator
+	if c == nil {
+		return nil
+	}
+	out := &route.Rules{
+		Intents:       cloneMap(c.Intents),
+		KPIMap:        cloneMap(c.KPIMap),
+		Default:       c.Default,
+		DefaultReason: c.DefaultReason,
+	}
+	if len(c.Fallbacks) > 0 {
+		out.Fallbacks = make(map[string]string, len(c.Fallbacks))
+		for k, v := range c.Fallbacks {
+			out.Fallbacks[k] = v
+		}
+	}
+	for _, t := range c.Triggers {
+		out.Triggers = append(out.Triggers, route.Trigger{Name: t.Name, Patterns: slices.Clone(t.Patterns), When: t.When, Target: t.Target, Reason: t.Reason})
+	}
+	return out
+}
+
+// Planner returns the planner the file describes: its routing rules; or, for a coordinator,
+// a planner of one task the coordinator routes (route.Planner); or nil (every agent, in the
+// stages their declarations imply) when it has neither.
+func (f *File) Planner() troupe.Planner {
+	if r := f.PlanRules(); r != nil {
+		return r
+	}
+	if r := f.RouteRules(); r != nil {
+		return route.Planner(r)
+	}
+	return nil
+}
+
+// Router returns the coordinator's routing table as a router, or nil.
+func (f *File) Router() troupe.Router {
+	if r := f.RouteRules(); r != nil {
+		return r
+	}
+	return nil
+}
+
+// Policy returns the file's error policy (the zero policy, seed 000's defaults, when it has
+// none).
+func (f *File) Policy() troupe.ErrorPolicy {
+	p := f.ErrorPolicy
+	if p == nil {
+		return troupe.ErrorPolicy{}
+	}
+	out := troupe.ErrorPolicy{
+		OnWarning:           troupe.WarningAction(p.OnWarning),
+		OnError:             troupe.ErrorAction(p.OnError),
+		OnTimeout:           troupe.TimeoutAction(p.OnTimeout),
+		EnableFallback:      p.EnableFallback,
+		FallbackAgents:      cloneMap(p.FallbackAgents),
+		AllowPartialResults: p.AllowPartialResults,
+		MinSuccessRate:      p.MinSuccessRate,
+	}
+	if r := p.Retry; r != nil {
+		out.Retry = troupe.RetryPolicy{MaxAttempts: r.MaxAttempts, Initial: time.Duration(r.InitialBackoff), Max: time.Duration(r.MaxBackoff), Multiplier: r.Multiplier, Jitter: r.Jitter}
+	}
+	return out
+}
+
+func cloneMap(m map[string][]string) map[string][]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}

@@ -1,0 +1,283 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Version is the version of the file format this package reads; a file says which it is
+// written for in its version field.
+const Version = 1
+
+// FileName is the configuration file looked for when a directory is given.
+const FileName = "troupe.yaml"
+
+// File is a loaded, validated configuration: the agents and how requests are planned and
+// routed among them. Load fills every field from the YAML file; the zero value describes no
+// agents. A File is not modified by anything in this package once loaded and is safe for
+// concurrent reads.
+type File struct {
+	// Path is the file the configuration was read from; Dir its directory, against which
+	// relative paths (commands, schema files) resolve.
+	Path string `json:"-"`
+	Dir  string `json:"-"`
+
+	Version     int               `json:"version"`
+	Name        string            `json:"name,omitempty"`
+	Description string            `json:"description,omitempty"`
+	Agents      map[string]*Agent `json:"agents"`
+	// Order lists the agents' names in the order the file declares them.
+	Order       []string     `json:"-"`
+	Routing     *Routing     `json:"routing,omitempty"`
+	Coordinator *Coordinator `json:"coordinator,omitempty"`
+	ErrorPolicy *ErrorPolicy `json:"error_policy,omitempty"`
+	Budget      *Budget      `json:"budget,omitempty"`
+	Parser      *Parser      `json:"parser,omitempty"`
+	Examples    []Example    `json:"examples,omitempty"`
+}
+
+// Example is a query the configuration is meant to answer, shown by "troupe agents" and
+// planned by tests.
+type Example struct {
+	Query string         `json:"query"`
+	State map[string]any `json:"state,omitempty"`
+}
+
+// Agent is one agent of the file: its kind, what it declares to the planner (reads, writes,
+// after, timeout), the schemas its input and output must meet, and the block of its kind —
+// exactly one, named after the kind. Name is the agent's key in the agents mapping.
+type Agent struct {
+	Name         string          `json:"-"`
+	Kind         string          `json:"kind"`
+	Description  string          `json:"description,omitempty"`
+	Timeout      Duration        `json:"timeout,omitempty"`
+	Reads        []string        `json:"reads,omitempty"`
+	Writes       []string        `json:"writes,omitempty"`
+	After        []string        `json:"after,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+
+	Builtin    *BuiltinSpec `json:"builtin,omitempty"`
+	Exec       *ExecSpec    `json:"exec,omitempty"`
+	HTTP       *HTTPSpec    `json:"http,omitempty"`
+	Sequential *FlowSpec    `json:"sequential,omitempty"`
+	Parallel   *FlowSpec    `json:"parallel,omitempty"`
+	Loop       *LoopSpec    `json:"loop,omitempty"`
+	Bundle     *BundleSpec  `json:"bundle,omitempty"`
+}
+
+// The kinds of agent a file can declare. Each has a block of the same name in the agent.
+const (
+	KindBuiltin    = "builtin"    // a Go agent the program registers by name
+	KindExec       = "exec"       // a subprocess speaking JSON on stdin and stdout
+	KindHTTP       = "http"       // an HTTP endpoint taking the dispatch as a JSON POST
+	KindSequential = "sequential" // its agents one after another
+	KindParallel   = "parallel"   // its agents at once
+	KindLoop       = "loop"       // one agent repeated until a condition holds
+	KindBundle     = "bundle"     // replicates of one agent whose evidence is combined
+)
+
+// Children returns the agents a composite agent runs, in order; none for a leaf.
+func (a *Agent) Children() []string {
+	switch {
+	case a.Sequential != nil:
+		return a.Sequential.Agents
+	case a.Parallel != nil:
+		return a.Parallel.Agents
+	case a.Loop != nil:
+		return []string{a.Loop.Agent}
+	case a.Bundle != nil:
+		return []string{a.Bundle.Agent}
+	}
+	return nil
+}
+
+// BuiltinSpec names the Go agent a builtin agent is; Name defaults to the agent's own name.
+type BuiltinSpec struct {
+	Name string `json:"name,omitempty"`
+}
+
+// ExecSpec runs a command: Command[0] is the program (a path relative to the file's
+// directory, or a name looked up in PATH), the rest its arguments. Dir is its working
+// directory (default the file's directory), Env extra environment variables.
+type ExecSpec struct {
+	Command []string          `json:"command"`
+	Dir     string            `json:"dir,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// HTTPSpec posts each dispatch to URL with Headers.
+type HTTPSpec struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// FlowSpec lists the agents of a sequential or parallel agent; MaxConcurrency caps a
+// parallel one (0 is the runtime's bound).
+type FlowSpec struct {
+	Agents         []string `json:"agents"`
+	MaxConcurrency int      `json:"max_concurrency,omitempty"`
+}
+
+// LoopSpec repeats Agent at most MaxIterations times, stopping early once the session state
+// key Until.Key holds Until.Equals.
+type LoopSpec struct {
+	Agent         string     `json:"agent"`
+	MaxIterations int        `json:"max_iterations"`
+	Until         *Condition `json:"until,omitempty"`
+}
+
+// Condition holds when session state key Key equals Equals (compared as JSON).
+type Condition struct {
+	Key    string `json:"key"`
+	Equals any    `json:"equals"`
+}
+
+// BundleSpec runs Replicates replicates of Agent, each with its own seed, and combines their
+// evidence; MinReplicates lets it stop early once that many agree.
+type BundleSpec struct {
+	Agent         string `json:"agent"`
+	Replicates    int    `json:"replicates"`
+	MinReplicates int    `json:"min_replicates,omitempty"`
+}
+
+// Routing is seed 000's AgentSelector as data (plan.Rules): intent routing rules, the KPI map,
+// the agents each requires_* flag calls for, exclusive and compatible pairs, synthesizers.
+type Routing struct {
+	Intents         []IntentRule        `json:"intents"`
+	KPIMap          map[string][]string `json:"kpi_map,omitempty"`
+	FlagAgents      map[string][]string `json:"flag_agents,omitempty"`
+	ExclusivePairs  [][]string          `json:"exclusive_pairs,omitempty"`
+	CompatiblePairs [][]string          `json:"compatible_pairs,omitempty"`
+	Synthesizers    []string            `json:"synthesizers,omitempty"`
+	MaxConcurrency  int                 `json:"max_concurrency,omitempty"`
+}
+
+// IntentRule is seed 000's IntentRoutingRule.
+type IntentRule struct {
+	Intent           string   `json:"intent"`
+	Primary          []string `json:"primary"`
+	Optional         []string `json:"optional,omitempty"`
+	SequenceRequired bool     `json:"sequence_required,omitempty"`
+}
+
+// Coordinator is a message-routing table (route.Rules), seed 003's coordinator: each request
+// goes to one agent, chosen by triggers on its words and session state, then by intent and
+// KPI, then Default.
+type Coordinator struct {
+	Triggers      []Trigger           `json:"triggers,omitempty"`
+	Intents       map[string][]string `json:"intents,omitempty"`
+	KPIMap        map[string][]string `json:"kpi_map,omitempty"`
+	Fallbacks     map[string]string   `json:"fallbacks,omitempty"`
+	Default       string              `json:"default,omitempty"`
+	DefaultReason string              `json:"default_reason,omitempty"`
+}
+
+// Trigger is one row of a coordinator's table.
+type Trigger struct {
+	Name     string         `json:"name"`
+	Patterns []string       `json:"patterns,omitempty"`
+	When     map[string]any `json:"when,omitempty"`
+	Target   string         `json:"target"`
+	Reason   string         `json:"reason,omitempty"`
+}
+
+// ErrorPolicy is seed 000's ErrorPropagationPolicy (troupe.ErrorPolicy).
+type ErrorPolicy struct {
+	OnWarning           string              `json:"on_warning,omitempty"`
+	OnError             string              `json:"on_error,omitempty"`
+	OnTimeout           string              `json:"on_timeout,omitempty"`
+	EnableFallback      *bool               `json:"enable_fallback,omitempty"`
+	FallbackAgents      map[string][]string `json:"fallback_agents,omitempty"`
+	AllowPartialResults *bool               `json:"allow_partial_results,omitempty"`
+	MinSuccessRate      *float64            `json:"min_success_rate,omitempty"`
+	Retry               *Retry              `json:"retry,omitempty"`
+}
+
+// Retry shapes retries (troupe.RetryPolicy).
+type Retry struct {
+	MaxAttempts    int      `json:"max_attempts,omitempty"`
+	InitialBackoff Duration `json:"initial_backoff,omitempty"`
+	MaxBackoff     Duration `json:"max_backoff,omitempty"`
+	Multiplier     float64  `json:"multiplier,omitempty"`
+	Jitter         float64  `json:"jitter,omitempty"`
+}
+
+// Budget bounds every run of the file; zero fields take the engine's bounds.
+type Budget struct {
+	Time           Duration `json:"time,omitempty"`
+	MaxCostDollars float64  `json:"max_cost_dollars,omitempty"`
+	MaxDispatches  int      `json:"max_dispatches,omitempty"`
+	MaxConcurrency int      `json:"max_concurrency,omitempty"`
+	DefaultTimeout Duration `json:"default_timeout,omitempty"`
+}
+
+// Parser is a deterministic query parser's rules: keyword rules that classify a question's
+// intent and gazetteers that find its entities (seed 000 assumes an NLP layer in front of
+// the orchestrator; this stands in for it).
+type Parser struct {
+	// DefaultIntent is the intent of a question no rule fires on.
+	DefaultIntent string `json:"default_intent"`
+	// Intents are tried in order; the first that fires gives the intent.
+	Intents []IntentKeywords `json:"intents,omitempty"`
+	// SecondaryIntents are added as secondary_intents when they fire and differ from the
+	// main intent.
+	SecondaryIntents []IntentKeywords `json:"secondary_intents,omitempty"`
+	// PreferredAgents are added to preferred_agents when they fire.
+	PreferredAgents []AgentKeywords `json:"preferred_agents,omitempty"`
+	// Gazetteers each fill one entity key ("brands") with the names the question mentions.
+	Gazetteers []Gazetteer `json:"gazetteers,omitempty"`
+}
+
+// Keywords fire on a word equal to one of Words, a word starting with one of Stems, or a
+// run of words equal to one of Phrases.
+type Keywords struct {
+	Words   []string `json:"words,omitempty"`
+	Stems   []string `json:"stems,omitempty"`
+	Phrases []string `json:"phrases,omitempty"`
+}
+
+// IntentKeywords gives Intent when its keywords fire.
+type IntentKeywords struct {
+	Intent string `json:"intent"`
+	Keywords
+}
+
+// AgentKeywords prefers Agent when its keywords fire.
+type AgentKeywords struct {
+	Agent string `json:"agent"`
+	Keywords
+}
+
+// Gazetteer maps phrases to names for one entity key.
+type Gazetteer struct {
+	Key   string `json:"key"`
+	Terms []Term `json:"terms"`
+}
+
+// Term is a name and the phrases that mention it.
+type Term struct {
+	Name    string   `json:"name"`
+	Phrases []string `json:"phrases"`
+}
+
+// Duration is a time.Duration written as Go writes one: "30s", "1m30s", "250ms".
+type Duration time.Duration
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("config: a duration is a string such as \"30s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }

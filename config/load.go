@@ -1,0 +1,352 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/troupehq/troupe"
+)
+
+// MaxFileBytes bounds the size of a configuration file.
+const MaxFileBytes = 4 << 20
+
+// Resolve returns the configuration file path names: path itself, or path/troupe.yaml when
+// path is a directory.
+func Resolve(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("config: %w", err)
+	}
+	if fi.IsDir() {
+		return filepath.Join(path, FileName), nil
+	}
+	return path, nil
+}
+
+// Load reads and validates the configuration at path (a file, or a directory holding
+// troupe.yaml). It returns Errors listing every problem found, each with its file, line,
+// column and field path; any other error means the file could not be read.
+func Load(path string) (*File, error) {
+	p, err := Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("config: %s: no such file (a directory must hold %s)", p, FileName)
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	f, err := Parse(p, data)
+	if f != nil {
+		f.Dir = filepath.Dir(p)
+	}
+	return f, err
+}
+
+// Parse validates data as the configuration file named name (used in errors and to resolve
+// relative paths). It checks, in order, that the YAML is well formed, that it meets Schema
+// (unknown fields are errors), and that what it says is consistent: every agent it names
+// exists, composites do not contain themselves, after has no cycle, schemas compile, routing
+// and coordinator are not both given. Every problem found is returned at once, as Errors.
+func Parse(name string, data []byte) (*File, error) {
+	if len(data) > MaxFileBytes {
+		return nil, Errors{{File: name, Problem: fmt.Sprintf("the file is %d bytes; a configuration is at most %d", len(data), MaxFileBytes)}}
+	}
+	t, err := parseYAML(name, data)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, Errors{e}
+		}
+		return nil, err
+	}
+	errs := Errors(t.errs)
+	if t.value == nil {
+		errs = append(errs, &Error{File: name, Line: 1, Column: 1, Problem: "the file is empty: a configuration needs at least version and agents"})
+		return nil, sortErrors(errs)
+	}
+	schemaErrs, bad := checkSchema(t)
+	reported := map[string]bool{} // a value the YAML reading rejected is not reported again
+	for _, e := range t.errs {
+		reported[e.Path] = true
+	}
+	for _, e := range schemaErrs {
+		if !reported[e.Path] {
+			errs = append(errs, e)
+		}
+	}
+	value := t.value
+	for _, loc := range bad {
+		value = prune(value, loc)
+	}
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w", name, err)
+	}
+	f := &File{Path: name, Dir: filepath.Dir(name)}
+	if len(schemaErrs) == 0 {
+		// The schema and the Go types describe the same format; a strict decode catches
+		// any drift between them.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(f); err != nil {
+			errs = append(errs, &Error{File: name, Line: 1, Column: 1, Problem: "config: the schema accepted what the loader cannot read: " + err.Error()})
+		}
+	} else {
+		// Best effort, so that references can be checked too: a wrongly typed field is
+		// skipped and the rest decoded.
+		_ = json.Unmarshal(raw, f)
+	}
+	for _, n := range t.order["/agents"] {
+		if a := f.Agents[n]; a != nil {
+			a.Name = n
+			f.Order = append(f.Order, n)
+		}
+	}
+	errs = append(errs, check(t, f)...)
+	if len(errs) == 0 {
+		errs = append(errs, backstop(t, f)...)
+	}
+	if len(errs) > 0 {
+		return nil, sortErrors(errs)
+	}
+	return f, nil
+}
+
+// backstop runs the runtime's own validation of the rules and policy the file makes, so that
+// nothing the planner, router or engine would refuse gets past Load.
+func backstop(t *tree, f *File) Errors {
+	var errs Errors
+	cat, err := Catalog(f)
+	if err != nil {
+		return Errors{t.errorAt("/agents", err.Error())}
+	}
+	for _, v := range []struct {
+		ptr      string
+		validate func() error
+	}{
+		{"/routing", func() error { return f.PlanRules().Validate(cat) }},
+		{"/coordinator", func() error { return f.RouteRules().Validate(cat) }},
+		{"/error_policy", func() error { p := f.Policy(); return p.Validate(cat) }},
+	} {
+		if _, present := t.vals[v.ptr]; !present {
+			continue
+		}
+		if err := v.validate(); err != nil {
+			var ves troupe.ValidationErrors
+			if errors.As(err, &ves) {
+				for _, ve := range ves {
+					errs = append(errs, t.errorAt(v.ptr, ve.Field+": "+ve.Problem))
+				}
+				continue
+			}
+			errs = append(errs, t.errorAt(v.ptr, err.Error()))
+		}
+	}
+	return errs
+}
+
+// check validates what the schema cannot: references between agents, cycles, schemas.
+func check(t *tree, f *File) Errors {
+	c := &checker{t: t, f: f}
+	for _, n := range f.Order {
+		a := f.Agents[n]
+		base := pointer("agents", n)
+		for i, d := range a.After {
+			c.ref(base+pointer("after", fmt.Sprint(i)), d)
+			if d == n {
+				c.add(base+pointer("after", fmt.Sprint(i)), "an agent cannot run after itself")
+			}
+		}
+		switch {
+		case a.Sequential != nil:
+			c.refs(base+"/sequential/agents", a.Sequential.Agents)
+		case a.Parallel != nil:
+			c.refs(base+"/parallel/agents", a.Parallel.Agents)
+		case a.Loop != nil:
+			c.ref(base+"/loop/agent", a.Loop.Agent)
+		case a.Bundle != nil:
+			c.ref(base+"/bundle/agent", a.Bundle.Agent)
+			if b := a.Bundle; b.MinReplicates > b.Replicates {
+				c.add(base+"/bundle/min_replicates", fmt.Sprintf("min_replicates %d is more than replicates %d", b.MinReplicates, b.Replicates))
+			}
+		}
+		for _, s := range []struct {
+			field string
+			raw   json.RawMessage
+		}{{"input_schema", a.InputSchema}, {"output_schema", a.OutputSchema}} {
+			if len(s.raw) > 0 {
+				if _, err := compileSchema(f.Dir, s.raw); err != nil {
+					c.add(base+"/"+s.field, err.Error())
+				}
+			}
+		}
+	}
+	c.cycles(func(a *Agent) []string { return a.Children() }, "", func(a *Agent, cyc string) string {
+		return fmt.Sprintf("%s agent %q contains itself: %s", a.Kind, a.Name, cyc)
+	})
+	c.cycles(func(a *Agent) []string { return a.After }, "/after", func(a *Agent, cyc string) string {
+		return "after has a cycle, so no agent of it can run first: " + cyc
+	})
+
+	if r := f.Routing; r != nil {
+		seen := map[string]bool{}
+		for i, ir := range r.Intents {
+			p := pointer("routing", "intents", fmt.Sprint(i))
+			if seen[ir.Intent] {
+				c.add(p+"/intent", fmt.Sprintf("intent %q has a rule already", ir.Intent))
+			}
+			seen[ir.Intent] = true
+			c.refs(p+"/primary", ir.Primary)
+			c.refs(p+"/optional", ir.Optional)
+		}
+		c.refMap("/routing/kpi_map", r.KPIMap)
+		c.refMap("/routing/flag_agents", r.FlagAgents)
+		for _, pairs := range []struct {
+			field string
+			p     [][]string
+		}{{"exclusive_pairs", r.ExclusivePairs}, {"compatible_pairs", r.CompatiblePairs}} {
+			for i, pr := range pairs.p {
+				p := pointer("routing", pairs.field, fmt.Sprint(i))
+				c.refs(p, pr)
+				if len(pr) == 2 && pr[0] == pr[1] {
+					c.add(p, fmt.Sprintf("a pair is two different agents, not %q twice", pr[0]))
+				}
+			}
+		}
+		c.refs("/routing/synthesizers", r.Synthesizers)
+	}
+	if r := f.Coordinator; r != nil {
+		for i, tr := range r.Triggers {
+			c.ref(pointer("coordinator", "triggers", fmt.Sprint(i), "target"), tr.Target)
+		}
+		c.refMap("/coordinator/intents", r.Intents)
+		c.refMap("/coordinator/kpi_map", r.KPIMap)
+		for _, k := range slices.Sorted(maps.Keys(r.Fallbacks)) {
+			c.refKey("/coordinator/fallbacks", k)
+			c.ref(pointer("coordinator", "fallbacks", k), r.Fallbacks[k])
+		}
+		if r.Default != "" {
+			c.ref("/coordinator/default", r.Default)
+		}
+	}
+	if f.Routing != nil && f.Coordinator != nil {
+		c.add("/coordinator", "routing and coordinator are exclusive: a file either plans stages of agents (routing) or routes each request to one agent (coordinator)")
+	}
+	if p := f.ErrorPolicy; p != nil {
+		c.refMap("/error_policy/fallback_agents", p.FallbackAgents)
+		for _, k := range slices.Sorted(maps.Keys(p.FallbackAgents)) {
+			c.refKey("/error_policy/fallback_agents", k)
+		}
+		if r := p.Retry; r != nil && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
+			c.add("/error_policy/retry/initial_backoff", "initial_backoff is longer than max_backoff")
+		}
+	}
+	if p := f.Parser; p != nil {
+		for i, pa := range p.PreferredAgents {
+			c.ref(pointer("parser", "preferred_agents", fmt.Sprint(i), "agent"), pa.Agent)
+		}
+	}
+	return c.errs
+}
+
+type checker struct {
+	t    *tree
+	f    *File
+	errs Errors
+}
+
+func (c *checker) add(ptr, problem string) { c.errs = append(c.errs, c.t.errorAt(ptr, problem)) }
+
+// ref checks that the agent name at ptr is declared.
+func (c *checker) ref(ptr, name string) {
+	if name == "" {
+		return
+	}
+	if _, ok := c.f.Agents[name]; !ok {
+		c.add(ptr, c.unknown(name))
+	}
+}
+
+func (c *checker) refKey(ptr, name string) {
+	if _, ok := c.f.Agents[name]; !ok {
+		c.errs = append(c.errs, c.t.keyErrorAt(ptr+"/"+escapePointer(name), c.unknown(name)))
+	}
+}
+
+func (c *checker) unknown(name string) string {
+	s := fmt.Sprintf("unknown agent %q", name)
+	best, bestD := "", 3
+	for _, n := range c.f.Order {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return s + fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return s + " (not declared under agents)"
+}
+
+func (c *checker) refs(ptr string, names []string) {
+	for i, n := range names {
+		c.ref(ptr+"/"+fmt.Sprint(i), n)
+	}
+}
+
+func (c *checker) refMap(ptr string, m map[string][]string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		c.refs(ptr+"/"+escapePointer(k), m[k])
+	}
+}
+
+// cycles reports each cycle of the graph edges defines over the agents once, at the agent
+// where it is first met in file order, naming the whole cycle.
+func (c *checker) cycles(edges func(*Agent) []string, field string, say func(a *Agent, cycle string) string) {
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(n string)
+	visit = func(n string) {
+		state[n] = active
+		stack = append(stack, n)
+		a := c.f.Agents[n]
+		for _, m := range edges(a) {
+			if _, ok := c.f.Agents[m]; !ok {
+				continue
+			}
+			if m == n && field == "/after" {
+				continue // reported as running after itself
+			}
+			switch state[m] {
+			case unvisited:
+				visit(m)
+			case active:
+				i := slices.Index(stack, m)
+				cyc := append(slices.Clone(stack[i:]), m)
+				c.add(pointer("agents", m)+field, say(c.f.Agents[m], strings.Join(cyc, " → ")))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = done
+	}
+	for _, n := range c.f.Order {
+		if state[n] == unvisited {
+			visit(n)
+		}
+	}
+}

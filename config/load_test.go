@@ -1,0 +1,216 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe/config"
+	"github.com/troupehq/troupe/examples/e2i"
+)
+
+// parseErrs parses src and returns its problems as "line:col path: problem" strings.
+func parseErrs(t *testing.T, src string) []string {
+	t.Helper()
+	_, err := config.Parse("t.yaml", []byte(src))
+	if err == nil {
+		return nil
+	}
+	var es config.Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("error %v (%T) is not config.Errors", err, err)
+	}
+	var out []string
+	for _, e := range es {
+		if e.File != "t.yaml" {
+			t.Errorf("error %v names file %q", e, e.File)
+		}
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"empty", "", []string{"t.yaml:1:1: the file is empty: a configuration needs at least version and agents"}},
+		{"syntax", "version: 1\nagents: [\n", []string{"t.yaml:2:9: YAML syntax: sequence end token ']' not found"}},
+		{"missing version and agents", "name: x\n", []string{
+			`t.yaml:1:1: missing required field "agents"`,
+			`t.yaml:1:1: missing required field "version"`,
+		}},
+		{"wrong version", "version: 2\nagents: {a: {kind: builtin}}\n", []string{"t.yaml:1:10: version: value must be 1"}},
+		{"unknown top-level field", "version: 1\nagents: {a: {kind: builtin}}\nagnets: {}\n", []string{
+			`t.yaml:3:1: agnets: unknown field "agnets" (did you mean "agents"?)`,
+		}},
+		{"unknown kind", "version: 1\nagents:\n  a:\n    kind: magic\n", []string{
+			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle'`,
+		}},
+		{"kind without its block", "version: 1\nagents:\n  a:\n    kind: exec\n", []string{
+			`t.yaml:4:5: agents.a: missing required field "exec"`,
+		}},
+		{"bad agent name", "version: 1\nagents:\n  9lives: {kind: builtin}\n", []string{
+			`t.yaml:3:3: agents.9lives: "9lives" is not a valid agent name: a letter, then letters, digits, _ and -`,
+		}},
+		{"duplicate key", "version: 1\nagents:\n  a: {kind: builtin}\n  a: {kind: builtin}\n", []string{
+			`t.yaml:4:3: YAML syntax: mapping key "a" already defined at [3:3]`,
+		}},
+		{"merge key", "version: 1\nx: &x {kind: builtin}\nagents:\n  a:\n    <<: *x\n", []string{
+			// The merge key is reported; so are the consequences, at their own places.
+			`t.yaml:2:1: x: unknown field "x"; known fields: agents, budget, coordinator, description, error_policy, examples, name, parser, routing, version`,
+			`t.yaml:5:5: agents.a: merge keys (<<) are not supported: write the fields out`,
+		}},
+		{"after cycle and self", "version: 1\nagents:\n  a: {kind: builtin, after: [b]}\n  b: {kind: builtin, after: [a, b]}\n", []string{
+			`t.yaml:3:29: agents.a.after: after has a cycle, so no agent of it can run first: a → b → a`,
+			`t.yaml:4:33: agents.b.after[1]: an agent cannot run after itself`,
+		}},
+		{"composite cycle", "version: 1\nagents:\n  s: {kind: sequential, sequential: {agents: [p]}}\n  p: {kind: parallel, parallel: {agents: [x, s]}}\n  x: {kind: builtin}\n", []string{
+			`t.yaml:3:6: agents.s: sequential agent "s" contains itself: s → p → s`,
+		}},
+		{"bundle bounds", "version: 1\nagents:\n  j: {kind: builtin}\n  b: {kind: bundle, bundle: {agent: j, replicates: 3, min_replicates: 5}}\n", []string{
+			`t.yaml:4:71: agents.b.bundle.min_replicates: min_replicates 5 is more than replicates 3`,
+		}},
+		{"routing and coordinator", "version: 1\nagents: {a: {kind: builtin}}\nrouting: {intents: [{intent: x, primary: [a]}]}\ncoordinator: {default: a}\n", []string{
+			`t.yaml:4:14: coordinator: routing and coordinator are exclusive: a file either plans stages of agents (routing) or routes each request to one agent (coordinator)`,
+		}},
+		{"fallback references", "version: 1\nagents: {a: {kind: builtin}}\nerror_policy:\n  fallback_agents: {b: [a, c]}\n", []string{
+			`t.yaml:4:21: error_policy.fallback_agents.b: unknown agent "b" (did you mean "a"?)`,
+			`t.yaml:4:28: error_policy.fallback_agents.b[1]: unknown agent "c" (did you mean "a"?)`,
+		}},
+		{"not a JSON number", "version: 1\nagents: {a: {kind: builtin}}\nbudget: {max_cost_dollars: .inf}\n", []string{
+			`t.yaml:3:28: budget.max_cost_dollars: infinity and NaN are not numbers a configuration can hold`,
+		}},
+		{"retry backoff order", "version: 1\nagents: {a: {kind: builtin}}\nerror_policy:\n  retry: {initial_backoff: 2s, max_backoff: 1s}\n", []string{
+			`t.yaml:4:28: error_policy.retry.initial_backoff: initial_backoff is longer than max_backoff`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A file with many mistakes gets every one of them, each with its position, in file order.
+func TestParseReportsEveryProblem(t *testing.T) {
+	src, err := os.ReadFile("testdata/bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := parseErrs(t, string(src))
+	want := []string{
+		`t.yaml:6:7: agents.fetch.exec: missing required field "command"`,
+		`t.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)`,
+		`t.yaml:7:14: agents.fetch.timeout: "5 seconds" is not a duration: write one as Go does, such as 30s, 1m30s or 250ms`,
+		`t.yaml:11:23: agents.summarize.sequential.agents[1]: unknown agent "sumarize" (did you mean "summarize"?)`,
+		`t.yaml:11:33: agents.summarize.sequential.agents[2]: unknown agent "ghost" (not declared under agents)`,
+		`t.yaml:12:5: agents.summarize.http: field "http" is not allowed in an agent of kind sequential: an agent has the block of its own kind only`,
+		`t.yaml:14:5: agents.loop1: loop agent "loop1" contains itself: loop1 → loop1`,
+		`t.yaml:15:42: agents.loop1.loop.max_iterations: minimum: got 0, want 1`,
+		`t.yaml:18:12: agents.a.after: after has a cycle, so no agent of it can run first: a → b → a`,
+		`t.yaml:22:19: agents.b.input_schema: invalid JSON Schema: type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; type: got number, want array`,
+		`t.yaml:26:24: routing.intents[0].primary[1]: unknown agent "nobody" (not declared under agents)`,
+		`t.yaml:27:21: routing.exclusive_pairs[0]: a pair is two different agents, not "a" twice`,
+		`t.yaml:28:19: routing.kpi_map.NRx[0]: unknown agent "fetchh" (did you mean "fetch"?)`,
+		`t.yaml:30:3: coordinator: routing and coordinator are exclusive: a file either plans stages of agents (routing) or routes each request to one agent (coordinator)`,
+		`t.yaml:30:12: coordinator.default: unknown agent "x" (did you mean "a"?)`,
+		`t.yaml:31:1: errorpolicy: unknown field "errorpolicy" (did you mean "error_policy"?)`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	_, err = config.Parse("t.yaml", src)
+	if msg := err.Error(); !strings.HasPrefix(msg, "config: 16 problems\nt.yaml:6:7: ") {
+		t.Errorf("Error() = %q", msg)
+	}
+}
+
+func TestLoadDirectoryAndMissing(t *testing.T) {
+	f, err := config.Load("../examples/e2i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Path != filepath.Join("../examples/e2i", "troupe.yaml") || f.Dir != "../examples/e2i" {
+		t.Errorf("path %q dir %q", f.Path, f.Dir)
+	}
+	if _, err := config.Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "must hold troupe.yaml") {
+		t.Errorf("a directory without troupe.yaml: %v", err)
+	}
+	if _, err := config.Load("nonexistent.yaml"); err == nil {
+		t.Error("a missing file loaded")
+	}
+}
+
+// examples/e2i/troupe.yaml is seed 000 as data: it must say exactly what the Go example says.
+func TestE2IConfigMatchesTheGoExample(t *testing.T) {
+	f, err := config.Load("../examples/e2i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(e2i.Agents(), f.Order); diff != "" {
+		t.Errorf("agents (-go +yaml):\n%s", diff)
+	}
+	if diff := cmp.Diff(e2i.Rules(), f.PlanRules()); diff != "" {
+		t.Errorf("routing (-go +yaml):\n%s", diff)
+	}
+	reg, err := e2i.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := config.Catalog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range reg.Names() {
+		want, _ := reg.Spec(n)
+		got, _ := cat.Spec(n)
+		if want.Description != got.Description || !cmp.Equal(want.Writes, got.Writes) || !cmp.Equal(want.Reads, got.Reads) {
+			t.Errorf("%s: yaml declares %q writes %v reads %v; Go %q writes %v reads %v", n, got.Description, got.Writes, got.Reads, want.Description, want.Writes, want.Reads)
+		}
+	}
+	rules := e2i.DefaultParserRules()
+	p := f.Parser
+	if p.DefaultIntent != rules.DefaultIntent {
+		t.Errorf("default intent %q, Go %q", p.DefaultIntent, rules.DefaultIntent)
+	}
+	conv := func(ks config.Keywords) e2i.Keywords { return e2i.Keywords{Words: ks.Words, Stems: ks.Stems, Phrases: ks.Phrases} }
+	var intents, secondary []e2i.IntentKeywords
+	for _, ik := range p.Intents {
+		intents = append(intents, e2i.IntentKeywords{Intent: ik.Intent, Keywords: conv(ik.Keywords)})
+	}
+	for _, ik := range p.SecondaryIntents {
+		secondary = append(secondary, e2i.IntentKeywords{Intent: ik.Intent, Keywords: conv(ik.Keywords)})
+	}
+	if diff := cmp.Diff(rules.Intents, intents); diff != "" {
+		t.Errorf("parser intents (-go +yaml):\n%s", diff)
+	}
+	if diff := cmp.Diff(rules.Secondary, secondary); diff != "" {
+		t.Errorf("parser secondary intents (-go +yaml):\n%s", diff)
+	}
+	var prefer []e2i.AgentKeywords
+	for _, ak := range p.PreferredAgents {
+		prefer = append(prefer, e2i.AgentKeywords{Agent: ak.Agent, Keywords: conv(ak.Keywords)})
+	}
+	if diff := cmp.Diff(rules.Prefer, prefer); diff != "" {
+		t.Errorf("parser preferred agents (-go +yaml):\n%s", diff)
+	}
+	var gaz []e2i.Gazetteer
+	for _, g := range p.Gazetteers {
+		eg := e2i.Gazetteer{Key: g.Key}
+		for _, term := range g.Terms {
+			eg.Terms = append(eg.Terms, e2i.Term{Name: term.Name, Phrases: term.Phrases})
+		}
+		gaz = append(gaz, eg)
+	}
+	if diff := cmp.Diff(rules.Gazetteers, gaz); diff != "" {
+		t.Errorf("gazetteers (-go +yaml):\n%s", diff)
+	}
+}

@@ -1,0 +1,264 @@
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Schema is the JSON Schema (draft 2020-12) of a configuration file, the one in
+// troupe.schema.json. Editors can use it to complete and check files; Load checks every
+// file against it before anything else.
+//
+//go:embed troupe.schema.json
+var Schema []byte
+
+// SchemaID is the schema's $id.
+const SchemaID = "https://github.com/troupehq/troupe/config/troupe.schema.json"
+
+var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
+	if err != nil {
+		return nil, fmt.Errorf("config: troupe.schema.json: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(SchemaID, doc); err != nil {
+		return nil, fmt.Errorf("config: troupe.schema.json: %w", err)
+	}
+	s, err := c.Compile(SchemaID)
+	if err != nil {
+		return nil, fmt.Errorf("config: troupe.schema.json: %w", err)
+	}
+	return s, nil
+})
+
+// rawSchema is Schema decoded, for looking up what it declares.
+var rawSchema = sync.OnceValue(func() any {
+	var doc any
+	_ = json.Unmarshal(Schema, &doc) // compiled() reports a broken schema
+	return doc
+})
+
+var printer = message.NewPrinter(language.English)
+
+// checkSchema validates the document against Schema and returns each leaf problem at its
+// place in the file. An unknown field is reported at its key, with the known fields.
+func checkSchema(t *tree) (Errors, [][]string) {
+	s, err := compiled()
+	if err != nil {
+		return Errors{{File: t.path, Problem: err.Error()}}, nil
+	}
+	err = s.Validate(t.value)
+	var ve *jsonschema.ValidationError
+	if err == nil || !errors.As(err, &ve) {
+		if err != nil {
+			return Errors{{File: t.path, Problem: err.Error()}}, nil
+		}
+		return nil, nil
+	}
+	var out Errors
+	var bad [][]string
+	var leaves func(e *jsonschema.ValidationError)
+	leaves = func(e *jsonschema.ValidationError) {
+		if k, ok := e.ErrorKind.(*kind.PropertyNames); ok {
+			// The library's InstanceLocation of a propertyNames error can share memory with
+			// later locations; find the key in the document instead.
+			loc := append(slices.Clone(e.InstanceLocation), k.Property)
+			for member := range t.keys {
+				if strings.HasSuffix(member, "/"+escapePointer(k.Property)) {
+					loc = nil
+					for _, tok := range strings.Split(member[1:], "/") {
+						loc = append(loc, unescapePointer(tok))
+					}
+					break
+				}
+			}
+			bad = append(bad, loc)
+			problem := fmt.Sprintf("%q is not a valid name", k.Property)
+			if len(loc) == 2 && loc[0] == "agents" {
+				problem = fmt.Sprintf("%q is not a valid agent name: a letter, then letters, digits, _ and -", k.Property)
+			}
+			out = append(out, t.keyErrorAt(pointer(loc...), problem))
+			return
+		}
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				leaves(c)
+			}
+			return
+		}
+		ptr := pointer(e.InstanceLocation...)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+		case *kind.AdditionalProperties:
+			for _, p := range k.Properties {
+				bad = append(bad, append(slices.Clone(e.InstanceLocation), p))
+			}
+		default:
+			bad = append(bad, e.InstanceLocation)
+		}
+		switch k := e.ErrorKind.(type) {
+		case *kind.AdditionalProperties:
+			for _, p := range k.Properties {
+				out = append(out, t.keyErrorAt(ptr+"/"+escapePointer(p), unknownField(p, knownFields(e))))
+			}
+		case *kind.FalseSchema:
+			if n := len(e.InstanceLocation); n > 0 {
+				field := e.InstanceLocation[n-1]
+				problem := fmt.Sprintf("field %q is not allowed here", field)
+				if kindOf, ok := agentKind(t, e.InstanceLocation); ok {
+					problem = fmt.Sprintf("field %q is not allowed in an agent of kind %s: an agent has the block of its own kind only", field, kindOf)
+				}
+				out = append(out, t.keyErrorAt(ptr, problem))
+			}
+		case *kind.Pattern:
+			problem := e.ErrorKind.LocalizedString(printer)
+			if strings.Contains(k.Want, "(ns|us|µs|ms|s|m|h)") {
+				problem = fmt.Sprintf("%q is not a duration: write one as Go does, such as 30s, 1m30s or 250ms", k.Got)
+			}
+			out = append(out, t.errorAt(ptr, problem))
+		case *kind.Required:
+			for _, m := range k.Missing {
+				out = append(out, t.errorAt(ptr, fmt.Sprintf("missing required field %q", m)))
+			}
+		default:
+			out = append(out, t.errorAt(ptr, e.ErrorKind.LocalizedString(printer)))
+		}
+	}
+	leaves(ve)
+	return out, bad
+}
+
+// prune removes the values at locs from v (a copy is made of what changes): in objects the
+// member goes, in arrays the item becomes null. What is left decodes into the Go types, so
+// that references can be checked even in a file the schema rejects.
+func prune(v any, loc []string) any {
+	if len(loc) == 0 {
+		return nil
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		c := maps.Clone(x)
+		if len(loc) == 1 {
+			delete(c, loc[0])
+		} else if m, ok := c[loc[0]]; ok {
+			c[loc[0]] = prune(m, loc[1:])
+		}
+		return c
+	case []any:
+		i, err := strconv.Atoi(loc[0])
+		if err != nil || i < 0 || i >= len(x) {
+			return x
+		}
+		c := slices.Clone(x)
+		if len(loc) == 1 {
+			c[i] = nil
+		} else {
+			c[i] = prune(c[i], loc[1:])
+		}
+		return c
+	}
+	return v
+}
+
+// agentKind returns the kind of the agent whose block loc is in (loc = agents/NAME/block).
+func agentKind(t *tree, loc []string) (string, bool) {
+	if len(loc) != 3 || loc[0] != "agents" {
+		return "", false
+	}
+	m, _ := t.value.(map[string]any)
+	agents, _ := m["agents"].(map[string]any)
+	a, _ := agents[loc[1]].(map[string]any)
+	k, ok := a["kind"].(string)
+	return k, ok
+}
+
+// knownFields returns the properties the schema at e's keyword location declares.
+func knownFields(e *jsonschema.ValidationError) []string {
+	// The error's schema URL ends in ".../additionalProperties"; its parent declares the
+	// properties. Look them up in the raw schema by JSON pointer.
+	u := e.SchemaURL
+	i := strings.IndexByte(u, '#')
+	if i < 0 {
+		return nil
+	}
+	frag := strings.TrimSuffix(u[i+1:], "/additionalProperties")
+	node := rawSchema()
+	for _, tok := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+		if tok == "" {
+			continue
+		}
+		switch n := node.(type) {
+		case map[string]any:
+			node = n[unescapePointer(tok)]
+		case []any:
+			var idx int
+			if _, err := fmt.Sscan(tok, &idx); err != nil || idx >= len(n) {
+				return nil
+			}
+			node = n[idx]
+		default:
+			return nil
+		}
+	}
+	obj, _ := node.(map[string]any)
+	props, _ := obj["properties"].(map[string]any)
+	var names []string
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// unknownField says a field is unknown, suggesting the closest known one.
+func unknownField(name string, known []string) string {
+	s := fmt.Sprintf("unknown field %q", name)
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return s + fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	if len(known) > 0 && len(known) <= 12 {
+		return s + "; known fields: " + strings.Join(slices.Clone(known), ", ")
+	}
+	return s
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
