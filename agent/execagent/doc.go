@@ -1,0 +1,41 @@
+// Package execagent runs a troupe agent as a subprocess, in any language: one process per
+// dispatch, the dispatch as JSON on stdin, the result as JSON on stdout, progress on stderr.
+//
+//	a, err := execagent.New(execagent.Config{Command: []string{"python3", "agents/summarize.py"}, Timeout: time.Minute})
+//	reg.Add("summarize", a)
+//
+// # The protocol, for an agent in another language
+//
+//  1. Read one JSON object from stdin until EOF: seed 000's AgentDispatchRequest
+//     (dispatch_id, session_id, query_id, target_agent, query, parsed_query,
+//     upstream_results, …), as troupe.Dispatch encodes it.
+//  2. Write progress to stderr, one line at a time, flushed: each line becomes an
+//     agent_progress event of kind "stderr" in the run's log (at most Config.MaxProgress
+//     lines a dispatch, each cut at Config.MaxLineBytes). The last Config.StderrTail bytes
+//     are quoted in the error when the dispatch fails.
+//  3. Write one JSON object to stdout and exit 0: seed 000's AgentDispatchResponse with every
+//     required field — dispatch_id and agent_name copied from the dispatch (target_agent),
+//     session_id, query_id, status ("completed" with a non-empty agent_result, or "failed"
+//     with errors shaped as {code, message, recoverable}), execution_time_ms, started_at and
+//     completed_at as RFC 3339 — plus whatever else it knows (analysis_summary, confidence,
+//     next_agent, handoff, tokens_used, …). It is validated with troupe.DecodeResult: output
+//     that fails is never accepted; the dispatch fails with code INVALID_OUTPUT, every problem
+//     listed in the error's details.
+//  4. To fail without a result, exit non-zero: the dispatch fails with code AGENT_ERROR, the exit
+//     status and the stderr tail, not recoverable — except exit 75 (EX_TEMPFAIL, ExitTempFail)
+//     and death by a signal, which are recoverable, so the run's error policy may retry.
+//
+// The process also gets TROUPE_DISPATCH_ID and TROUPE_AGENT in its environment and, inside a
+// run, TROUPE_TRACE_ID and a W3C TRACEPARENT derived from the run's trace id.
+//
+// testdata/agent.py, testdata/agent.sh (POSIX sh and sed) and testdata/goagent are complete
+// agents.
+//
+// # Stopping
+//
+// Each process runs in its own process group. When the dispatch's context ends — Config.Timeout,
+// the dispatch's own timeout, a cancelled run — the group gets SIGTERM, and SIGKILL after
+// Config.KillGrace; when the agent exits, whatever is left of its group is killed, so nothing it
+// started outlives the dispatch. Run returns only after the process and the goroutines copying
+// its pipes are done; a timeout fails with TIMEOUT (recoverable), a cancellation with CANCELLED.
+package execagent

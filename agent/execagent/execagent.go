@@ -1,0 +1,279 @@
+package execagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/internal/wire"
+)
+
+// Bounds a zero Config field takes.
+const (
+	DefaultTimeout        = 5 * time.Minute
+	DefaultKillGrace      = 2 * time.Second
+	DefaultMaxOutputBytes = 4 << 20
+	DefaultStderrTail     = 4 << 10
+	DefaultMaxProgress    = 256
+	DefaultMaxLineBytes   = 1 << 10
+)
+
+// ExitTempFail is the exit status (sysexits' EX_TEMPFAIL) by which an agent says its failure is
+// temporary: the dispatch fails recoverable, so the error policy may retry it.
+const ExitTempFail = 75
+
+// Config configures an exec agent. Only Command is required; every zero bound takes its
+// default, none means unlimited.
+type Config struct {
+	// Command is the program and its arguments; the program is looked up in PATH.
+	Command []string
+	// Dir is the working directory; "" is the current one.
+	Dir string
+	// Env is added to the parent's environment ("KEY=value"; a later entry wins). The agent
+	// also gets TROUPE_DISPATCH_ID, TROUPE_AGENT and, inside a run, TROUPE_TRACE_ID and
+	// TRACEPARENT.
+	Env []string
+	// Timeout bounds one dispatch; 0 means DefaultTimeout. A shorter deadline on the context
+	// (the dispatch's timeout_seconds, the run's budget) wins.
+	Timeout time.Duration
+	// KillGrace is how long the process group has between SIGTERM and SIGKILL; 0 means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// MaxOutputBytes bounds stdout; 0 means DefaultMaxOutputBytes. More fails the dispatch.
+	MaxOutputBytes int
+	// StderrTail is how many trailing bytes of stderr errors quote; 0 means DefaultStderrTail.
+	StderrTail int
+	// MaxProgress bounds the stderr lines emitted as progress events per dispatch; 0 means
+	// DefaultMaxProgress. Lines past it are counted in one final "stderr_dropped" event.
+	MaxProgress int
+	// MaxLineBytes cuts longer stderr lines in progress events; 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+	// Agents, when set, checks a result's next_agent names a known agent (the engine checks it
+	// again in any case).
+	Agents troupe.AgentSet
+}
+
+// Agent runs a command per dispatch. It is immutable and safe for concurrent use: each Run
+// starts its own process.
+type Agent struct {
+	cfg  Config
+	name string // the command, quoted, for messages
+}
+
+// New validates cfg and returns the agent.
+func New(cfg Config) (*Agent, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("execagent: Config.Command is empty")
+	}
+	for i, e := range cfg.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return nil, fmt.Errorf("execagent: Config.Env[%d] %q is not KEY=value", i, e)
+		}
+	}
+	for _, b := range []struct {
+		name string
+		v    int64
+	}{{"Timeout", int64(cfg.Timeout)}, {"KillGrace", int64(cfg.KillGrace)}, {"MaxOutputBytes", int64(cfg.MaxOutputBytes)},
+		{"StderrTail", int64(cfg.StderrTail)}, {"MaxProgress", int64(cfg.MaxProgress)}, {"MaxLineBytes", int64(cfg.MaxLineBytes)}} {
+		if b.v < 0 {
+			return nil, fmt.Errorf("execagent: Config.%s is negative", b.name)
+		}
+	}
+	cfg.Command = append([]string(nil), cfg.Command...)
+	cfg.Env = append([]string(nil), cfg.Env...)
+	cfg.Timeout = or(cfg.Timeout, DefaultTimeout)
+	cfg.KillGrace = or(cfg.KillGrace, DefaultKillGrace)
+	cfg.MaxOutputBytes = or(cfg.MaxOutputBytes, DefaultMaxOutputBytes)
+	cfg.StderrTail = or(cfg.StderrTail, DefaultStderrTail)
+	cfg.MaxProgress = or(cfg.MaxProgress, DefaultMaxProgress)
+	cfg.MaxLineBytes = or(cfg.MaxLineBytes, DefaultMaxLineBytes)
+	return &Agent{cfg: cfg, name: strings.Join(cfg.Command, " ")}, nil
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Run writes d as JSON to a new process's stdin, emits its stderr lines as "stderr" progress
+// events and reads its Result from stdout. It returns when the process and every pipe reader
+// are done; on timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after
+// KillGrace.
+func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	in, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("execagent: encoding the dispatch: %w", err)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, a.cfg.Timeout, troupe.ErrTimeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(ctx, a.cfg.Command[0], a.cfg.Command[1:]...)
+	cmd.Dir = a.cfg.Dir
+	cmd.Env = append(os.Environ(), a.cfg.Env...)
+	cmd.Env = append(cmd.Env, "TROUPE_DISPATCH_ID="+d.DispatchID, "TROUPE_AGENT="+d.TargetAgent)
+	if tid := d.TraceID(); tid != "" {
+		cmd.Env = append(cmd.Env, "TROUPE_TRACE_ID="+tid, "TRACEPARENT="+wire.Traceparent(tid, d.DispatchID))
+	}
+	cmd.Stdin = bytes.NewReader(in)
+	out := &capped{max: a.cfg.MaxOutputBytes}
+	errw := &stderr{d: d, tail: wire.Tail{Max: a.cfg.StderrTail}, maxEvents: a.cfg.MaxProgress, maxLine: a.cfg.MaxLineBytes}
+	cmd.Stdout, cmd.Stderr = out, errw
+	// Its own process group, so a timeout reaches whatever the agent started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	// os/exec sends SIGKILL to the leader this long after Cancel, and stops waiting for pipes a
+	// grandchild holds open this long after the leader exits.
+	cmd.WaitDelay = a.cfg.KillGrace
+
+	if err := cmd.Start(); err != nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: fmt.Sprintf("execagent: starting %s", a.name), Cause: err}
+	}
+	waitErr := cmd.Wait() // waits for the stdin, stdout and stderr copying goroutines too
+	// Whatever is left of the group (a child that ignored SIGTERM, a daemon the agent forked)
+	// goes with the agent.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	errw.flush()
+
+	details := func() map[string]any {
+		m := map[string]any{"command": a.cfg.Command}
+		if s := errw.tail.String(); s != "" {
+			m["stderr_tail"] = s
+		}
+		if cmd.ProcessState != nil {
+			m["exit_code"] = cmd.ProcessState.ExitCode()
+		}
+		return m
+	}
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		code, rec := troupe.CodeCancelled, false
+		if errors.Is(cause, troupe.ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
+			code, rec = troupe.CodeTimeout, true
+		}
+		return nil, &troupe.AgentError{Code: code, Recoverable: rec, Cause: cause, Details: details(),
+			Message: fmt.Sprintf("execagent: %s stopped: %v%s", a.name, cause, a.quoteTail(errw))}
+	}
+	if out.over {
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details(),
+			Message: fmt.Sprintf("execagent: %s wrote more than %d bytes to stdout%s", a.name, a.cfg.MaxOutputBytes, a.quoteTail(errw))}
+	}
+	if waitErr != nil {
+		var ee *exec.ExitError
+		if !errors.As(waitErr, &ee) {
+			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Recoverable: true, Cause: waitErr, Details: details(),
+				Message: fmt.Sprintf("execagent: %s%s", a.name, a.quoteTail(errw))}
+		}
+		status := "exited with status " + strconv.Itoa(ee.ExitCode())
+		recoverable := ee.ExitCode() == ExitTempFail
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			status, recoverable = fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal()), true
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Recoverable: recoverable, Details: details(),
+			Message: fmt.Sprintf("execagent: %s %s%s", a.name, status, a.quoteTail(errw))}
+	}
+	res, err := wire.DecodeResult("execagent: "+a.name, out.buf.Bytes(), d, a.cfg.Agents, details())
+	if err != nil {
+		var ae *troupe.AgentError
+		if errors.As(err, &ae) {
+			ae.Message += a.quoteTail(errw)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+func (a *Agent) quoteTail(e *stderr) string {
+	if s := e.tail.String(); s != "" {
+		return "; stderr: " + strings.TrimSpace(s)
+	}
+	return ""
+}
+
+// capped keeps stdout up to max bytes; past that it fails the write, which stops os/exec's
+// copying and closes the pipe under the agent.
+type capped struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+var errTooMuch = errors.New("execagent: stdout over its bound")
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.buf.Len()+len(p) > c.max {
+		c.over = true
+		return 0, errTooMuch
+	}
+	return c.buf.Write(p)
+}
+
+// stderr splits the agent's stderr into lines, each a progress event (bounded in number and
+// length), and keeps its tail for error messages. os/exec calls Write from one goroutine that
+// Wait waits for; flush runs after Wait.
+type stderr struct {
+	d         *troupe.Dispatch
+	tail      wire.Tail
+	line      []byte // the current line, at most maxLine bytes of it
+	n         int    // the current line's full length
+	events    int
+	dropped   int
+	maxEvents int
+	maxLine   int
+}
+
+func (s *stderr) Write(p []byte) (int, error) {
+	s.tail.Write(p)
+	rest := p
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		chunk := rest
+		if i >= 0 {
+			chunk = rest[:i]
+		}
+		s.n += len(chunk)
+		if room := s.maxLine - len(s.line); room > 0 {
+			s.line = append(s.line, chunk[:min(room, len(chunk))]...)
+		}
+		if i < 0 {
+			break
+		}
+		s.emit()
+		rest = rest[i+1:]
+	}
+	return len(p), nil
+}
+
+func (s *stderr) emit() {
+	line := strings.ToValidUTF8(strings.TrimSuffix(string(s.line), "\r"), "")
+	if s.n > len(s.line) {
+		line += "…"
+	}
+	s.line, s.n = s.line[:0], 0
+	if s.events >= s.maxEvents {
+		s.dropped++
+		return
+	}
+	s.events++
+	s.d.Progress("stderr", line)
+}
+
+func (s *stderr) flush() {
+	if s.n > 0 {
+		s.emit()
+	}
+	if s.dropped > 0 {
+		s.d.Progress("stderr_dropped", s.dropped)
+	}
+}

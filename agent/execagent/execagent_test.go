@@ -1,0 +1,316 @@
+package execagent_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/execagent"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// runtime is a hand-written DispatchRuntime that records progress.
+type runtime struct {
+	mu       sync.Mutex
+	events   []troupe.Progress
+	onEvent  func(p troupe.Progress)
+	traceID  string
+	noTracer bool
+}
+
+func (r *runtime) State(string) (any, bool) { return nil, false }
+func (r *runtime) Ask(context.Context, troupe.Question) (troupe.Answer, error) {
+	return troupe.Answer{}, troupe.ErrPaused
+}
+func (r *runtime) Partial(map[string]any) {}
+func (r *runtime) Progress(kind string, data any) {
+	p := troupe.Progress{Kind: kind, Data: data}
+	r.mu.Lock()
+	r.events = append(r.events, p)
+	r.mu.Unlock()
+	if r.onEvent != nil {
+		r.onEvent(p)
+	}
+}
+func (r *runtime) TraceID() string { return r.traceID }
+
+func (r *runtime) lines() []troupe.Progress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]troupe.Progress(nil), r.events...)
+}
+
+func dispatch(query string, parsed map[string]any, rt troupe.DispatchRuntime) *troupe.Dispatch {
+	d := troupe.NewDispatch()
+	d.DispatchID, d.SessionID, d.QueryID = troupe.NewDispatchID(7), "sess_1", "qry_1"
+	d.TargetAgent, d.DispatchReason = "counter", "test"
+	d.Query, d.ParsedQuery = query, parsed
+	if rt != nil {
+		d.Bind(rt)
+	}
+	return d
+}
+
+func newAgent(t testing.TB, cfg execagent.Config) *execagent.Agent {
+	t.Helper()
+	a, err := execagent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// buildGoAgent compiles testdata/goagent into a temporary directory.
+func buildGoAgent(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "goagent")
+	out, err := exec.Command("go", "build", "-o", bin, "./testdata/goagent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func agentError(t *testing.T, err error) *troupe.AgentError {
+	t.Helper()
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) {
+		t.Fatalf("error %v (%T) is not an *troupe.AgentError", err, err)
+	}
+	return ae
+}
+
+func TestAgentsInThreeLanguages(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	goBin := buildGoAgent(t, t.TempDir())
+	for _, tc := range []struct {
+		name     string
+		command  []string
+		progress string
+	}{
+		{"go", []string{goBin}, "counting words"},
+		{"python", []string{"python3", "testdata/agent.py"}, "python agent got disp_"},
+		{"sh", []string{"sh", "testdata/agent.sh"}, "shell agent got disp_"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &runtime{traceID: "trace_42"}
+			res, err := newAgent(t, execagent.Config{Command: tc.command}).Run(t.Context(), dispatch("three little words", nil, rt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != troupe.StatusCompleted || res.DispatchID != troupe.NewDispatchID(7) || res.AgentName != "counter" {
+				t.Errorf("result %+v", res)
+			}
+			if got := res.AgentResult["words"]; got != 3.0 {
+				t.Errorf("words = %v, want 3", got)
+			}
+			if !hasLine(rt.lines(), tc.progress) {
+				t.Errorf("progress %v lacks a line starting %q", rt.lines(), tc.progress)
+			}
+		})
+	}
+}
+
+func hasLine(ps []troupe.Progress, prefix string) bool {
+	for _, p := range ps {
+		if s, ok := p.Data.(string); ok && p.Kind == "stderr" && strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTraceparentReachesTheProcess(t *testing.T) {
+	goBin := buildGoAgent(t, t.TempDir())
+	a := newAgent(t, execagent.Config{Command: []string{goBin}})
+	one, _ := a.Run(t.Context(), dispatch("x", nil, &runtime{traceID: "trace_42"}))
+	two, _ := a.Run(t.Context(), dispatch("x", nil, &runtime{traceID: "trace_43"}))
+	none, _ := a.Run(t.Context(), dispatch("x", nil, nil))
+	p1, _ := one.AgentResult["trace"].(string)
+	p2, _ := two.AgentResult["trace"].(string)
+	if len(p1) != 55 || !strings.HasPrefix(p1, "00-") || !strings.HasSuffix(p1, "-01") {
+		t.Errorf("TRACEPARENT = %q, not a W3C traceparent", p1)
+	}
+	if p1[3:35] == p2[3:35] {
+		t.Errorf("two runs share a W3C trace id: %q %q", p1, p2)
+	}
+	if got := none.AgentResult["trace"]; got != "" {
+		t.Errorf("outside a run TRACEPARENT = %q, want none", got)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	type want struct {
+		Code        string
+		Recoverable bool
+		Message     []string // substrings
+		Exit        any
+	}
+	py := []string{"python3", "testdata/agent.py"}
+	for _, tc := range []struct {
+		name    string
+		command []string
+		mode    string
+		cfg     execagent.Config
+		want    want
+	}{
+		{"non-zero exit, with the stderr tail", py, "fail", execagent.Config{},
+			want{troupe.CodeAgentError, false, []string{"exited with status 3", "stderr:", "the corpus is missing"}, 3}},
+		{"EX_TEMPFAIL is recoverable", py, "tempfail", execagent.Config{},
+			want{troupe.CodeAgentError, true, []string{"exited with status 75", "upstream busy"}, execagent.ExitTempFail}},
+		{"a result that fails validation", py, "invalid", execagent.Config{},
+			want{troupe.CodeInvalidOutput, false, []string{"invalid result", `"session_id": required`, "more problems", "python agent got"}, 0}},
+		{"garbage on stdout", []string{"sh", "testdata/garbage.sh"}, "", execagent.Config{},
+			want{troupe.CodeInvalidOutput, false, []string{"invalid result", "Traceback"}, 0}},
+		{"stdout over its bound", py, "huge", execagent.Config{MaxOutputBytes: 64 << 10},
+			want{troupe.CodeInvalidOutput, false, []string{"more than 65536 bytes to stdout"}, nil}},
+		{"nothing on stdout", []string{"sh", "-c", "cat >/dev/null"}, "", execagent.Config{},
+			want{troupe.CodeInvalidOutput, false, []string{"empty output"}, 0}},
+		{"killed by a signal", []string{"sh", "-c", "kill -KILL $$"}, "", execagent.Config{},
+			want{troupe.CodeAgentError, true, []string{"was killed by signal 9 (killed)"}, -1}},
+		{"no such program", []string{"./testdata/no-such-agent"}, "", execagent.Config{},
+			want{troupe.CodeAgentError, false, []string{"starting ./testdata/no-such-agent", "no such file"}, nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Command = tc.command
+			res, err := newAgent(t, cfg).Run(t.Context(), dispatch("q", map[string]any{"mode": tc.mode}, &runtime{}))
+			if res != nil || err == nil {
+				t.Fatalf("Run = %+v, %v; want a failure", res, err)
+			}
+			ae := agentError(t, err)
+			got := want{Code: ae.Code, Recoverable: ae.Recoverable, Message: tc.want.Message, Exit: ae.Details["exit_code"]}
+			if tc.want.Exit == nil {
+				got.Exit = nil
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+			for _, s := range tc.want.Message {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+			if tc.want.Code == troupe.CodeInvalidOutput && tc.mode != "huge" && ae.Details["errors"] == nil {
+				t.Errorf("invalid output without its decode errors: %v", ae.Details)
+			}
+		})
+	}
+}
+
+func TestStderrBecomesBoundedProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		cfg    execagent.Config
+		want   []troupe.Progress
+	}{
+		{"lines, a long one cut, the last without newline", `printf 'one\nabcdefghij\r\nxy' >&2; exit 1`, execagent.Config{MaxLineBytes: 4},
+			[]troupe.Progress{{Kind: "stderr", Data: "one"}, {Kind: "stderr", Data: "abcd…"}, {Kind: "stderr", Data: "xy"}}},
+		{"too many lines: the rest counted", `for i in 1 2 3 4 5 6; do echo "l$i" >&2; done; exit 1`, execagent.Config{MaxProgress: 2},
+			[]troupe.Progress{{Kind: "stderr", Data: "l1"}, {Kind: "stderr", Data: "l2"}, {Kind: "stderr_dropped", Data: 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &runtime{}
+			cfg := tc.cfg
+			cfg.Command = []string{"sh", "-c", tc.script}
+			newAgent(t, cfg).Run(t.Context(), dispatch("q", nil, rt))
+			if d := cmp.Diff(tc.want, rt.lines()); d != "" {
+				t.Errorf("progress (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestStderrTailIsBounded(t *testing.T) {
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "-c", `for i in $(seq 1 200); do echo "line $i" >&2; done; exit 4`}, StderrTail: 20})
+	_, err := a.Run(t.Context(), dispatch("q", nil, nil))
+	tail, _ := agentError(t, err).Details["stderr_tail"].(string)
+	if !strings.HasSuffix(tail, "line 200\n") || len(tail) > 20+len("…") || !strings.HasPrefix(tail, "…") {
+		t.Errorf("stderr tail %q", tail)
+	}
+}
+
+func TestTimeoutKillsAProcessGroupThatIgnoresSIGTERM(t *testing.T) {
+	hold := filepath.Join(t.TempDir(), "hold")
+	if err := syscall.Mkfifo(hold, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The read end, open before the agent starts so its writers never block; it reads EOF once
+	// every process holding the write end — the agent and its child — is dead.
+	f, err := os.OpenFile(hold, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rt := &runtime{}
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/ignoreterm.sh"}, Env: []string{"HOLD=" + hold},
+		Timeout: 300 * time.Millisecond, KillGrace: 100 * time.Millisecond})
+	_, err = a.Run(t.Context(), dispatch("q", nil, rt))
+	ae := agentError(t, err)
+	if ae.Code != troupe.CodeTimeout || !ae.Recoverable || !errors.Is(err, troupe.ErrTimeout) {
+		t.Errorf("error %v: code %s recoverable %v", err, ae.Code, ae.Recoverable)
+	}
+	if !hasLine(rt.lines(), "ready") {
+		t.Fatalf("the agent never got ready: %v", rt.lines())
+	}
+	f.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := f.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %d, %v", n, err)
+	}
+}
+
+func TestCancelStopsTheAgent(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rt := &runtime{onEvent: func(p troupe.Progress) {
+		if p.Data == "ready" {
+			cancel()
+		}
+	}}
+	a := newAgent(t, execagent.Config{Command: []string{"python3", "testdata/agent.py"}})
+	_, err := a.Run(ctx, dispatch("q", map[string]any{"mode": "hang"}, rt))
+	if ae := agentError(t, err); ae.Code != troupe.CodeCancelled || !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, code %s", err, ae.Code)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  execagent.Config
+		want string
+	}{
+		{"no command", execagent.Config{}, "Command is empty"},
+		{"empty program", execagent.Config{Command: []string{""}}, "Command is empty"},
+		{"bad env", execagent.Config{Command: []string{"x"}, Env: []string{"NOEQUALS"}}, `Env[0] "NOEQUALS"`},
+		{"negative bound", execagent.Config{Command: []string{"x"}, KillGrace: -1}, "KillGrace is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := execagent.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "execagent: ") {
+				t.Errorf("New = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}

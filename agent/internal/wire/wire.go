@@ -1,0 +1,134 @@
+// Package wire holds what troupe's transport adapters (execagent, httpagent) share about the
+// JSON protocol an out-of-process agent speaks: checking the Result it sends back, quoting the
+// start or end of what it printed, and deriving a W3C traceparent from a run's trace id.
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/troupehq/troupe"
+)
+
+// DecodeResult decodes and validates an agent's JSON response to d: every rule of
+// troupe.DecodeResult, plus that it answers d (same dispatch_id and agent_name). Invalid
+// output is an *troupe.AgentError with code INVALID_OUTPUT, not recoverable — the same agent
+// given the same dispatch is unlikely to do better — whose details list every problem under
+// "errors" and carry extra (the adapter's own context, e.g. a stderr tail).
+func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.AgentSet, extra map[string]any) (*troupe.Result, error) {
+	var problems []string
+	r, err := troupe.DecodeResult(data, agents)
+	var ves troupe.ValidationErrors
+	switch {
+	case errors.As(err, &ves):
+		for _, e := range ves {
+			problems = append(problems, e.Error())
+		}
+	case err != nil:
+		problems = append(problems, err.Error())
+	}
+	if err == nil && r.DispatchID != d.DispatchID {
+		problems = append(problems, fmt.Sprintf("dispatch_id %q answers another dispatch than %q", r.DispatchID, d.DispatchID))
+	}
+	if err == nil && d.TargetAgent != "" && r.AgentName != d.TargetAgent {
+		problems = append(problems, fmt.Sprintf("agent_name %q is not the dispatch's target %q", r.AgentName, d.TargetAgent))
+	}
+	if len(problems) == 0 {
+		return r, nil
+	}
+	details := map[string]any{"errors": problems, "output": Head(data, 512)}
+	for k, v := range extra {
+		details[k] = v
+	}
+	msg := fmt.Sprintf("%s: invalid result: %s", pkg, problems[0])
+	if len(problems) > 1 {
+		msg += fmt.Sprintf(" (and %d more problems)", len(problems)-1)
+	}
+	if len(data) == 0 {
+		msg = pkg + ": invalid result: empty output"
+	}
+	return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: msg, Cause: err, Details: details}
+}
+
+// Head quotes at most n bytes of the start of b, cut on a rune boundary, with "…" when cut.
+func Head(b []byte, n int) string {
+	if len(b) <= n {
+		return strconv.Quote(string(b))
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return strconv.Quote(string(b[:cut])) + "…"
+}
+
+// Tail keeps the last Max bytes written to it (for a process's stderr). The zero value keeps
+// nothing; it is not safe for concurrent use.
+type Tail struct {
+	Max  int
+	buf  []byte
+	seen int64
+}
+
+// Write keeps the end of p; it never fails.
+func (t *Tail) Write(p []byte) (int, error) {
+	t.seen += int64(len(p))
+	if len(p) >= t.Max {
+		t.buf = append(t.buf[:0], p[len(p)-t.Max:]...)
+		return len(p), nil
+	}
+	if over := len(t.buf) + len(p) - t.Max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return len(p), nil
+}
+
+// String returns what is kept, starting on a rune boundary, prefixed with "…" when earlier
+// bytes were dropped.
+func (t *Tail) String() string {
+	b := t.buf
+	for len(b) > 0 && !utf8.RuneStart(b[0]) {
+		b = b[1:]
+	}
+	if t.seen > int64(len(b)) {
+		return "…" + string(b)
+	}
+	return string(b)
+}
+
+// Traceparent returns a W3C traceparent header value (version 00, sampled) for a dispatch of
+// the run with traceID. A trace id that already is 32 lower-case hex digits is used as is;
+// any other (troupe's own "trace_…" ids) is hashed to 16 bytes, so every dispatch of one run
+// shares one W3C trace id. The parent span id is derived from dispatchID the same way.
+func Traceparent(traceID, dispatchID string) string {
+	tid := traceID
+	if !isHex(tid, 32) {
+		h := sha256.Sum256([]byte(traceID))
+		tid = hex.EncodeToString(h[:16])
+	}
+	h := sha256.Sum256([]byte("span:" + dispatchID))
+	if h[0]|h[1]|h[2]|h[3]|h[4]|h[5]|h[6]|h[7] == 0 {
+		h[7] = 1 // an all-zero span id is invalid
+	}
+	return "00-" + tid + "-" + hex.EncodeToString(h[:8]) + "-01"
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	zero := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+		zero = zero && c == '0'
+	}
+	return !zero
+}

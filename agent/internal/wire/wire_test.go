@@ -1,0 +1,106 @@
+package wire_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/internal/wire"
+)
+
+func TestTraceparent(t *testing.T) {
+	w3c := "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, tc := range []struct {
+		name, trace, dispatch string
+		wantTrace             string // "" means hashed: 32 hex digits, not the input
+	}{
+		{"a W3C trace id is kept", w3c, "disp_1", w3c},
+		{"troupe's trace id is hashed", "trace_abc", "disp_1", ""},
+		{"all zeros is invalid, so hashed", strings.Repeat("0", 32), "disp_1", ""},
+		{"upper case is not W3C, so hashed", strings.ToUpper(w3c), "disp_1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := wire.Traceparent(tc.trace, tc.dispatch)
+			parts := strings.Split(tp, "-")
+			if len(parts) != 4 || parts[0] != "00" || len(parts[1]) != 32 || len(parts[2]) != 16 || parts[3] != "01" {
+				t.Fatalf("%q is not a traceparent", tp)
+			}
+			if tc.wantTrace != "" && parts[1] != tc.wantTrace || tc.wantTrace == "" && parts[1] == tc.trace {
+				t.Errorf("trace id part %q for %q", parts[1], tc.trace)
+			}
+			if tp != wire.Traceparent(tc.trace, tc.dispatch) {
+				t.Error("not deterministic")
+			}
+			if wire.Traceparent(tc.trace, "disp_2")[36:52] == parts[2] {
+				t.Error("two dispatches share a span id")
+			}
+		})
+	}
+}
+
+func TestTail(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		max    int
+		writes []string
+		want   string
+	}{
+		{"fits", 10, []string{"ab", "cd"}, "abcd"},
+		{"keeps the end", 4, []string{"abc", "def"}, "…cdef"},
+		{"one big write", 3, []string{"abcdefgh"}, "…fgh"},
+		{"cut inside a rune", 4, []string{"xé", "abc"}, "…abc"},
+		{"nothing kept", 0, []string{"abc"}, "…"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := wire.Tail{Max: tc.max}
+			for _, w := range tc.writes {
+				tl.Write([]byte(w))
+			}
+			if got := tl.String(); got != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeResult(t *testing.T) {
+	d := troupe.NewDispatch()
+	d.DispatchID, d.TargetAgent = troupe.NewDispatchID(1), "a"
+	good := `{"dispatch_id":"` + d.DispatchID + `","session_id":"s","query_id":"q","agent_name":"a","status":"completed","agent_result":{"x":1},"errors":[],"warnings":[],"execution_time_ms":1,"started_at":"2026-01-01T00:00:00Z","completed_at":"2026-01-01T00:00:01Z"}`
+	for _, tc := range []struct {
+		name, data string
+		want       []string // problems; nil means valid
+	}{
+		{"valid", good, nil},
+		{"another dispatch", strings.Replace(good, d.DispatchID, "disp_0000000000000000", 1), []string{`dispatch_id "disp_0000000000000000" answers another dispatch`}},
+		{"another agent", strings.Replace(good, `"agent_name":"a"`, `"agent_name":"b"`, 1), []string{`agent_name "b" is not the dispatch's target "a"`}},
+		{"missing fields", `{"status":"completed"}`, []string{"dispatch_id", "session_id"}},
+		{"not JSON", `nope`, []string{"nope"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := wire.DecodeResult("pkg", []byte(tc.data), d, nil, map[string]any{"k": "v"})
+			if tc.want == nil {
+				if err != nil || r.AgentResult["x"] != 1.0 {
+					t.Fatalf("%+v, %v", r, err)
+				}
+				return
+			}
+			var ae *troupe.AgentError
+			if r != nil || !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidOutput || ae.Recoverable {
+				t.Fatalf("%+v, %v", r, err)
+			}
+			all := strings.Join(ae.Details["errors"].([]string), "\n") + ae.Details["output"].(string)
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("details %v lack %q", ae.Details, w)
+				}
+			}
+			if d := cmp.Diff("v", ae.Details["k"]); d != "" || !strings.HasPrefix(err.Error(), "troupe: agent error INVALID_OUTPUT: pkg: invalid result") {
+				t.Errorf("extra details or message wrong: %v %s", err, d)
+			}
+		})
+	}
+}
