@@ -1,0 +1,210 @@
+package redact
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Replacement texts. A built-in rule writes "[REDACTED:<rule>]"; caller patterns and fields
+// write Config.Replacement.
+const DefaultReplacement = "[REDACTED]"
+
+// Rule is a named pattern whose matches are replaced.
+type Rule struct {
+	Name    string
+	Pattern *regexp.Regexp
+}
+
+// Builtin returns the built-in rules, in the order they apply: bearer tokens, API keys of
+// well-known shapes, key=value secrets, then email addresses.
+func Builtin() []Rule {
+	return []Rule{
+		{"bearer", regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`)},
+		{"api_key", regexp.MustCompile(`\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // OpenAI, Anthropic, Stripe
+			`|\bAKIA[0-9A-Z]{16}\b` + // AWS access key id
+			`|\bgh[pousr]_[A-Za-z0-9]{36,}` + // GitHub tokens
+			`|\bgithub_pat_[A-Za-z0-9_]{22,}` +
+			`|\bxox[abposr]-[A-Za-z0-9-]{10,}` + // Slack
+			`|\bAIza[0-9A-Za-z_\-]{35}` + // Google API key
+			`|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)}, // JWT
+		{"secret", regexp.MustCompile(`(?i)\b(api[_-]?key|secret|password|passwd|token|access[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`)},
+		{"email", regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)},
+	}
+}
+
+// DefaultFields are field paths redacted whatever their value: members that by their name hold
+// credentials, at any depth.
+var defaultFields = []string{"**.password", "**.passwd", "**.api_key", "**.apikey", "**.authorization",
+	"**.secret", "**.client_secret", "**.access_token", "**.refresh_token", "**.private_key"}
+
+// DefaultFields returns the field paths redacted unless Config.NoDefaults is set.
+func DefaultFields() []string { return slices.Clone(defaultFields) }
+
+// Config says what to redact. The zero value redacts the built-in rules and default fields.
+type Config struct {
+	// Patterns are extra regular expressions (RE2 syntax); their matches are replaced.
+	Patterns []string
+	// Fields are JSON field paths whose values are replaced whole: member names separated by
+	// ".", where "*" matches any one member and a leading "**." matches at any depth. Array
+	// elements are transparent: "users.email" reaches the email of every element of users.
+	// Names are matched case-insensitively.
+	Fields []string
+	// NoDefaults turns off the built-in rules and default fields.
+	NoDefaults bool
+	// Replacement replaces what caller patterns and fields match; "" is DefaultReplacement.
+	Replacement string
+}
+
+// Redactor applies a Config. It is immutable and safe for concurrent use; the zero value
+// redacts nothing (use New).
+type Redactor struct {
+	rules       []Rule
+	fields      [][]string
+	replacement string
+}
+
+// New compiles cfg. An invalid pattern or field path is an error naming it.
+func New(cfg Config) (*Redactor, error) {
+	r := &Redactor{replacement: cfg.Replacement}
+	if r.replacement == "" {
+		r.replacement = DefaultReplacement
+	}
+	fields := cfg.Fields
+	if !cfg.NoDefaults {
+		r.rules = Builtin()
+		fields = append(slices.Clone(defaultFields), fields...)
+	}
+	for i, p := range cfg.Patterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("redact: patterns[%d] %q: %w", i, p, err)
+		}
+		if re.MatchString("") {
+			return nil, fmt.Errorf("redact: patterns[%d] %q matches the empty string", i, p)
+		}
+		r.rules = append(r.rules, Rule{Name: "", Pattern: re})
+	}
+	for i, f := range cfg.Fields {
+		segs := strings.Split(strings.ToLower(f), ".")
+		for j, s := range segs {
+			if s == "" || (s == "**" && j != 0) || (s == "**" && len(segs) == 1) {
+				return nil, fmt.Errorf("redact: fields[%d] %q: segment %d is invalid (empty, or ** other than as the first of several)", i, f, j+1)
+			}
+		}
+	}
+	for _, f := range fields {
+		r.fields = append(r.fields, strings.Split(strings.ToLower(f), "."))
+	}
+	return r, nil
+}
+
+// MustNew is New that panics on error, for configurations fixed in code.
+func MustNew(cfg Config) *Redactor {
+	r, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// String returns s with every match of every rule replaced.
+func (r *Redactor) String(s string) string {
+	if r == nil {
+		return s
+	}
+	for _, rule := range r.rules {
+		repl := r.replacement
+		if rule.Name != "" {
+			repl = "[REDACTED:" + rule.Name + "]"
+		}
+		if rule.Name == "secret" {
+			// Keep the name of the secret so a reader knows what was there.
+			s = rule.Pattern.ReplaceAllString(s, "${1}${2}"+repl)
+			continue
+		}
+		s = rule.Pattern.ReplaceAllLiteralString(s, repl)
+	}
+	return s
+}
+
+// Value returns a redacted deep copy of a JSON value (as encoding/json decodes it: maps,
+// slices, strings, numbers, booleans, nil; other types are returned unchanged): strings with
+// rules applied, values under matching field paths replaced whole, and map keys redacted too.
+// v itself is not modified.
+func (r *Redactor) Value(v any) any {
+	if r == nil {
+		return v
+	}
+	return r.value(v, nil, 0)
+}
+
+const maxDepth = 1000
+
+func (r *Redactor) value(v any, path []string, depth int) any {
+	if depth > maxDepth {
+		return r.replacement
+	}
+	switch x := v.(type) {
+	case string:
+		return r.String(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			p := append(path, strings.ToLower(k))
+			rk := r.String(k)
+			if r.fieldMatch(p) {
+				out[rk] = r.replacement
+			} else {
+				out[rk] = r.value(x[k], p, depth+1)
+			}
+			path = p[:len(path)]
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = r.value(e, path, depth+1)
+		}
+		return out
+	case map[string]string:
+		m := make(map[string]any, len(x))
+		for k, s := range x {
+			m[k] = s
+		}
+		return r.value(m, path, depth)
+	case []string:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = e
+		}
+		return r.value(s, path, depth)
+	}
+	return v
+}
+
+func (r *Redactor) fieldMatch(path []string) bool {
+	for _, f := range r.fields {
+		if f[0] == "**" {
+			if tail := f[1:]; len(path) >= len(tail) && segsMatch(tail, path[len(path)-len(tail):]) {
+				return true
+			}
+			continue
+		}
+		if len(f) == len(path) && segsMatch(f, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func segsMatch(pattern, path []string) bool {
+	for i, p := range pattern {
+		if p != "*" && p != path[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,115 @@
+package redact_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe/redact"
+)
+
+func TestString(t *testing.T) {
+	r := redact.MustNew(redact.Config{Patterns: []string{`\bMRN-\d{6}\b`}})
+	tests := []struct{ in, want string }{
+		{"Authorization: Bearer abc.DEF-123_456~xyz=", "Authorization: [REDACTED:bearer]"},
+		{"key sk-proj-abcdefghijklmnop1234 here", "key [REDACTED:api_key] here"},
+		{"aws AKIAIOSFODNN7EXAMPLE", "aws [REDACTED:api_key]"},
+		{"gh ghp_" + strings.Repeat("a", 36), "gh [REDACTED:api_key]"},
+		{"google AIza" + strings.Repeat("B", 35), "google [REDACTED:api_key]"},
+		{`{"api_key": "12345678"}`, `{"api_key": "[REDACTED:secret]"}`},
+		{"password=hunter22 rest", "password=[REDACTED:secret] rest"},
+		{"mail jane.doe+x@example.co.uk now", "mail [REDACTED:email] now"},
+		{"patient MRN-123456 seen", "patient [REDACTED] seen"},
+		{"nothing to see, token 42", "nothing to see, token 42"},
+		{"score 0.8 for a@b", "score 0.8 for a@b"}, // not an address: no top-level domain
+	}
+	for _, tt := range tests {
+		if got := r.String(tt.in); got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestValue(t *testing.T) {
+	r := redact.MustNew(redact.Config{Fields: []string{"user.ssn", "*.notes", "**.internal.id"}, Replacement: "***"})
+	var in any
+	if err := json.Unmarshal([]byte(`{
+		"user": {"ssn": "123-45-6789", "name": "Jane", "email": "jane@example.com", "Password": "pw"},
+		"a": {"notes": "private", "keep": 1},
+		"deep": {"x": {"internal": {"id": 7, "ok": true}}},
+		"list": [{"ssn": "no path match"}, "bob@example.org"],
+		"jane@example.com": "key"
+	}`), &in); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal(in)
+	got := r.Value(in)
+	want := map[string]any{
+		"user": map[string]any{"ssn": "***", "name": "Jane", "email": "[REDACTED:email]", "Password": "***"},
+		"a":    map[string]any{"notes": "***", "keep": 1.0},
+		"deep": map[string]any{"x": map[string]any{"internal": map[string]any{"id": "***", "ok": true}}},
+		"list": []any{map[string]any{"ssn": "no path match"}, "[REDACTED:email]"},
+		"[REDACTED:email]": "key",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Value (-want +got):\n%s", diff)
+	}
+	if after, _ := json.Marshal(in); string(after) != string(before) {
+		t.Errorf("input modified:\n%s\n%s", before, after)
+	}
+	// Array elements are transparent to field paths.
+	r2 := redact.MustNew(redact.Config{Fields: []string{"users.email"}, NoDefaults: true})
+	if got := r2.Value(map[string]any{"users": []any{map[string]any{"email": "x"}, map[string]any{"email": "y"}}}); !cmp.Equal(got,
+		map[string]any{"users": []any{map[string]any{"email": "[REDACTED]"}, map[string]any{"email": "[REDACTED]"}}}) {
+		t.Errorf("array elements: %v", got)
+	}
+}
+
+func TestNoDefaults(t *testing.T) {
+	r := redact.MustNew(redact.Config{NoDefaults: true})
+	if got := r.String("jane@example.com Bearer abcdefghijkl"); got != "jane@example.com Bearer abcdefghijkl" {
+		t.Errorf("NoDefaults redacted: %q", got)
+	}
+	var nilR *redact.Redactor
+	if nilR.String("a@b.co") != "a@b.co" || nilR.Value("a@b.co") != "a@b.co" {
+		t.Error("nil redactor changed its input")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  redact.Config
+		want string
+	}{
+		{redact.Config{Patterns: []string{"("}}, `redact: patterns[0] "("`},
+		{redact.Config{Patterns: []string{"x*"}}, "matches the empty string"},
+		{redact.Config{Fields: []string{"a..b"}}, `redact: fields[0] "a..b": segment 2`},
+		{redact.Config{Fields: []string{"a.**.b"}}, `segment 2`},
+		{redact.Config{Fields: []string{"**"}}, `segment 1`},
+	} {
+		if _, err := redact.New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%+v) = %v, want an error containing %q", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+var emailRE = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
+
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"a@b.co", "Bearer abcdefghij", "password: hunter22", "sk-" + strings.Repeat("x", 20), "plain text"} {
+		f.Add(s)
+	}
+	r := redact.MustNew(redact.Config{})
+	f.Fuzz(func(t *testing.T, s string) {
+		out := r.String(s)
+		if emailRE.MatchString(out) {
+			t.Fatalf("String(%q) = %q still holds an address", s, out)
+		}
+		if again := r.String(out); again != out {
+			t.Fatalf("not idempotent: %q → %q → %q", s, out, again)
+		}
+	})
+}
