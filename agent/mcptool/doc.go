@@ -1,0 +1,18 @@
+// Package mcptool connects troupe to MCP (Model Context Protocol) servers with the official
+// go-sdk: Connect starts a server as a subprocess speaking MCP over stdio (Config.Command),
+// dials a streamable HTTP endpoint (Config.URL) or uses any transport (Config.Transport),
+// initializes the session and lists the server's tools.
+//
+// Each tool is a troupe.Tool — name, description and input schema as the server listed them —
+// so a Client's Tools can be handed to an LLM agent (llmagent.Config.Tools) next to agents
+// wrapped as tools. Call sends the model's arguments and returns the tool's structured
+// content, else its text as a JSON string; a result the server flags as an error is a
+// *ToolError, which an LLM agent passes back to the model to correct.
+//
+// Agent turns one tool into a troupe.Agent, for a workflow step that is a plain tool call:
+// the arguments are the dispatch's user_context["arguments"] (a JSON object), else its
+// parsed_query.
+//
+// A Client owns its session and, for stdio, the server's process: Close ends both and waits
+// for them, terminating a server that does not exit StopTimeout after its stdin closes.
+package mcptool

@@ -1,0 +1,320 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/troupehq/troupe"
+)
+
+// DefaultCallTimeout bounds a tool call when Config.CallTimeout is zero.
+const DefaultCallTimeout = time.Minute
+
+// Config says how to reach one MCP server: exactly one of Command (stdio), URL (streamable
+// HTTP) or Transport.
+type Config struct {
+	// Command runs the server as a subprocess speaking MCP over stdin and stdout: the program
+	// and its arguments. Env is added to the inherited environment; Dir is its working
+	// directory.
+	Command []string
+	Env     []string
+	Dir     string
+	// StopTimeout is how long Close waits, after closing a stdio server's stdin, for it to
+	// exit before terminating it; 0 means 5 seconds.
+	StopTimeout time.Duration
+
+	// URL is a streamable HTTP endpoint ("http://127.0.0.1:3001/mcp"), reached with
+	// HTTPClient (nil means http.DefaultClient).
+	URL        string
+	HTTPClient *http.Client
+
+	// Transport is any MCP transport, for in-process servers and tests.
+	Transport mcp.Transport
+
+	// Include, when not empty, keeps only the tools it names; a name the server does not offer
+	// is an error of Connect.
+	Include []string
+	// CallTimeout bounds each tool call; 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// ClientName is how troupe introduces itself to the server; "" means "troupe".
+	ClientName string
+}
+
+// Client is a connected MCP server and the tools it offers. Its methods are safe for
+// concurrent use. Close ends the session (and stops a stdio server's process); a Client must
+// be closed.
+type Client struct {
+	session *mcp.ClientSession
+	tools   []*Tool
+	timeout time.Duration
+}
+
+// Connect starts or dials the server, initializes the session and lists the server's tools.
+// ctx bounds the connection and listing only, not the session.
+func Connect(ctx context.Context, cfg Config) (*Client, error) {
+	t, err := transport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.CallTimeout < 0 || cfg.StopTimeout < 0 {
+		return nil, fmt.Errorf("mcptool: config: negative timeout (call_timeout %v, stop_timeout %v)", cfg.CallTimeout, cfg.StopTimeout)
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	name := cfg.ClientName
+	if name == "" {
+		name = "troupe"
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	session, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: connect to %s: %w", describe(cfg), err)
+	}
+	c := &Client{session: session, timeout: cfg.CallTimeout}
+	for tool, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			session.Close()
+			return nil, fmt.Errorf("mcptool: %s: list tools: %w", describe(cfg), err)
+		}
+		if len(cfg.Include) > 0 && !slices.Contains(cfg.Include, tool.Name) {
+			continue
+		}
+		schema, err := json.Marshal(tool.InputSchema)
+		if err != nil || tool.InputSchema == nil {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		desc := tool.Description
+		if desc == "" {
+			desc = tool.Title
+		}
+		c.tools = append(c.tools, &Tool{c: c, info: troupe.ToolInfo{Name: tool.Name, Description: desc, InputSchema: schema}})
+	}
+	for _, want := range cfg.Include {
+		if _, ok := c.Tool(want); !ok {
+			session.Close()
+			return nil, fmt.Errorf("mcptool: %s: no tool named %q (offered: %s)", describe(cfg), want, strings.Join(c.names(), ", "))
+		}
+	}
+	return c, nil
+}
+
+func transport(cfg Config) (mcp.Transport, error) {
+	n := 0
+	for _, set := range []bool{len(cfg.Command) > 0, cfg.URL != "", cfg.Transport != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, errors.New("mcptool: config: set exactly one of command, url and transport")
+	}
+	switch {
+	case len(cfg.Command) > 0:
+		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+		cmd.Env = append(os.Environ(), cfg.Env...)
+		cmd.Dir = cfg.Dir
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: cfg.StopTimeout}, nil
+	case cfg.URL != "":
+		if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
+			return nil, fmt.Errorf("mcptool: config: url %q is not an http or https URL", cfg.URL)
+		}
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: cfg.HTTPClient}, nil
+	default:
+		return cfg.Transport, nil
+	}
+}
+
+func describe(cfg Config) string {
+	switch {
+	case len(cfg.Command) > 0:
+		return "command " + cfg.Command[0]
+	case cfg.URL != "":
+		return cfg.URL
+	default:
+		return "transport"
+	}
+}
+
+func (c *Client) names() []string {
+	out := make([]string, len(c.tools))
+	for i, t := range c.tools {
+		out[i] = t.info.Name
+	}
+	return out
+}
+
+// Tools returns the server's tools, in the order it listed them, as troupe tools an LLM agent
+// can be given.
+func (c *Client) Tools() []troupe.Tool {
+	out := make([]troupe.Tool, len(c.tools))
+	for i, t := range c.tools {
+		out[i] = t
+	}
+	return out
+}
+
+// Tool returns the tool called name.
+func (c *Client) Tool(name string) (*Tool, bool) {
+	for _, t := range c.tools {
+		if t.info.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Close ends the session; for a stdio server it closes the process's stdin and waits for it to
+// exit (terminating it if it does not).
+func (c *Client) Close() error {
+	err := c.session.Close()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && !ee.Exited() {
+		return nil // a server that ignored its closed stdin was terminated, as Close promises
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("mcptool: close: %w", err)
+	}
+	return nil
+}
+
+// Tool is one tool of an MCP server. It implements troupe.Tool and is safe for concurrent use.
+type Tool struct {
+	c    *Client
+	info troupe.ToolInfo
+}
+
+var _ troupe.Tool = (*Tool)(nil)
+
+// Info returns the tool's name, description and input schema as the server listed them.
+func (t *Tool) Info() troupe.ToolInfo { return t.info }
+
+// ToolError is a tool's own report of failure (a result with isError set): the model may
+// correct its arguments and call again.
+type ToolError struct {
+	Tool    string
+	Message string
+}
+
+func (e *ToolError) Error() string { return "mcptool: " + e.Tool + ": " + e.Message }
+
+// Call invokes the tool with args (a JSON object; empty means {}). It returns the tool's
+// structured content when it has any, else its text content as a JSON string when every part
+// is text, else its content parts as a JSON array. A result flagged isError is a *ToolError.
+func (t *Tool) Call(ctx context.Context, _ *troupe.Dispatch, args json.RawMessage) (json.RawMessage, error) {
+	res, err := t.call(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	if res.StructuredContent != nil {
+		return json.Marshal(res.StructuredContent)
+	}
+	if text, ok := textOf(res); ok {
+		return json.Marshal(text)
+	}
+	return json.Marshal(res.Content)
+}
+
+func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolResult, error) {
+	var in map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, fmt.Errorf("mcptool: %s: arguments are not a JSON object: %w", t.info.Name, err)
+		}
+	}
+	if in == nil {
+		in = map[string]any{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+	defer cancel()
+	res, err := t.c.session.CallTool(ctx, &mcp.CallToolParams{Name: t.info.Name, Arguments: in})
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: %s: %w", t.info.Name, err)
+	}
+	if res.IsError {
+		msg, ok := textOf(res)
+		if !ok {
+			b, _ := json.Marshal(res.Content)
+			msg = string(b)
+		}
+		return nil, &ToolError{Tool: t.info.Name, Message: msg}
+	}
+	return res, nil
+}
+
+// textOf joins the text parts of a result, reporting whether every part was text.
+func textOf(res *mcp.CallToolResult) (string, bool) {
+	parts := make([]string, 0, len(res.Content))
+	for _, c := range res.Content {
+		tc, ok := c.(*mcp.TextContent)
+		if !ok {
+			return "", false
+		}
+		parts = append(parts, tc.Text)
+	}
+	return strings.Join(parts, "\n"), true
+}
+
+// Agent uses one MCP tool directly as an agent. The arguments are the dispatch's
+// user_context["arguments"] when it is a JSON object, else its parsed_query. The result's
+// agent_result is the tool's structured content when it is an object, else {"text": ...}
+// for text content, else {"content": [...]}. A tool's own error fails the dispatch with code
+// AGENT_ERROR (not recoverable: the same arguments fail the same way); a lost session or a
+// timeout is recoverable.
+func Agent(t *Tool) troupe.Agent {
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		args, err := arguments(d)
+		if err != nil {
+			return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: err.Error()}
+		}
+		res, err := t.call(ctx, args)
+		if err != nil {
+			var te *ToolError
+			if errors.As(err, &te) {
+				return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: err.Error()}
+			}
+			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, err
+			}
+			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: err.Error(), Recoverable: true, Cause: err}
+		}
+		out := map[string]any{}
+		summary := ""
+		if m, ok := res.StructuredContent.(map[string]any); ok {
+			out = m
+			b, _ := json.Marshal(m)
+			summary = string(b)
+		} else if text, ok := textOf(res); ok {
+			out["text"], summary = text, text
+		} else {
+			b, _ := json.Marshal(res.Content)
+			var parts []any
+			_ = json.Unmarshal(b, &parts)
+			out["content"] = parts
+			summary = fmt.Sprintf("%s returned %d content parts", t.info.Name, len(parts))
+		}
+		if r := []rune(summary); len(r) > 200 {
+			summary = string(r[:199]) + "…"
+		}
+		return &troupe.Result{AgentResult: out, AnalysisSummary: &summary}, nil
+	})
+}
+
+func arguments(d *troupe.Dispatch) (json.RawMessage, error) {
+	if v, ok := d.UserContext["arguments"]; ok {
+		if _, isObj := v.(map[string]any); !isObj {
+			return nil, fmt.Errorf("mcptool: user_context.arguments is %T, want a JSON object", v)
+		}
+		return json.Marshal(v)
+	}
+	return json.Marshal(d.ParsedQuery)
+}
