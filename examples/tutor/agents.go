@@ -21,6 +21,8 @@ type Config struct {
 	RequiredMastery float64
 	// MaxProbes bounds the questions the diagnostic asks; 0 means 3.
 	MaxProbes int
+	// MaxCycles bounds the mastery loop; 0 means 5 (seed 003).
+	MaxCycles int
 }
 
 func (c Config) withDefaults() Config {
@@ -239,6 +241,15 @@ func (a *Specialists) Tutor(_ context.Context, d *troupe.Dispatch) (*troupe.Resu
 		}
 	}
 	b.WriteString(topic.Explanations[level])
+	// After a quiz on this topic, revisit what it showed needs work.
+	var areas []string
+	var lastQuiz []quizItem
+	if lookup(d, "improvement_areas", &areas) && len(areas) > 0 && lookup(d, KeyQuizQuestions, &lastQuiz) && len(lastQuiz) > 0 && lastQuiz[0].ConceptName == topic.ID {
+		fmt.Fprintf(&b, "\nYour last quiz showed these need work: %s.", strings.Join(areas, ", "))
+		if ps := a.retrieve(strings.Join(areas, " "), topic.ID, b.String(), 2); len(ps) > 0 {
+			b.WriteString(" " + strings.Join(ps, " "))
+		}
+	}
 	question := a.specificQuestion(d.Query, topic)
 	var passages []string
 	if question != "" {

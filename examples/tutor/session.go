@@ -2,6 +2,7 @@ package tutor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -33,6 +34,10 @@ func Registry(a *Specialists) (*troupe.Registry, error) {
 			[]troupe.Option{troupe.Reads(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore), troupe.Writes("error_patterns", "feedback_text", KeyMasteryScore, KeyMasteryAchieved, "improvement_areas", KeyMastery)}},
 		{"pathplanner", a.PathPlanner, "orders unmastered concepts by their prerequisites",
 			[]troupe.Option{troupe.Writes("learning_path", "next_topic", "path_reasoning")}},
+		{"learning_cycle", a.LearningCycle().Run, "seed 003's LearningCycle: tutor → quiz → feedback",
+			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)}},
+		{"mastery_loop", a.MasteryLoop(a.cfg.MaxCycles).Run, "seed 003's MasteryLoop: the learning cycle until mastered",
+			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)}},
 	} {
 		if err := reg.Add(s.name, s.fn, append([]troupe.Option{troupe.Describe(s.desc)}, s.opts...)...); err != nil {
 			return nil, fmt.Errorf("tutor: %w", err)
@@ -60,6 +65,7 @@ type SessionConfig struct {
 type Session struct {
 	agents *Specialists
 	eng    *engine.Engine
+	loop   *engine.Engine // plans the mastery loop instead of routing
 	human  troupe.HumanHandler
 	seed   uint64
 	state  map[string]any
@@ -121,11 +127,67 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tutor: %w", err)
 	}
-	return &Session{agents: a, eng: eng, human: cfg.Human, seed: seed, state: map[string]any{}}, nil
+	loop, err := engine.New(engine.Config{Registry: reg, Seed: seed, Planner: troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) {
+		return &troupe.Plan{Stages: []troupe.PlanStage{{MaxConcurrency: 1, Tasks: []troupe.Task{
+			{ID: "mastery", Agent: "mastery_loop", Reason: "seed 003's MasteryLoop: learning cycles until mastered", Priority: 1},
+		}}}}, nil
+	})})
+	if err != nil {
+		return nil, fmt.Errorf("tutor: %w", err)
+	}
+	return &Session{agents: a, eng: eng, loop: loop, human: cfg.Human, seed: seed, state: map[string]any{}}, nil
 }
 
-// Close waits for the session's engine to stop.
-func (s *Session) Close(ctx context.Context) error { return s.eng.Close(ctx) }
+// Close waits for the session's engines to stop.
+func (s *Session) Close(ctx context.Context) error {
+	return errors.Join(s.eng.Close(ctx), s.loop.Close(ctx))
+}
+
+// MasteryResult is seed 003's MasteryLoop output, with the loop's closing words.
+type MasteryResult struct {
+	FinalMastery    float64
+	TotalCycles     int
+	MasteryAchieved bool
+	Recommendation  string // flow.ReasonMastered or flow.ReasonNeedsRemediation
+	Text            string
+}
+
+// Master runs seed 003's MasteryLoop on topic: learning cycles (tutor → quiz → feedback, the
+// quiz asking the session's Human) until the topic's mastery reaches the threshold or the
+// cycles run out. The session state carries the loop's writes on, as after any message.
+func (s *Session) Master(ctx context.Context, topic string) (MasteryResult, error) {
+	k, ok := s.agents.corpus.Concept(topic)
+	if !ok {
+		return MasteryResult{}, fmt.Errorf("tutor: master: unknown topic %q (known: %s)", topic, strings.Join(s.agents.topicNames(), ", "))
+	}
+	state := maps.Clone(s.state)
+	state[KeyCurrentTopic] = k.ID
+	state[KeyQuizPaused] = false
+	run, err := s.loop.Start(ctx, troupe.Request{Query: "master " + k.ID, State: state, Human: s.human,
+		SessionID: fmt.Sprintf("tutor-%d", s.seed), UserContext: map[string]any{"seed": s.seed}})
+	if err != nil {
+		return MasteryResult{}, fmt.Errorf("tutor: master: %w", err)
+	}
+	st, err := run.Wait(ctx)
+	if err != nil {
+		return MasteryResult{}, fmt.Errorf("tutor: master %s: %w", k.ID, err)
+	}
+	res := st.CompletedAgents["mastery_loop"]
+	if res == nil {
+		return MasteryResult{}, fmt.Errorf("tutor: master %s: the loop left no result", k.ID)
+	}
+	s.state = st.SessionState
+	s.state[KeyLastRoutedTo] = "mastery_loop"
+	out := MasteryResult{}
+	ar := res.AgentResult
+	out.FinalMastery, _ = ar[KeyMasteryScore].(float64)
+	out.MasteryAchieved, _ = ar[KeyMasteryAchieved].(bool)
+	out.TotalCycles, _ = ar["total_cycles"].(int)
+	out.Recommendation, _ = ar["escalation_reason"].(string)
+	fb, _ := ar["feedback_text"].(string)
+	out.Text = fmt.Sprintf("%d learning cycle(s) on %s: mastery %.2f — %s.\n%s", out.TotalCycles, k.Name, out.FinalMastery, strings.ReplaceAll(out.Recommendation, "_", " "), fb)
+	return out, nil
+}
 
 // State returns a copy of the session state.
 func (s *Session) State() map[string]any { return maps.Clone(s.state) }

@@ -1,0 +1,41 @@
+package tutor
+
+import (
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/flow"
+)
+
+// Keys the learning cycle's members write, and so what carries from one cycle of the mastery
+// loop to the next.
+var (
+	tutorWrites    = []string{"explanation", "examples_provided"}
+	quizWrites     = []string{KeyQuizQuestions, KeyQuizResponses, KeyQuizScore, KeyQuizQuestionIndex, KeyQuizPaused, KeyQuizComplete, "quiz_number"}
+	feedbackWrites = []string{"error_patterns", "feedback_text", KeyMasteryScore, KeyMasteryAchieved, "improvement_areas", KeyMastery}
+	cycleWrites    = append(append(append([]string{}, tutorWrites...), quizWrites...), feedbackWrites...)
+)
+
+// LearningCycle is seed 003's LearningCycle: tutor → quiz → feedback as a flow.Sequential over
+// a's agents. It reads the current topic from session state; its agent_result is the three
+// results merged (explanation, quiz_score, feedback_text, mastery_achieved, …).
+func (a *Specialists) LearningCycle() *flow.SequentialAgent {
+	return flow.Sequential(flow.SequentialConfig{},
+		flow.Named("tutor", troupe.AgentFunc(a.Tutor), troupe.Reads(KeyCurrentTopic), troupe.Writes(tutorWrites...)),
+		flow.Named("quiz", troupe.AgentFunc(a.Quiz), troupe.Reads(KeyCurrentTopic), troupe.Writes(quizWrites...)),
+		flow.Named("feedback", troupe.AgentFunc(a.Feedback), troupe.Reads(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore), troupe.Writes(feedbackWrites...)),
+	)
+}
+
+// MasteryLoop is seed 003's MasteryLoop: the learning cycle repeated until mastery_score
+// reaches the mastery threshold (escalation "mastered") or maxIterations cycles have run
+// ("needs_remediation"; 0 means flow.DefaultMaxIterations, seed 003's 5). Its agent_result
+// is the last cycle's plus total_cycles, escalated, condition_met and escalation_reason.
+func (a *Specialists) MasteryLoop(maxIterations int) *flow.LoopAgent {
+	return flow.Loop(flow.LoopConfig{
+		MaxIterations: maxIterations,
+		Until: func(it flow.Iteration) bool {
+			v, ok := it.State(KeyMasteryScore)
+			score, isNum := v.(float64)
+			return ok && isNum && score >= a.cfg.Threshold
+		},
+	}, flow.Named("learning_cycle", a.LearningCycle(), troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)))
+}
