@@ -14,6 +14,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/llmagent"
+	"github.com/troupehq/troupe/flow"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -460,5 +461,28 @@ func TestTemplateErrorIsInvalidInput(t *testing.T) {
 	}
 	if len(srv.Requests()) != 0 {
 		t.Error("a request was sent")
+	}
+}
+
+// Agents as tools through flow.AsTool: a delegates to b, b delegates back to a; the cycle guard's
+// error surfaces through both LLM agents instead of going back to either model.
+func TestAgentAsToolCycleSurfaces(t *testing.T) {
+	srv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"c1", "delegate_to_b", `{"query":"help"}`}}, usage: [2]int{1, 1}},
+		reply{toolCalls: []wireToolCall{{"c2", "delegate_to_a", `{"query":"help back"}`}}, usage: [2]int{1, 1}},
+	)
+	var a troupe.Agent
+	lateA := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) { return a.Run(ctx, d) })
+	b := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{flow.AsTool("a", lateA)}})
+	a = newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{flow.AsTool("b", b)}})
+	d := dispatch("start", nil)
+	d.TargetAgent = "a"
+	_, err := a.Run(t.Context(), d)
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeCircularDependency {
+		t.Fatalf("err = %v, want CIRCULAR_DEPENDENCY", err)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2: neither model may be asked again after the cycle", n)
 	}
 }

@@ -113,9 +113,18 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 	return t, nil
 }
 
-// fatal is what errors that must end the dispatch implement: agent-as-tool's cycle and depth
-// guards. Every other tool error is the model's to handle.
+// fatal is what other errors that must end the dispatch may implement. Every tool error that
+// is neither fatal nor one of agent-as-tool's guards is the model's to handle.
 type fatal interface{ Fatal() bool }
+
+func isFatal(err error) bool {
+	var cycle *troupe.CircularDependencyError
+	var depth *troupe.MaxDepthExceededError
+	var ae *troupe.AgentError
+	var f fatal
+	return errors.As(err, &cycle) || errors.As(err, &depth) || errors.As(err, &f) && f.Fatal() ||
+		errors.As(err, &ae) && (ae.Code == troupe.CodeCircularDependency || ae.Code == troupe.CodeMaxDepthExceeded)
+}
 
 // callTool runs one tool call and returns what the model is told: the tool's output, or what
 // went wrong. It returns an error only when the dispatch must fail.
@@ -134,11 +143,7 @@ func (a *Agent) callTool(ctx context.Context, d *troupe.Dispatch, tc toolCall) (
 	d.Progress("tool_call", map[string]any{"tool": tc.name, "id": tc.id})
 	out, err := tool.Call(ctx, d, args)
 	if err != nil {
-		var f fatal
-		if errors.As(err, &f) && f.Fatal() {
-			return "", fmt.Errorf("llmagent: tool %s: %w", tc.name, err)
-		}
-		if ctx.Err() != nil {
+		if isFatal(err) || ctx.Err() != nil {
 			return "", fmt.Errorf("llmagent: tool %s: %w", tc.name, err)
 		}
 		return "error: " + err.Error(), nil
