@@ -7,9 +7,11 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/schema"
 )
 
 // call is one dispatch: the request, the response being built, and the executor job that runs
@@ -29,6 +31,8 @@ type call struct {
 	nextDone    *call // link in the run's stack of finished calls
 	prev        *call // the task's previous dispatch (a retry's or fallback's predecessor)
 	expiredDone bool  // Done's argument, published with the call
+
+	children atomic.Uint64 // ordinals of nested calls made on its behalf (troupe.Emitter)
 
 	// guarded by r.mu
 	partial  map[string]any
@@ -73,7 +77,13 @@ func (c *call) prepare(ctx context.Context) error {
 		r.mu.Unlock()
 		if missing != nil {
 			return &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads", missing, c.d.TargetAgent),
-				FallbackAction: "run the agent that writes it first"}
+				FallbackAction: r.e.writersOf(missing)}
+		}
+	}
+	if sc := r.e.schemas[c.spec]; sc != nil && sc.in != nil {
+		if err := sc.in.Validate(c.d.ParsedQuery); err != nil {
+			return &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: fmt.Sprintf("input of %s fails its schema: %v", c.d.TargetAgent, err),
+				FallbackAction: "ask the user to clarify", Cause: err}
 		}
 	}
 	for _, g := range c.guards() {
@@ -123,7 +133,11 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 		c.fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: causeText(r.ctx)})
 		return
 	case err != nil:
-		c.fail(troupe.StatusFailed, troupe.ErrorInfoOf(err))
+		info := troupe.ErrorInfoOf(err)
+		if det := schema.Details(err); det != nil {
+			info.Details = det
+		}
+		c.fail(troupe.StatusFailed, info)
 		return
 	case out == nil:
 		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: "agent returned neither a result nor an error"})
@@ -136,6 +150,14 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 		// Recorded as invalid, never silently accepted: the agent's output stays in the result.
 		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
 		return
+	}
+	if sc := r.e.schemas[c.spec]; sc != nil && sc.out != nil && res.Status == troupe.StatusCompleted {
+		if verr := sc.out.Validate(res.AgentResult); verr != nil {
+			// As above: recorded failed with every validation error, the output kept.
+			c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
+				Message: fmt.Sprintf("output of %s fails its schema: %v", c.d.TargetAgent, verr)})
+			return
+		}
 	}
 	c.checkResult(ctx)
 	if res.Status == troupe.StatusCompleted && res.RequiresHuman {
@@ -319,3 +341,31 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 	r.mu.Unlock()
 	return a, nil
 }
+
+// Emit appends an event of an agent nested in this dispatch (troupe.Emitter): a composite's
+// members, an agent called as a tool. The nested event carries the enclosing dispatch as its
+// parent and a child execution context; it is part of the log but never a result of the plan.
+func (c *call) Emit(ev troupe.Event) {
+	r := c.r
+	if ev.Parent == "" {
+		ev.Parent = c.d.DispatchID
+	}
+	if ev.Context == nil {
+		tc := r.tc.Child()
+		ev.Context = &tc
+	}
+	ev.Stage, ev.Step = troupe.StageExecute, c.t.step
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.expired || r.finishing {
+		return
+	}
+	r.emitLocked(ev)
+	r.flushLocked()
+}
+
+// ExecutionContext is the run's execution context: a planned dispatch's.
+func (c *call) ExecutionContext() troupe.Context { return *c.r.tc }
+
+// NextChild numbers the nested calls made on behalf of the dispatch.
+func (c *call) NextChild() uint64 { return c.children.Add(1) - 1 }

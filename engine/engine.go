@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/aggregate"
 	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/internal/schema"
 	"github.com/troupehq/troupe/store/memory"
 )
 
@@ -45,6 +48,9 @@ type Config struct {
 	TimeBudget time.Duration
 	// MaxCostDollars bounds a run's spend; 0 means $10. Requests may lower it.
 	MaxCostDollars float64
+	// MaxTokens bounds the tokens a run's results report using (tokens_used, each result
+	// counted once); 0 means 10,000,000. Requests may lower it.
+	MaxTokens int64
 	// MaxDispatches bounds dispatches per run, retries and fallbacks included; 0 means 1,000.
 	MaxDispatches int
 	// MaxConcurrency caps a group's concurrent dispatches when its plan stage sets no cap; 0 means 10.
@@ -74,6 +80,7 @@ type Engine struct {
 	timeout    time.Duration
 	timeBudget time.Duration
 	costBudget float64
+	tokBudget  int64
 	maxDisp    int
 	maxConc    int
 	guards     []troupe.Guardrail
@@ -81,9 +88,10 @@ type Engine struct {
 	strategy   aggregate.Strategy
 	teardownTO time.Duration
 	seed       uint64
-	anySetup   bool          // some agent implements troupe.Setupper
-	runs       atomic.Uint64 // runs started, for deriving run seeds from seed
-	batches    sync.Pool     // *[]troupe.Event of capacity batchSize: transitions' event batches
+	anySetup   bool                                // some agent implements troupe.Setupper
+	schemas    map[*troupe.AgentSpec]*agentSchemas // agents that declare schemas, compiled; nil if none
+	runs       atomic.Uint64                       // runs started, for deriving run seeds from seed
+	batches    sync.Pool                           // *[]troupe.Event of capacity batchSize: transitions' event batches
 
 	mu   sync.Mutex
 	live map[string]*Run
@@ -100,7 +108,7 @@ func New(cfg Config) (*Engine, error) {
 	switch {
 	case cfg.DefaultTimeout < 0, cfg.TimeBudget < 0, cfg.TeardownTimeout < 0:
 		return nil, errors.New("engine: config: durations cannot be negative")
-	case cfg.MaxCostDollars < 0, cfg.MaxDispatches < 0, cfg.MaxConcurrency < 0:
+	case cfg.MaxCostDollars < 0, cfg.MaxDispatches < 0, cfg.MaxConcurrency < 0, cfg.MaxTokens < 0:
 		return nil, errors.New("engine: config: limits cannot be negative")
 	}
 	if err := cfg.Resolution.Validate(); err != nil {
@@ -110,7 +118,7 @@ func New(cfg Config) (*Engine, error) {
 		reg: cfg.Registry, names: cfg.Registry.Names(), planner: cfg.Planner, router: cfg.Router,
 		store: cfg.Store, exec: cfg.Executor, policy: cfg.Policy,
 		timeout: orDuration(cfg.DefaultTimeout, 5*time.Minute), timeBudget: orDuration(cfg.TimeBudget, time.Hour),
-		costBudget: cfg.MaxCostDollars, maxDisp: cfg.MaxDispatches, maxConc: cfg.MaxConcurrency,
+		costBudget: cfg.MaxCostDollars, tokBudget: cfg.MaxTokens, maxDisp: cfg.MaxDispatches, maxConc: cfg.MaxConcurrency,
 		guards: cfg.Guardrails, human: cfg.Human, strategy: cfg.Resolution,
 		teardownTO: orDuration(cfg.TeardownTimeout, 10*time.Second), seed: cfg.Seed,
 		live: make(map[string]*Run),
@@ -121,6 +129,19 @@ func New(cfg Config) (*Engine, error) {
 		if _, ok := spec.Agent.(troupe.Setupper); ok {
 			e.anySetup = true
 		}
+		sc, err := compileSchemas(spec)
+		if err != nil {
+			return nil, fmt.Errorf("engine: config: %w", err)
+		}
+		if sc != nil {
+			if e.schemas == nil {
+				e.schemas = make(map[*troupe.AgentSpec]*agentSchemas)
+			}
+			e.schemas[spec] = sc
+		}
+	}
+	if e.tokBudget == 0 {
+		e.tokBudget = 10_000_000
 	}
 	if e.costBudget == 0 {
 		e.costBudget = 10
@@ -245,4 +266,46 @@ func (plannedRouter) Route(in troupe.RouteInput, _ troupe.Context) (troupe.Routi
 		reason = "planned"
 	}
 	return troupe.RoutingDecision{Target: in.Task.Agent, Reason: reason}, nil
+}
+
+// agentSchemas are an agent's compiled input and output schemas (seed 003's typed contracts).
+type agentSchemas struct {
+	in, out *schema.Schema
+}
+
+func compileSchemas(spec *troupe.AgentSpec) (*agentSchemas, error) {
+	if spec.InputSchema == nil && spec.OutputSchema == nil {
+		return nil, nil
+	}
+	sc := &agentSchemas{}
+	var err error
+	if spec.InputSchema != nil {
+		if sc.in, err = schema.Compile(spec.Name+" input", spec.InputSchema); err != nil {
+			return nil, fmt.Errorf("agent %s: input schema: %w", spec.Name, err)
+		}
+	}
+	if spec.OutputSchema != nil {
+		if sc.out, err = schema.Compile(spec.Name+" output", spec.OutputSchema); err != nil {
+			return nil, fmt.Errorf("agent %s: output schema: %w", spec.Name, err)
+		}
+	}
+	return sc, nil
+}
+
+// writersOf is a STATE_MISSING error's fallback action: run the agents that declare writes of
+// the missing keys first (seed 003: "run diagnostic first").
+func (e *Engine) writersOf(keys []string) string {
+	var writers []string
+	for _, n := range e.names {
+		spec, _ := e.reg.Spec(n)
+		for _, k := range keys {
+			if slices.Contains(spec.Writes, k) && !slices.Contains(writers, n) {
+				writers = append(writers, n)
+			}
+		}
+	}
+	if len(writers) == 0 {
+		return "run the agent that writes it first"
+	}
+	return "run " + strings.Join(writers, ", ") + " first"
 }

@@ -21,8 +21,12 @@ type replayIndex struct {
 }
 
 // eventKey identifies an event that a resumed run would produce again; "" means the kind is
-// never deduplicated (progress, warnings, terminal events).
+// never deduplicated (progress, warnings, terminal events, and nested events: a composite
+// resumed runs its members again and records what they do this time).
 func eventKey(ev *troupe.Event) string {
+	if ev.Parent != "" {
+		return ""
+	}
 	switch ev.Kind {
 	case troupe.KindRunInitialized, troupe.KindPlanCreated, troupe.KindBudgetExhausted:
 		return string(ev.Kind)
@@ -48,6 +52,9 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		ev := &events[i]
 		if ev.Stage.Terminal() {
 			return nil, nil, fmt.Errorf("engine: resume %s: %w (it ended %s at event %d)", ev.RunID, troupe.ErrRunFinished, ev.Stage, ev.Seq)
+		}
+		if ev.Parent != "" {
+			continue // a nested event: its results are the composite's business, not the plan's
 		}
 		if k := eventKey(ev); k != "" {
 			x.keys[k] = true

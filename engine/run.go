@@ -34,6 +34,7 @@ type Run struct {
 
 	timeBudget time.Duration
 	costBudget float64
+	tokBudget  int64
 	traceID    *string // shared by every result of the run
 
 	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
@@ -63,6 +64,7 @@ type Run struct {
 	questions  []troupe.Question
 	budgetHit  bool
 	cost       float64
+	tokens     int64
 	dispatches int
 	fallbacks  map[string]string
 	setup      []string
@@ -132,7 +134,7 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		}
 		pol = req.Policy
 	}
-	if req.Budget.TimeSeconds < 0 || req.Budget.MaxCostDollars < 0 {
+	if req.Budget.TimeSeconds < 0 || req.Budget.MaxCostDollars < 0 || req.Budget.MaxTokens < 0 {
 		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
 	}
 	tc := req.Context
@@ -140,7 +142,7 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	r := &Run{traceID: &traceID,
 		e: e, id: req.RunID, tc: &tc, req: req, seed: seed, pol: pol,
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
-		timeBudget: e.timeBudget, costBudget: e.costBudget,
+		timeBudget: e.timeBudget, costBudget: e.costBudget, tokBudget: e.tokBudget,
 		done: make(chan struct{}),
 	}
 	if r.human == nil {
@@ -154,6 +156,9 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	}
 	if b := req.Budget.MaxCostDollars; b > 0 && b < r.costBudget {
 		r.costBudget = b
+	}
+	if b := req.Budget.MaxTokens; b > 0 && b < r.tokBudget {
+		r.tokBudget = b
 	}
 	r.guards = append(slices.Clip(req.Guardrails), e.guards...)
 	r.state = maps.Clone(req.State) // nil until written: reading a nil map is fine
@@ -343,7 +348,10 @@ func (r *Run) emitLocked(ev troupe.Event) {
 		return
 	}
 	r.seq++
-	ev.RunID, ev.Seq, ev.Context = r.id, r.seq, r.tc
+	ev.RunID, ev.Seq = r.id, r.seq
+	if ev.Context == nil {
+		ev.Context = r.tc // a nested event brings its own child context
+	}
 	if r.now.IsZero() {
 		ev.Time = r.e.exec.Now()
 	} else {
@@ -486,6 +494,8 @@ func (r *Run) budgetLocked() string {
 		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
 	case r.cost >= r.costBudget:
 		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget, r.cost)
+	case r.tokens >= r.tokBudget:
+		why = fmt.Sprintf("token budget of %d spent (%d)", r.tokBudget, r.tokens)
 	case r.dispatches >= r.e.maxDisp:
 		why = fmt.Sprintf("dispatch limit of %d reached", r.e.maxDisp)
 	default:
@@ -642,6 +652,9 @@ func (r *Run) completeLocked(c *call) {
 	}
 	if res.CostDollars != nil {
 		r.cost += *res.CostDollars
+	}
+	if res.TokensUsed != nil {
+		r.tokens += *res.TokensUsed // every dispatch's result once, retried attempts included
 	}
 	if len(res.Warnings) > 0 && r.pol.Warning() == troupe.WarnContinue {
 		for _, w := range res.Warnings {

@@ -415,7 +415,9 @@ func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Resu
 		return fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: context.Cause(ctx).Error()})
 	case err != nil:
 		info := troupe.ErrorInfoOf(err)
-		info.Details = schema.Details(err)
+		if det := schema.Details(err); det != nil {
+			info.Details = det
+		}
 		st := troupe.StatusFailed
 		var ae *troupe.AgentError
 		if errors.As(err, &ae) && ae.Code == troupe.CodeTimeout {
