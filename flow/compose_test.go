@@ -1,0 +1,212 @@
+package flow_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/flow"
+	"github.com/troupehq/troupe/troupetest"
+)
+
+// composite builds Loop(Sequential(Parallel(p1, p2), judge)): two proposers score the topic,
+// the judge keeps the better score, the loop stops once a score reaches 0.9.
+func composite(proposer func(name string) troupe.Agent) troupe.Agent {
+	judge := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		branches := d.UpstreamResults[len(d.UpstreamResults)-1].Result["branches"].(map[string]any)
+		best := 0.0
+		for _, b := range branches {
+			best = max(best, b.(map[string]any)["score"].(float64))
+		}
+		return &troupe.Result{AgentResult: map[string]any{"best": best}}, nil
+	})
+	group := flow.Parallel(flow.ParallelConfig{}, flow.Named("p1", proposer("p1")), flow.Named("p2", proposer("p2")))
+	cycle := flow.Sequential(flow.SequentialConfig{}, flow.Named("ideas", group), flow.Named("judge", judge, troupe.Writes("best")))
+	return flow.Loop(flow.LoopConfig{MaxIterations: 3, Until: func(it flow.Iteration) bool {
+		b, _ := it.State("best")
+		return b.(float64) >= 0.9
+	}}, flow.Named("cycle", cycle, troupe.Writes("best")))
+}
+
+// scorer proposes a score that grows with the loop cycle: p2 reaches 0.9 on cycle 2.
+func scorer(name string) troupe.Agent {
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		cycle := d.UserContext["loop_cycle"].(int)
+		step := map[string]float64{"p1": 0.2, "p2": 0.45}[name]
+		d.Progress("scored", cycle)
+		return &troupe.Result{AgentResult: map[string]any{"score": step * float64(cycle)}}, nil
+	})
+}
+
+func newEngine(t *testing.T, a troupe.Agent) *engine.Engine {
+	t.Helper()
+	reg := troupe.NewRegistry().MustAdd("mastery", a, troupe.Writes("best", "total_cycles"))
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(context.Background()) })
+	return eng
+}
+
+type started struct{ id, parent, agent string }
+
+// depth is how many contexts lie above c.
+func depth(c *troupe.Context) int {
+	n := 0
+	for p := c.Parent(); p != nil; p = p.Parent() {
+		n++
+	}
+	return n
+}
+
+func TestCompositionEmitsNestedEvents(t *testing.T) {
+	eng := newEngine(t, composite(scorer))
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "practise fractions"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	if k := troupetest.Last(evs).Kind; k != troupe.KindRunCompleted {
+		t.Fatalf("run ended %s", k)
+	}
+
+	// Every dispatch, planned or nested, with its parent and the depth of its context.
+	parentOf := map[string]string{}
+	agentOf := map[string]string{}
+	var nested []started
+	for _, ev := range evs {
+		if ev.Context.TraceID() != evs[0].Context.TraceID() {
+			t.Errorf("event %d has trace %s", ev.Seq, ev.Context.TraceID())
+		}
+		if ev.Parent == "" {
+			if ev.Kind == troupe.KindDispatchStarted {
+				agentOf[ev.DispatchID] = ev.Agent
+			}
+			continue
+		}
+		if _, ok := agentOf[ev.Parent]; !ok {
+			t.Errorf("event %d (%s of %s) names parent %s, which has not started", ev.Seq, ev.Kind, ev.Agent, ev.Parent)
+		}
+		if ev.Kind == troupe.KindDispatchStarted {
+			parentOf[ev.DispatchID], agentOf[ev.DispatchID] = ev.Parent, ev.Agent
+			nested = append(nested, started{ev.DispatchID, ev.Parent, ev.Agent})
+			if !troupe.IsDispatchID(ev.DispatchID) {
+				t.Errorf("nested dispatch id %q", ev.DispatchID)
+			}
+		}
+		hops := 0
+		for id := ev.DispatchID; parentOf[id] != ""; id = parentOf[id] {
+			hops++
+		}
+		if got := depth(ev.Context); got != hops || ev.Stage != troupe.StageExecute {
+			t.Errorf("event %d (%s of %s): context depth %d, stage %s; want %d, execute", ev.Seq, ev.Kind, ev.Agent, got, ev.Stage, hops)
+		}
+	}
+	// The path from each nested dispatch up to the planned one, by agent name.
+	var paths []string
+	for _, s := range nested {
+		p := s.agent
+		for id := s.parent; id != ""; id = parentOf[id] {
+			p = agentOf[id] + "/" + p
+		}
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	want := []string{
+		"mastery/cycle", "mastery/cycle",
+		"mastery/cycle/ideas", "mastery/cycle/ideas",
+		"mastery/cycle/ideas/p1", "mastery/cycle/ideas/p1",
+		"mastery/cycle/ideas/p2", "mastery/cycle/ideas/p2",
+		"mastery/cycle/judge", "mastery/cycle/judge",
+	}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("nested dispatches (-want +got):\n%s", diff)
+	}
+	if n := len(troupetest.Find(evs, troupe.KindAgentProgress, "p2")); n != 2 {
+		t.Errorf("%d progress events of p2, want 2", n)
+	}
+	// Nested results are not plan results: the run has one, the loop's.
+	var planned []*troupe.Result
+	for _, ev := range evs {
+		if r, ok := ev.Data.(*troupe.Result); ok && ev.Parent == "" {
+			planned = append(planned, r)
+		}
+	}
+	if len(planned) != 1 || planned[0].AgentResult["total_cycles"] != 2 || planned[0].AgentResult["escalation_reason"] != flow.ReasonMastered {
+		t.Errorf("plan results: %v", planned)
+	}
+
+	// Ids derive from the parent's and the position: the same seed gives the same ids.
+	again, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "practise fractions", Seed: evs[0].Data.(*troupe.RunStart).Seed, RunID: "again"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(evs []troupe.Event) []string {
+		var out []string
+		for _, ev := range evs {
+			if ev.Kind == troupe.KindDispatchStarted {
+				out = append(out, ev.Parent+">"+ev.DispatchID+":"+ev.Agent)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if diff := cmp.Diff(ids(evs), ids(again)); diff != "" {
+		t.Errorf("replaying the seed gave other ids (-first +again):\n%s", diff)
+	}
+}
+
+func TestCompositionCancelStopsEveryInnerAgent(t *testing.T) {
+	var running, returned atomic.Int32
+	in := make(chan struct{}, 8)
+	blocker := func(name string) troupe.Agent {
+		return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			running.Add(1)
+			defer returned.Add(1)
+			in <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	}
+	eng := newEngine(t, composite(blocker))
+	r, err := eng.Start(context.Background(), troupe.Request{Query: "practise fractions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-in // both branches of the first cycle are blocked inside the loop's sequence's group
+	<-in
+	r.Cancel()
+	<-r.Done()
+	if running.Load() != 2 || returned.Load() != 2 {
+		t.Errorf("%d agents ran, %d returned; want 2 and 2", running.Load(), returned.Load())
+	}
+	evs, err := eng.Store().Events(t.Context(), r.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	if k := troupetest.Last(evs).Kind; k != troupe.KindRunCancelled {
+		t.Errorf("run ended %s, want cancelled", k)
+	}
+	var cancelled []string
+	for _, ev := range evs {
+		if ev.Kind == troupe.KindDispatchFailed && ev.Parent != "" && ev.Status == troupe.StatusCancelled {
+			cancelled = append(cancelled, ev.Agent)
+		}
+	}
+	slices.Sort(cancelled)
+	// Innermost first: the branches, then the group, the sequence step and the loop cycle.
+	if diff := cmp.Diff([]string{"cycle", "ideas", "p1", "p2"}, cancelled); diff != "" {
+		t.Errorf("nested dispatches recorded cancelled (-want +got):\n%s", diff)
+	}
+	if n := len(troupetest.Find(evs, troupe.KindDispatchStarted, "judge")); n != 0 {
+		t.Errorf("judge started %d times after the cancel", n)
+	}
+}
