@@ -1,0 +1,288 @@
+package feasibility
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/bundle"
+)
+
+// JudgeSchema is the JSON Schema of a judge's agent_result: the bundle validates every
+// replicate against it and reads its distance annotations. The rationale is an explanation of
+// the numbers, not a judgement, so it weighs nothing in the distance; probabilities are
+// normalized by their [0, 1] range.
+const JudgeSchema = `{
+  "type": "object",
+  "required": ["verdict", "probability", "probability_budget", "probability_deadline", "expected_cost_k", "p80_cost_k", "expected_weeks", "p80_weeks", "binding_constraint", "risk_drivers", "rationale"],
+  "additionalProperties": false,
+  "properties": {
+    "verdict": {"enum": ["feasible", "infeasible"], "x-weight": 2},
+    "probability": {"type": "number", "minimum": 0, "maximum": 1, "x-weight": 2},
+    "probability_budget": {"type": "number", "minimum": 0, "maximum": 1},
+    "probability_deadline": {"type": "number", "minimum": 0, "maximum": 1},
+    "expected_cost_k": {"type": "number", "minimum": 0},
+    "p80_cost_k": {"type": "number", "minimum": 0},
+    "expected_weeks": {"type": "number", "minimum": 0},
+    "p80_weeks": {"type": "number", "minimum": 0},
+    "binding_constraint": {"enum": ["budget", "deadline", "none"]},
+    "risk_drivers": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+    "rationale": {"type": "string", "x-weight": 0}
+  }
+}`
+
+// ProposalOf finds the proposal a dispatch asks about: parsed_query "proposal" (an object with
+// Proposal's fields), else parsed_query "case" or a case id in the query text, among the
+// shipped cases.
+func (ds *Dataset) ProposalOf(d *troupe.Dispatch) (Proposal, error) {
+	if v, ok := d.ParsedQuery["proposal"]; ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return Proposal{}, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: "feasibility: parsed_query.proposal: " + err.Error(), FallbackAction: "ask user to clarify"}
+		}
+		var p Proposal
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return Proposal{}, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: "feasibility: parsed_query.proposal: " + err.Error(), FallbackAction: "ask user to clarify"}
+		}
+		if probs := ds.Check(p, "parsed_query.proposal"); len(probs) > 0 {
+			return Proposal{}, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: "feasibility: " + strings.Join(probs, "; "), FallbackAction: "ask user to clarify"}
+		}
+		return p, nil
+	}
+	id, _ := d.ParsedQuery["case"].(string)
+	if id == "" {
+		for _, c := range ds.Cases {
+			if strings.Contains(d.Query, c.ID) || d.Query == c.Question {
+				id = c.ID
+			}
+		}
+	}
+	p, ok := ds.Case(id)
+	if !ok {
+		var ids []string
+		for _, c := range ds.Cases {
+			ids = append(ids, c.ID)
+		}
+		return Proposal{}, &troupe.AgentError{Code: troupe.CodeInvalidInput,
+			Message:        fmt.Sprintf("feasibility: no proposal: give parsed_query.proposal, or one of the cases %s", strings.Join(ids, ", ")),
+			FallbackAction: "ask user to clarify"}
+	}
+	return p, nil
+}
+
+// Judge returns the judge agent: it assesses the dispatch's proposal with the replicate's
+// seed, read from user_context "seed" (the evidence bundle sets it per replicate); a dispatch
+// without one uses seed 1.
+func (ds *Dataset) Judge(cfg JudgeConfig) troupe.Agent {
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, err := ds.ProposalOf(d)
+		if err != nil {
+			return nil, err
+		}
+		j, err := ds.Assess(p, SeedOf(d), cfg)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return nil, err
+		}
+		var out map[string]any
+		if err := json.Unmarshal(b, &out); err != nil {
+			return nil, err
+		}
+		return &troupe.Result{AgentResult: out, AnalysisSummary: &j.Rationale, Confidence: troupe.Ptr(math.Abs(2*j.Probability - 1))}, nil
+	})
+}
+
+// SeedOf returns the replicate's seed from the dispatch's user context ("seed"), or 1.
+func SeedOf(d *troupe.Dispatch) uint64 {
+	switch v := d.UserContext["seed"].(type) {
+	case int64:
+		return uint64(v)
+	case int:
+		return uint64(v)
+	case uint64:
+		return v
+	case float64:
+		return uint64(v)
+	case json.Number:
+		n, _ := strconv.ParseUint(string(v), 10, 64)
+		return n
+	}
+	return 1
+}
+
+// Decision is the orchestrator's agent_result.
+type Decision struct {
+	Decision      string   `json:"decision"` // go | no_go | go_with_contingency | no_go_unless_rescoped
+	Verdict       string   `json:"verdict"`  // the majority verdict of the valid replicates
+	Votes         string   `json:"votes"`    // e.g. "2 of 3 infeasible"
+	Confidence    float64  `json:"confidence"`
+	Unanimous     bool     `json:"unanimous"`
+	EarlyStop     bool     `json:"early_stop"`
+	Replicates    int      `json:"replicates"`
+	Disagreements []string `json:"disagreements"` // fields the judges disagree on, most distant first
+	Justification string   `json:"justification"`
+}
+
+// Decide reads an evidence bundle of judges on p once and decides: unanimous judges at or
+// above minConfidence decide outright (go / no_go); otherwise the majority verdict stands with
+// a condition (go_with_contingency / no_go_unless_rescoped). The justification cites the
+// replicates' verdicts, the disagreements, the confidence and the distributions, all read from
+// the bundle.
+func Decide(p Proposal, b *bundle.Bundle, minConfidence float64) (Decision, error) {
+	var verdicts, ids []string
+	var drivers [][]string
+	invalid := 0
+	for i, r := range b.Replicates {
+		if !r.Quality.Valid {
+			invalid++
+			continue
+		}
+		data, err := b.Data(i)
+		if err != nil {
+			return Decision{}, fmt.Errorf("feasibility: replicate %s: %w", r.ID, err)
+		}
+		m, _ := data.(map[string]any)
+		v, _ := m["verdict"].(string)
+		verdicts = append(verdicts, v)
+		ids = append(ids, fmt.Sprintf("%s (seed %d)", r.ID, r.Seed))
+		var ds []string
+		if arr, ok := m["risk_drivers"].([]any); ok {
+			for _, x := range arr {
+				if s, ok := x.(string); ok {
+					ds = append(ds, s)
+				}
+			}
+		}
+		drivers = append(drivers, ds)
+	}
+	if len(verdicts) == 0 {
+		return Decision{}, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: fmt.Sprintf("feasibility: the bundle has no valid replicate (%d invalid)", invalid), Recoverable: true, FallbackAction: "rerun the bundle"}
+	}
+	feasible := 0
+	for _, v := range verdicts {
+		if v == "feasible" {
+			feasible++
+		}
+	}
+	d := Decision{Confidence: b.Summary.Confidence, EarlyStop: b.Meta.EarlyStop, Replicates: len(b.Replicates), Disagreements: []string{}}
+	d.Verdict, d.Votes = "feasible", fmt.Sprintf("%d of %d feasible", feasible, len(verdicts))
+	if 2*feasible <= len(verdicts) { // a tie reads cautiously
+		d.Verdict, d.Votes = "infeasible", fmt.Sprintf("%d of %d infeasible", len(verdicts)-feasible, len(verdicts))
+	}
+	d.Unanimous = feasible == 0 || feasible == len(verdicts)
+	for _, g := range b.Summary.Disagreements {
+		d.Disagreements = append(d.Disagreements, g.Field)
+	}
+	switch {
+	case d.Unanimous && d.Confidence >= minConfidence && d.Verdict == "feasible":
+		d.Decision = "go"
+	case d.Unanimous && d.Confidence >= minConfidence:
+		d.Decision = "no_go"
+	case d.Verdict == "feasible":
+		d.Decision = "go_with_contingency"
+	default:
+		d.Decision = "no_go_unless_rescoped"
+	}
+
+	var s strings.Builder
+	fmt.Fprintf(&s, "%s: %s. ", p.Question, strings.ReplaceAll(d.Decision, "_", " "))
+	if d.EarlyStop {
+		dist := 0.0
+		if len(b.Summary.PairwiseDistance) > 1 {
+			dist = b.Summary.PairwiseDistance[0][1]
+		}
+		fmt.Fprintf(&s, "The first two judges agreed within ε = %g (distance %.3f), so no further judge ran (k = %d of at most %d). ", b.Meta.Epsilon, dist, b.Meta.K, b.Meta.KMax)
+	} else {
+		fmt.Fprintf(&s, "%d judges ran (seeds %s). ", len(b.Replicates), joinSeeds(b.Meta.Seeds))
+	}
+	if d.Unanimous {
+		fmt.Fprintf(&s, "All %d valid judges find it %s", len(verdicts), d.Verdict)
+	} else {
+		var per []string
+		for i, v := range verdicts {
+			per = append(per, ids[i]+" "+v)
+		}
+		fmt.Fprintf(&s, "The judges disagree on the verdict — %s — so the decision follows the majority, %s, with a condition", strings.Join(per, ", "), d.Votes)
+	}
+	fmt.Fprintf(&s, "; confidence %.2f (1 − mean pairwise distance), %s the %.2f needed to decide outright.", d.Confidence, map[bool]string{true: "meeting", false: "below"}[d.Confidence >= minConfidence], minConfidence)
+	if dist, ok := b.Summary.Distributions["probability"]; ok && dist.Mean != nil {
+		fmt.Fprintf(&s, " Probability of meeting the %gk budget and %g-week deadline: mean %.2f", p.BudgetK, p.DeadlineWeeks, *dist.Mean)
+		if dist.Stdev != nil && dist.Min != nil && dist.Max != nil {
+			fmt.Fprintf(&s, " ± %.2f (range %.2f–%.2f)", *dist.Stdev, *dist.Min, *dist.Max)
+		}
+		s.WriteString(".")
+	}
+	var other []string
+	for _, g := range b.Summary.Disagreements {
+		if g.Field == "verdict" || g.Field == "rationale" {
+			continue
+		}
+		var vals []string
+		for _, v := range g.Values {
+			vals = append(vals, fmt.Sprint(v))
+		}
+		other = append(other, fmt.Sprintf("%s (%s)", g.Field, strings.Join(vals, " / ")))
+		if len(other) == 3 {
+			break
+		}
+	}
+	if len(other) > 0 {
+		fmt.Fprintf(&s, " They also differ on %s.", strings.Join(other, ", "))
+	}
+	if c, ok := b.Summary.Consensus["binding_constraint"]; ok && c != "none" {
+		fmt.Fprintf(&s, " All agree the %s is the binding constraint.", c)
+	}
+	if common := commonDrivers(drivers); len(common) > 0 {
+		fmt.Fprintf(&s, " Risks that sink failing draws for every judge: %s.", strings.Join(common, ", "))
+	}
+	switch d.Decision {
+	case "go_with_contingency":
+		s.WriteString(" Proceed only with a contingency reserve and a checkpoint on the binding constraint.")
+	case "no_go_unless_rescoped":
+		s.WriteString(" Do not proceed as scoped; widen the budget or deadline, or cut scope, and ask again.")
+	}
+	if invalid > 0 {
+		fmt.Fprintf(&s, " %d judge(s) produced invalid output and were left out of the vote.", invalid)
+	}
+	d.Justification = s.String()
+	return d, nil
+}
+
+func joinSeeds(seeds []int64) string {
+	var out []string
+	for _, s := range seeds {
+		out = append(out, strconv.FormatInt(s, 10))
+	}
+	return strings.Join(out, ", ")
+}
+
+// commonDrivers returns the risk drivers every judge named, in the first judge's order.
+func commonDrivers(all [][]string) []string {
+	if len(all) == 0 {
+		return nil
+	}
+	var out []string
+	for _, r := range all[0] {
+		in := true
+		for _, ds := range all[1:] {
+			in = in && slices.Contains(ds, r)
+		}
+		if in {
+			out = append(out, r)
+		}
+	}
+	return out
+}
