@@ -1,0 +1,27 @@
+// Package flow builds composite agents: Sequential runs agents in order and hands each one's
+// Handoff to the next (seed 002's executeSequential), Parallel runs them at once and combines
+// their results (CollectAll, FirstSuccess, MajorityVote; seed 002's executeParallel), Loop
+// repeats one until a condition holds or a bound is reached (seed 003's MasteryLoop), and AsTool
+// wraps an agent as a tool another agent can call (seed 002's createAgentTool).
+//
+// A composite is a plain troupe.Agent, so composites nest freely — a loop of a sequence
+// containing a parallel group — and register with an engine like any agent. A composite runs
+// its members itself, not through the engine's plan: each member gets a dispatch of its own,
+// bound to a nested runtime built from the composite's dispatch. When that dispatch belongs to
+// a run (its runtime is a troupe.Emitter, as the engine's is), every member's dispatch_started,
+// agent_progress, state_delta and dispatch_completed/dispatch_failed events go to the run's log
+// with Parent set to the enclosing dispatch and a child execution context whose parent is the
+// caller's (seed 001's nested orchestrations). Nested dispatch ids derive from the parent's id
+// and the member's position, so a replayed run makes the same ids. Called directly in Go, with
+// troupe.NewDispatch(), composites work the same and record nothing.
+//
+// Members are declared with Named, which takes the registration options of troupe.Registry:
+// a member's Reads must be in session state (else it fails with STATE_MISSING), its Writes are
+// taken from its agent_result once it completes, and its InputSchema and OutputSchema are
+// checked (INVALID_INPUT, INVALID_OUTPUT), exactly as the engine treats a planned dispatch.
+// Session state inside a composite is the enclosing dispatch's state plus the composite's own
+// writes; what of it reaches the run's state is what the composite declares as its own Writes.
+//
+// Cancelling the context a composite runs with — the run's, when the engine runs it — cancels
+// every member, and a composite returns only once all of its members have returned.
+package flow
