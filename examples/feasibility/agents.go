@@ -32,7 +32,7 @@ const JudgeSchema = `{
     "p80_weeks": {"type": "number", "minimum": 0},
     "binding_constraint": {"enum": ["budget", "deadline", "none"]},
     "risk_drivers": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
-    "rationale": {"type": "string", "x-weight": 0}
+    "rationale": {"type": "string", "x-weight": 0, "x-distance": "text"}
   }
 }`
 
@@ -184,7 +184,9 @@ func Decide(p Proposal, b *bundle.Bundle, minConfidence float64) (Decision, erro
 	}
 	d.Unanimous = feasible == 0 || feasible == len(verdicts)
 	for _, g := range b.Summary.Disagreements {
-		d.Disagreements = append(d.Disagreements, g.Field)
+		if g.Field != "rationale" { // the judges' prose always differs; their numbers are the evidence
+			d.Disagreements = append(d.Disagreements, g.Field)
+		}
 	}
 	switch {
 	case d.Unanimous && d.Confidence >= minConfidence && d.Verdict == "feasible":

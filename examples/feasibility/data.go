@@ -85,6 +85,10 @@ func LoadDataset(projects, risks, cases io.Reader) (*Dataset, error) {
 		p := Project{ID: r[0], Category: r[1]}
 		nums, errs := floats("projects.csv", i+2, r[2:], []string{"estimated_cost_k", "actual_cost_k", "estimated_weeks", "actual_weeks"})
 		problems = append(problems, errs...)
+		if len(errs) == 0 && (nums[0] == 0 || nums[2] == 0) {
+			errs = []string{fmt.Sprintf("projects.csv:%d: estimates must be positive: an overrun is actual / estimated", i+2)}
+			problems = append(problems, errs...)
+		}
 		if len(errs) == 0 {
 			p.EstimatedCostK, p.ActualCostK, p.EstimatedWeeks, p.ActualWeeks = nums[0], nums[1], nums[2], nums[3]
 			ds.Projects = append(ds.Projects, p)

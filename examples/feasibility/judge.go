@@ -125,7 +125,7 @@ func (ds *Dataset) Assess(p Proposal, seed uint64, cfg JudgeConfig) (Judgement, 
 			j.RiskDrivers = append(j.RiskDrivers, name)
 		}
 	}
-	j.Rationale = fmt.Sprintf("%d resampled %s projects, %d draws: %.0f%% meet both the %gk budget and the %g-week deadline (budget %.0f%%, deadline %.0f%%); expected cost %gk (p80 %gk), expected %g weeks (p80 %g).",
+	j.Rationale = fmt.Sprintf("%d resampled %s projects, %d draws: %.0f%% meet both the %.0fk budget and the %.0f-week deadline (budget %.0f%%, deadline %.0f%%); expected cost %gk (p80 %gk), expected %g weeks (p80 %g).",
 		len(sample), p.Category, cfg.Draws, 100*j.Probability, p.BudgetK, p.DeadlineWeeks, 100*j.ProbabilityBudget, 100*j.ProbabilityTime, j.ExpectedCostK, j.P80CostK, j.ExpectedWeeks, j.P80Weeks)
 	return j, nil
 }

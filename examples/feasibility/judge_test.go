@@ -1,0 +1,175 @@
+package feasibility_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/troupehq/troupe/bundle"
+	"github.com/troupehq/troupe/examples/feasibility"
+)
+
+// TestJudgesVaryWithSeedsOnly: a judgement is a function of proposal and seed; near the
+// threshold seeds flip the verdict, far from it they only move the numbers.
+func TestJudgesVaryWithSeedsOnly(t *testing.T) {
+	ds := feasibility.DefaultDataset()
+	verdicts := func(id string) map[string]int {
+		p, _ := ds.Case(id)
+		out := map[string]int{}
+		for seed := uint64(1); seed <= 20; seed++ {
+			a, err := ds.Assess(p, seed, feasibility.JudgeConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := ds.Assess(p, seed, feasibility.JudgeConfig{})
+			if a.Probability != b.Probability || a.Rationale != b.Rationale {
+				t.Fatalf("%s seed %d: two judgements differ: %+v vs %+v", id, seed, a, b)
+			}
+			out[a.Verdict]++
+		}
+		return out
+	}
+	if v := verdicts("crm-rollout"); v["feasible"] != 20 {
+		t.Errorf("crm-rollout over 20 seeds: %v, want all feasible", v)
+	}
+	if v := verdicts("lab-platform"); v["infeasible"] != 20 {
+		t.Errorf("lab-platform over 20 seeds: %v, want all infeasible", v)
+	}
+	if v := verdicts("warehouse-expansion"); v["feasible"] == 0 || v["infeasible"] == 0 {
+		t.Errorf("warehouse-expansion over 20 seeds: %v, want both verdicts", v)
+	}
+}
+
+// TestAssessRecoversOverrun: with no risks and a budget at exactly the category's median
+// overrun, about half the draws fit — the judge reads the reference class, not a constant.
+func TestAssessRecoversOverrun(t *testing.T) {
+	ds := feasibility.DefaultDataset()
+	var ratios []float64
+	for _, p := range ds.Reference("marketing") {
+		ratios = append(ratios, p.ActualCostK/p.EstimatedCostK)
+	}
+	med := median(ratios)
+	p := feasibility.Proposal{ID: "x", Question: "x", Category: "marketing", EstimatedCostK: 100, BudgetK: 100 * med, EstimatedWeeks: 10, DeadlineWeeks: 1000}
+	// One judge sees one bootstrap sample of 12 projects, so one judgement can stray far;
+	// averaged over judges the share within budget is the reference class's, about a half.
+	sum := 0.0
+	for seed := uint64(1); seed <= 40; seed++ {
+		j, err := ds.Assess(p, seed, feasibility.JudgeConfig{Draws: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.ProbabilityTime != 1 || (j.ProbabilityBudget < 0.8 && j.Binding != "budget") {
+			t.Errorf("seed %d: %+v", seed, j)
+		}
+		sum += j.ProbabilityBudget
+	}
+	if avg := sum / 40; avg < 0.35 || avg > 0.65 {
+		t.Errorf("budget at the median overrun: mean probability within budget %.3f over 40 judges, want about 0.5", avg)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func TestLoadDatasetErrors(t *testing.T) {
+	projects := "id,category,estimated_cost_k,actual_cost_k,estimated_weeks,actual_weeks\na,x,1,2,3,4\nb,x,1,-2,3,zz\n"
+	risks := "risk,probability,cost_impact,delay_impact,description\nr,1.5,0,0,d\n"
+	cases := `[{"id":"c","question":"q","category":"nope","estimated_cost_k":0,"budget_k":1,"estimated_weeks":1,"deadline_weeks":1,"risks":["ghost"]}]`
+	_, err := feasibility.LoadDataset(strings.NewReader(projects), strings.NewReader(risks), strings.NewReader(cases))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`projects.csv:3: actual_cost_k: want a non-negative number, got "-2"`,
+		`projects.csv:3: actual_weeks: want a non-negative number, got "zz"`,
+		"risks.csv:2: probability 1.5 is above 1",
+		`cases.json: [0].category: "nope" has fewer than 2 reference projects`,
+		"cases.json: [0].estimated_cost_k: must be positive, got 0",
+		`cases.json: [0].risks[0]: unknown risk "ghost"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	_, err = feasibility.LoadDataset(strings.NewReader("id,category\n"), strings.NewReader(risks), strings.NewReader(cases))
+	if err == nil || !strings.Contains(err.Error(), "projects.csv") {
+		t.Errorf("bad header: %v", err)
+	}
+}
+
+func FuzzLoadDataset(f *testing.F) {
+	f.Add("id,category,estimated_cost_k,actual_cost_k,estimated_weeks,actual_weeks\na,x,1,2,3,4\nb,x,2,2,3,3\n", `[{"id":"c","question":"q","category":"x","estimated_cost_k":1,"budget_k":1,"estimated_weeks":1,"deadline_weeks":1,"risks":[]}]`)
+	f.Fuzz(func(t *testing.T, projects, cases string) {
+		risks := "risk,probability,cost_impact,delay_impact,description\nr,0.5,0.1,0.1,d\n"
+		ds, err := feasibility.LoadDataset(strings.NewReader(projects), strings.NewReader(risks), strings.NewReader(cases))
+		if err != nil {
+			return
+		}
+		for _, c := range ds.Cases {
+			j, err := ds.Assess(c, 1, feasibility.JudgeConfig{Draws: 50})
+			if err != nil {
+				t.Fatalf("a loaded case does not assess: %v", err)
+			}
+			if j.Probability < 0 || j.Probability > 1 {
+				t.Fatalf("probability %v", j.Probability)
+			}
+			if _, err := json.Marshal(j); err != nil {
+				t.Fatalf("judgement does not encode (NaN or Inf?): %v", err)
+			}
+		}
+	})
+}
+
+// TestDecideInvalidAndTie: the orchestrator leaves invalid replicates out of the vote, says
+// so, and reads a tie cautiously.
+func TestDecideInvalidAndTie(t *testing.T) {
+	ds := feasibility.DefaultDataset()
+	p, _ := ds.Case("warehouse-expansion")
+	data := func(seed uint64) any {
+		j, _ := ds.Assess(p, seed, feasibility.JudgeConfig{})
+		raw, _ := json.Marshal(j)
+		var v any
+		json.Unmarshal(raw, &v)
+		return v
+	}
+	schema, err := bundle.CompileSchema([]byte(feasibility.JudgeSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []bundle.Input{
+		{ID: "r1", Seed: 11, Data: data(11)}, // feasible
+		{ID: "r2", Seed: 23, Data: data(23)}, // infeasible
+		{ID: "r3", Seed: 47, Data: map[string]any{"verdict": "maybe"}, Errors: []string{"schema"}}, // invalid
+	}
+	b, _, err := bundle.Build(bundle.Meta{Task: "feasibility", KMax: 3, Epsilon: 0.2}, in, bundle.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := feasibility.Decide(p, b, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Verdict != "infeasible" || d.Votes != "1 of 2 infeasible" || d.Decision != "no_go_unless_rescoped" {
+		t.Errorf("tie: %+v", d)
+	}
+	if !strings.Contains(d.Justification, "1 judge(s) produced invalid output and were left out of the vote") {
+		t.Errorf("justification: %s", d.Justification)
+	}
+	none := []bundle.Input{{ID: "r1", Seed: 1, Status: "failed", Errors: []string{"boom"}}, {ID: "r2", Seed: 2, Status: "failed", Errors: []string{"boom"}}}
+	b, _, _ = bundle.Build(bundle.Meta{Task: "feasibility", KMax: 2}, none, bundle.Options{})
+	if _, err := feasibility.Decide(p, b, 0.8); err == nil || !strings.Contains(err.Error(), "no valid replicate") {
+		t.Errorf("no valid replicates: %v", err)
+	}
+}
