@@ -48,10 +48,10 @@ func TestValue(t *testing.T) {
 	before, _ := json.Marshal(in)
 	got := r.Value(in)
 	want := map[string]any{
-		"user": map[string]any{"ssn": "***", "name": "Jane", "email": "[REDACTED:email]", "Password": "***"},
-		"a":    map[string]any{"notes": "***", "keep": 1.0},
-		"deep": map[string]any{"x": map[string]any{"internal": map[string]any{"id": "***", "ok": true}}},
-		"list": []any{map[string]any{"ssn": "no path match"}, "[REDACTED:email]"},
+		"user":             map[string]any{"ssn": "***", "name": "Jane", "email": "[REDACTED:email]", "Password": "***"},
+		"a":                map[string]any{"notes": "***", "keep": 1.0},
+		"deep":             map[string]any{"x": map[string]any{"internal": map[string]any{"id": "***", "ok": true}}},
+		"list":             []any{map[string]any{"ssn": "no path match"}, "[REDACTED:email]"},
 		"[REDACTED:email]": "key",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

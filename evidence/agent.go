@@ -1,0 +1,567 @@
+package evidence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/bundle"
+)
+
+// Event kinds the bundle emits through Dispatch.Progress (seed 004). Every payload is a
+// map[string]any with "source" set to the bundle's name, redacted before it is emitted.
+const (
+	EventReplicateStarted  = "replicate_started"  // replicate, seed
+	EventReplicateDone     = "replicate_done"     // replicate, seed, status, valid, usage, errors
+	EventReplicateProgress = "replicate_progress" // replicate, kind, data: a sub-agent's own progress
+	EventPartialSummary    = "partial_summary"    // after the first two: distance, confidence, early_stop
+	EventBundleReady       = "bundle_ready"       // k, confidence, early_stop, truncated, bytes
+	EventWarning           = "warning"            // message (validation errors, truncation, budget, lint findings)
+	EventCancelled         = "cancelled"          // replicate, reason: a straggler cancelled
+	EventTimeout           = "timeout"            // replicate, timeout_seconds
+)
+
+// Where a sub-agent finds its replicate's seed: Dispatch.UserContext["seed"] (an int64) and
+// ["replicate"] (its id, "r1"…), and ReplicateFrom(ctx).
+const (
+	SeedKey      = "seed"
+	ReplicateKey = "replicate"
+)
+
+// Replicate identifies the replicate a sub-agent is running as.
+type Replicate struct {
+	ID    string // r1, r2, …
+	Index int    // 0-based
+	Seed  int64
+}
+
+type replicateKey struct{}
+
+// ReplicateFrom returns the replicate a sub-agent's context belongs to.
+func ReplicateFrom(ctx context.Context) (Replicate, bool) {
+	r, ok := ctx.Value(replicateKey{}).(Replicate)
+	return r, ok
+}
+
+// Agent runs a sub-agent as K isolated replicates and returns their Evidence Bundle. Build it
+// with New or Bundle; it is immutable and safe for concurrent use.
+type Agent struct {
+	sub troupe.Agent
+	s   *settings
+}
+
+// New validates cfg and returns the bundle agent over sub.
+func New(sub troupe.Agent, cfg Config) (*Agent, error) {
+	if sub == nil {
+		return nil, errors.New("evidence: sub-agent is nil")
+	}
+	s, err := cfg.settle()
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{sub: sub, s: s}, nil
+}
+
+// Bundle returns the bundle agent over sub: replicate-and-decide, validation, statistics,
+// budgets, events and lints as cfg says. An invalid cfg gives an agent whose every dispatch
+// fails with the configuration error (use New to see the error at once).
+func Bundle(sub troupe.Agent, cfg Config) troupe.Agent {
+	a, err := New(sub, cfg)
+	if err != nil {
+		return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "invalid bundle configuration", Cause: err}
+		})
+	}
+	return a
+}
+
+// Setup sets the sub-agent up when it needs it.
+func (a *Agent) Setup(ctx context.Context) error {
+	if s, ok := a.sub.(troupe.Setupper); ok {
+		return s.Setup(ctx)
+	}
+	return nil
+}
+
+// Teardown tears the sub-agent down when it needs it.
+func (a *Agent) Teardown(ctx context.Context) error {
+	if t, ok := a.sub.(troupe.Teardowner); ok {
+		return t.Teardown(ctx)
+	}
+	return nil
+}
+
+var (
+	errStraggler = errors.New("evidence: straggler cancelled")
+	errBudget    = errors.New("evidence: bundle budget spent")
+	errReplTime  = errors.New("evidence: replicate timed out")
+)
+
+// outcome is what a replicate's goroutine reports.
+type outcome struct {
+	i   int
+	res *troupe.Result
+	err error
+}
+
+// run is one dispatch of the bundle agent; only the goroutine of Run touches it, except the
+// channels.
+type run struct {
+	a       *Agent
+	s       *settings
+	d       *troupe.Dispatch
+	name    string
+	ctx     context.Context
+	results chan outcome
+	lints   chan finding
+	cancels []context.CancelCauseFunc
+	causes  []error // why we cancelled replicate i, if we did
+	in      []bundle.Input
+	ran     []bool
+	done    []bool
+	pending int
+	wg      sync.WaitGroup
+	lintWG  sync.WaitGroup
+	lintCtx context.Context
+
+	stopAfter <-chan time.Time
+	timeUp    bool
+
+	tokens   int64
+	cost     float64
+	costCap  float64
+	warnings []string
+}
+
+// Run replicates the sub-agent and returns the bundle as the result's agent_result.
+func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result, err error) {
+	s := a.s
+	name := s.Name
+	if name == "" {
+		name = d.TargetAgent
+	}
+	if name == "" {
+		name = "bundle"
+	}
+	bctx, cancel := context.WithTimeoutCause(ctx, s.Budget.Timeout, errBudget)
+	defer cancel()
+	lintCtx, cancelLints := context.WithCancel(bctx)
+	r := &run{a: a, s: s, d: d, name: name, ctx: bctx, lintCtx: lintCtx,
+		results: make(chan outcome, s.K),
+		lints:   make(chan finding, s.K*len(s.Lints)),
+		cancels: make([]context.CancelCauseFunc, s.K), causes: make([]error, s.K),
+		in: make([]bundle.Input, s.K), ran: make([]bool, s.K), done: make([]bool, s.K),
+		costCap: s.Budget.CostDollars}
+	if d.MaxCostDollars != nil && *d.MaxCostDollars < r.costCap {
+		r.costCap = *d.MaxCostDollars
+	}
+	defer func() {
+		// Structured: every replicate and lint goroutine has returned before Run does.
+		for i := range r.cancels {
+			if r.cancels[i] != nil {
+				r.cancels[i](context.Canceled)
+			}
+		}
+		r.wg.Wait()
+		// The bundle is ready: lints still running are cancelled, not waited for to finish
+		// their work. What they report on the way out still arrives, after bundle_ready.
+		cancelLints()
+		r.lintWG.Wait()
+		r.drainLints()
+		if res != nil {
+			res.Warnings = r.warnings
+		}
+	}()
+
+	if s.Stop.After > 0 {
+		t := time.NewTimer(s.Stop.After)
+		defer t.Stop()
+		r.stopAfter = t.C
+	}
+
+	// Replicate-and-decide: two first, then the rest unless they agree within epsilon.
+	r.launch(0)
+	r.launch(1)
+	r.collect(2)
+	earlyStop := false
+	if ctx.Err() == nil {
+		dist := bundle.Distance(r.in[0].Data, r.in[1].Data, s.schema)
+		both := r.in[0].Valid() && r.in[1].Valid()
+		earlyStop = both && dist <= s.Epsilon
+		partial := bundle.Summarize(r.in[:2], bundle.Options{Schema: s.schema})
+		r.emit(EventPartialSummary, map[string]any{"replicates": []string{"r1", "r2"}, "distance": round6(dist),
+			"confidence": partial.Confidence, "epsilon": s.Epsilon, "early_stop": earlyStop})
+		if !earlyStop && r.bctxLive() {
+			for i := 2; i < s.K; i++ {
+				if why := r.stopReason(); why != "" {
+					r.warn(fmt.Sprintf("%s: not starting replicates r%d to r%d", why, i+1, s.K))
+					break
+				}
+				r.launch(i)
+			}
+			r.collect(0)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		// The run was cancelled or the dispatch timed out: there is nobody to hand a bundle to.
+		return nil, context.Cause(ctx)
+	}
+	return r.finish(earlyStop)
+}
+
+func (r *run) bctxLive() bool { return r.ctx.Err() == nil }
+
+// launch starts replicate i on its own deep copy of the dispatch.
+func (r *run) launch(i int) {
+	s := r.s
+	id, seed := "r"+strconv.Itoa(i+1), s.seeds[i]
+	r.in[i] = bundle.Input{ID: id, Seed: seed}
+	r.ran[i] = true
+	if err := r.ctx.Err(); err != nil {
+		r.in[i].Status, r.in[i].Errors = "timeout", []string{"bundle budget spent before the replicate started"}
+		r.done[i] = true
+		return
+	}
+	sub, err := r.replicaDispatch(i, id, seed)
+	if err != nil {
+		r.in[i].Status, r.in[i].Errors = "failed", []string{err.Error()}
+		r.done[i] = true
+		return
+	}
+	rctx, cancel := context.WithCancelCause(r.ctx)
+	rctx, cancelT := context.WithTimeoutCause(rctx, s.Replicate.Timeout, errReplTime)
+	rctx = context.WithValue(rctx, replicateKey{}, Replicate{ID: id, Index: i, Seed: seed})
+	r.cancels[i] = cancel
+	r.pending++
+	r.emit(EventReplicateStarted, map[string]any{"replicate": id, "seed": seed})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer cancelT()
+		res, err := callAgent(rctx, r.a.sub, sub)
+		if err == nil && rctx.Err() != nil {
+			err = context.Cause(rctx)
+		} else if err != nil && rctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", context.Cause(rctx), err)
+		}
+		r.results <- outcome{i: i, res: res, err: err} // buffered for every replicate: never blocks
+	}()
+}
+
+// callAgent runs the sub-agent, turning a panic into an error: the replicate fails, the
+// bundle goes on.
+func callAgent(ctx context.Context, a troupe.Agent, d *troupe.Dispatch) (res *troupe.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, &troupe.PanicError{Value: v, Stack: string(debug.Stack())}
+		}
+	}()
+	return a.Run(ctx, d)
+}
+
+// replicaDispatch deep-copies the dispatch — no map or slice is shared between replicates —
+// and marks it with the replicate's id and seed.
+func (r *run) replicaDispatch(i int, id string, seed int64) (*troupe.Dispatch, error) {
+	b, err := json.Marshal(r.d)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: copy dispatch for %s: %w", id, err)
+	}
+	sub := new(troupe.Dispatch)
+	if err := json.Unmarshal(b, sub); err != nil {
+		return nil, fmt.Errorf("evidence: copy dispatch for %s: %w", id, err)
+	}
+	if sub.UserContext == nil {
+		sub.UserContext = map[string]any{}
+	}
+	sub.UserContext[SeedKey] = seed
+	sub.UserContext[ReplicateKey] = id
+	secs := r.s.Replicate.Timeout.Seconds()
+	if rem := r.d.Timeout(); rem > 0 && rem.Seconds() < secs {
+		secs = rem.Seconds()
+	}
+	sub.TimeoutSeconds = &secs
+	share := r.costCap / float64(r.s.K)
+	sub.MaxCostDollars = &share
+	sub.Bind(&replicaRuntime{r: r, id: id})
+	return sub, nil
+}
+
+// collect receives outcomes until none is pending (or until min replicates have finished, when
+// min > 0), cancelling stragglers when a stop rule or budget says so.
+func (r *run) collect(min int) {
+	finished := func() int {
+		n := 0
+		for i := range r.done {
+			if r.ran[i] && r.done[i] {
+				n++
+			}
+		}
+		return n
+	}
+	for r.pending > 0 && (min == 0 || finished() < min) {
+		select {
+		case o := <-r.results:
+			r.pending--
+			r.record(o)
+			r.cancelStragglers()
+		case f := <-r.lints:
+			r.lintFinding(f)
+		case <-r.stopAfter:
+			r.stopAfter, r.timeUp = nil, true
+			r.cancelStragglers()
+		}
+	}
+}
+
+// stopReason says why replicates still to finish are no longer needed: the budget is spent, or
+// a stop rule holds over the valid replicates finished so far; "" when they are needed.
+func (r *run) stopReason() string {
+	if why := r.overBudget(); why != "" {
+		return why
+	}
+	valid := make([]bundle.Input, 0, len(r.in))
+	for i := range r.in {
+		if r.done[i] && r.in[i].Valid() {
+			valid = append(valid, r.in[i])
+		}
+	}
+	if len(valid) < 2 {
+		return ""
+	}
+	if r.timeUp {
+		return fmt.Sprintf("stop time %v reached with %d valid replicates", r.s.Stop.After, len(valid))
+	}
+	if r.s.Stop.Confidence > 0 {
+		if c := bundle.Confidence(bundle.Matrix(valid, r.s.schema), valid); c >= r.s.Stop.Confidence {
+			return fmt.Sprintf("confidence %v of %d valid replicates reached the stop threshold %v", c, len(valid), r.s.Stop.Confidence)
+		}
+	}
+	return ""
+}
+
+// cancelStragglers cancels the replicates still running when they are no longer needed.
+func (r *run) cancelStragglers() {
+	if r.pending == 0 {
+		return
+	}
+	reason := r.stopReason()
+	if reason == "" {
+		return
+	}
+	for i := range r.in {
+		if r.ran[i] && !r.done[i] && r.causes[i] == nil {
+			r.causes[i] = fmt.Errorf("%w: %s", errStraggler, reason)
+			r.cancels[i](r.causes[i])
+			r.emit(EventCancelled, map[string]any{"replicate": r.in[i].ID, "reason": reason})
+		}
+	}
+}
+
+func (r *run) overBudget() string {
+	switch {
+	case r.tokens >= r.s.Budget.Tokens:
+		return fmt.Sprintf("token budget spent (%d of %d)", r.tokens, r.s.Budget.Tokens)
+	case r.cost >= r.costCap:
+		return fmt.Sprintf("cost budget spent ($%.4f of $%.4f)", r.cost, r.costCap)
+	}
+	return ""
+}
+
+// record turns a replicate's outcome into its bundle input and reports it.
+func (r *run) record(o outcome) {
+	in := &r.in[o.i]
+	r.done[o.i] = true
+	if o.res != nil {
+		if o.res.TokensUsed != nil && *o.res.TokensUsed > 0 {
+			in.Usage.Tokens = *o.res.TokensUsed
+		}
+		if o.res.CostDollars != nil && *o.res.CostDollars > 0 {
+			in.Usage.CostDollars = *o.res.CostDollars
+		}
+		r.tokens += in.Usage.Tokens
+		r.cost += in.Usage.CostDollars
+	}
+	redactErr := func(s string) string {
+		if r.s.KeepRaw {
+			return s
+		}
+		return r.s.red.String(s)
+	}
+	switch {
+	case r.causes[o.i] != nil:
+		in.Status, in.Errors = "cancelled", []string{r.causes[o.i].Error()}
+	case o.err != nil && errors.Is(o.err, errReplTime):
+		in.Status, in.Errors = "timeout", []string{fmt.Sprintf("timed out after %v", r.s.Replicate.Timeout)}
+		r.emit(EventTimeout, map[string]any{"replicate": in.ID, "timeout_seconds": r.s.Replicate.Timeout.Seconds()})
+	case o.err != nil && errors.Is(o.err, errBudget):
+		in.Status, in.Errors = "timeout", []string{fmt.Sprintf("bundle budget of %v spent", r.s.Budget.Timeout)}
+		r.emit(EventTimeout, map[string]any{"replicate": in.ID, "timeout_seconds": r.s.Budget.Timeout.Seconds(), "budget": true})
+	case o.err != nil:
+		in.Status, in.Errors = "failed", []string{redactErr(o.err.Error())}
+	case o.res == nil:
+		in.Status, in.Errors = "failed", []string{"sub-agent returned neither a result nor an error"}
+	case o.res.Status != "" && o.res.Status != troupe.StatusCompleted:
+		in.Status = string(o.res.Status)
+		for _, e := range o.res.Errors {
+			in.Errors = append(in.Errors, redactErr(e.Code+": "+e.Message))
+		}
+		if len(in.Errors) == 0 {
+			in.Errors = []string{"sub-agent ended " + string(o.res.Status)}
+		}
+	default:
+		in.Status = "completed"
+		r.accept(in, o.res)
+	}
+	if len(in.Errors) > maxErrors {
+		in.Errors = append(in.Errors[:maxErrors:maxErrors], fmt.Sprintf("and %d more errors", len(in.Errors)-maxErrors))
+	}
+	valid := in.Valid()
+	r.emit(EventReplicateDone, map[string]any{"replicate": in.ID, "seed": in.Seed, "status": in.Status, "valid": valid,
+		"usage": map[string]any{"tokens": in.Usage.Tokens, "cost_dollars": in.Usage.CostDollars}, "errors": in.Errors})
+	if !valid && in.Data != nil {
+		r.warn(fmt.Sprintf("replicate %s is invalid: %v", in.ID, in.Errors))
+	}
+	if in.Data != nil {
+		r.startLints(in.ID, in.Data)
+	}
+}
+
+const maxErrors = 20
+
+// accept takes a completed replicate's agent_result as its data: a JSON copy (nothing shared
+// with the sub-agent), validated against the schema and the token ceiling.
+func (r *run) accept(in *bundle.Input, res *troupe.Result) {
+	if len(res.AgentResult) == 0 {
+		in.Errors = []string{"completed without agent_result"}
+		return
+	}
+	b, err := json.Marshal(res.AgentResult)
+	if err == nil {
+		err = json.Unmarshal(b, &in.Data)
+	}
+	if err != nil {
+		in.Data = nil
+		in.Errors = []string{"agent_result is not JSON: " + err.Error()}
+		return
+	}
+	in.Errors = append(in.Errors, r.s.schema.Validate(in.Data)...)
+	if in.Usage.Tokens > r.s.Replicate.Tokens {
+		in.Errors = append(in.Errors, fmt.Sprintf("used %d tokens, over the replicate ceiling of %d", in.Usage.Tokens, r.s.Replicate.Tokens))
+	}
+}
+
+// finish builds the bundle and the result.
+func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
+	s := r.s
+	var in []bundle.Input
+	for i := range r.in {
+		if r.ran[i] {
+			in = append(in, r.in[i])
+		}
+	}
+	anyData := false
+	for i := range in {
+		anyData = anyData || in[i].Data != nil
+	}
+	if !anyData {
+		msg := "no replicate produced output"
+		for i := range in {
+			msg += "; " + in[i].ID + ": " + fmt.Sprint(in[i].Errors)
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: r.s.red.String(msg), Recoverable: true}
+	}
+	task := s.Task
+	if task == "" {
+		task = r.name
+	}
+	opts := bundle.Options{Schema: s.schema, Limits: s.Limits, DiffEncode: s.DiffEncode}
+	if !s.KeepRaw {
+		opts.Present = s.red.Value
+	}
+	b, out, err := bundle.Build(bundle.Meta{Task: task, KMax: s.K, Model: s.Model, SchemaVersion: s.SchemaVersion,
+		Epsilon: s.Epsilon, EarlyStop: earlyStop}, in, opts)
+	if err != nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "evidence bundle could not be built", Cause: err}
+	}
+	if b.Summary.Truncated {
+		r.warn(fmt.Sprintf("bundle truncated to its caps: omitted %s", omittedText(b.Summary.Omitted)))
+	}
+	var agentResult map[string]any
+	if err := json.Unmarshal(out, &agentResult); err != nil {
+		return nil, fmt.Errorf("evidence: decode bundle: %w", err)
+	}
+	conf := b.Summary.Confidence
+	r.emit(EventBundleReady, map[string]any{"k": b.Meta.K, "confidence": conf, "early_stop": earlyStop,
+		"truncated": b.Summary.Truncated, "bytes": len(out)})
+	r.drainLints()
+	summary := summaryText(b)
+	tokens, cost := b.Meta.Usage.Tokens, b.Meta.Usage.CostDollars
+	res := &troupe.Result{Status: troupe.StatusCompleted, AgentResult: agentResult, Confidence: &conf,
+		AnalysisSummary: &summary, Warnings: r.warnings, TokensUsed: &tokens, CostDollars: &cost}
+	if s.Model != "" {
+		res.ModelUsed = &s.Model
+	}
+	return res, nil
+}
+
+func omittedText(o *bundle.Omitted) string {
+	if o == nil {
+		return "nothing"
+	}
+	return fmt.Sprintf("%d consensus fields, %d disagreements, %d distributions, %d replicates' data",
+		o.Consensus, o.Disagreements, o.Distributions, o.ReplicateData)
+}
+
+// emit sends a progress event tagged with the bundle's name, redacted.
+func (r *run) emit(kind string, data map[string]any) {
+	data["source"] = r.name
+	r.d.Progress(kind, r.s.red.Value(data))
+}
+
+func (r *run) warn(msg string) {
+	msg = r.s.red.String(msg)
+	r.warnings = append(r.warnings, msg)
+	r.emit(EventWarning, map[string]any{"message": msg})
+}
+
+func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }
+
+// replicaRuntime is what a replicate's dispatch is bound to: it reads session state and asks
+// humans through the bundle's dispatch, forwards progress tagged with the replicate, and keeps
+// partial results to itself (the bundle is the only result).
+type replicaRuntime struct {
+	r  *run
+	id string
+}
+
+func (rt *replicaRuntime) State(key string) (any, bool) { return rt.r.d.State(key) }
+
+func (rt *replicaRuntime) Progress(kind string, data any) {
+	rt.r.d.Progress(EventReplicateProgress, rt.r.s.red.Value(map[string]any{
+		"source": rt.r.name, "replicate": rt.id, "kind": kind, "data": jsonish(data)}))
+}
+
+func (rt *replicaRuntime) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+	return rt.r.d.Ask(ctx, q)
+}
+
+func (rt *replicaRuntime) Partial(map[string]any) {}
+
+// jsonish turns an arbitrary progress payload into JSON values the redactor can walk.
+func jsonish(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return string(b)
+	}
+	return out
+}

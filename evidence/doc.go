@@ -1,0 +1,50 @@
+// Package evidence is seed 004's bundle tool: an agent that runs a sub-agent as K isolated
+// replicates with distinct seeds, validates each output against a JSON Schema, and returns
+// one atomic Evidence Bundle (package bundle) with the raw replicates and deterministic
+// statistics — consensus, disagreements, pairwise distances, distributions, confidence.
+//
+// # Replicate-and-decide
+//
+// Bundle starts two replicates in parallel. When both are valid and their distance is at most
+// epsilon, it stops there (meta.early_stop); otherwise it starts the rest, up to k, in
+// parallel. Stragglers still running are cancelled once a stop rule holds — the valid
+// replicates finished so far reach Stop.Confidence, or Stop.After has passed with two valid —
+// or once the token or cost budget is spent. Each replicate has its own timeout and token
+// ceiling; the whole bundle has a time budget after which it is built from what finished.
+//
+// # Isolation and seeds
+//
+// Every replicate runs on its own deep copy of the dispatch (a JSON round trip: no map or
+// slice is shared), and never sees another replicate's output. Its seed is in
+// Dispatch.UserContext["seed"] (an int64) with its id in UserContext["replicate"], and in the
+// context: ReplicateFrom(ctx). A sub-agent that cannot use a seed ignores it; replicates then
+// differ only as the sub-agent's own sampling makes them. The copy's timeout_seconds is the
+// replicate timeout and its max_cost_dollars an equal share of the cost budget. Its runtime
+// reads session state and asks humans through the bundle's dispatch, forwards progress as
+// replicate_progress events, and ignores partial results.
+//
+// # Events
+//
+// Through Dispatch.Progress (agent_progress events in the run's log): replicate_started,
+// replicate_done (with usage), replicate_progress, partial_summary (after the first two),
+// warning (invalid replicates, truncation, budget, lint findings), cancelled, timeout and
+// bundle_ready. Each payload is a JSON object with "source" set to the bundle's name, and
+// passes through the configured redaction before it is emitted. Events may be emitted from
+// several goroutines at once (a sub-agent's own progress), as the engine's runtime allows.
+//
+// # Result
+//
+// The result's agent_result is the bundle in seed 004's JSON shape; its confidence is the
+// bundle's; its analysis_summary is computed from the statistics; its tokens_used and
+// cost_dollars are the sums over the replicates — the only place the replicates' usage is
+// counted, since they do not run as dispatches of their own. Unless Config.KeepRaw, the bundle
+// itself is redacted too (statistics are computed before redaction). A bundle holds no
+// timing, so the same seeds and a deterministic sub-agent give a byte-identical agent_result;
+// which replicates a time-based stop rule cancels is, of course, a matter of timing.
+//
+// # Lint lane
+//
+// Lints are fast checks run on each replicate's output as it arrives, each with a tiny
+// timeout. Their findings become warning events and result warnings; they never gate the
+// bundle, and the bundle never waits for them: when it is ready, running checks are cancelled.
+package evidence

@@ -1,0 +1,567 @@
+package evidence_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/bundle"
+	"github.com/troupehq/troupe/evidence"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a dispatch runtime that keeps the progress events.
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+}
+
+type event struct {
+	kind string
+	data map[string]any
+}
+
+func (r *recorder) State(string) (any, bool) { return nil, false }
+func (r *recorder) Progress(kind string, data any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, _ := data.(map[string]any)
+	r.events = append(r.events, event{kind, m})
+}
+func (r *recorder) Ask(context.Context, troupe.Question) (troupe.Answer, error) {
+	return troupe.Answer{}, errors.New("no human")
+}
+func (r *recorder) Partial(map[string]any) {}
+
+func (r *recorder) kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.kind)
+	}
+	return out
+}
+
+func (r *recorder) find(kind string) []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, e := range r.events {
+		if e.kind == kind {
+			out = append(out, e.data)
+		}
+	}
+	return out
+}
+
+func dispatch(rec *recorder) *troupe.Dispatch {
+	d := troupe.NewDispatch()
+	d.DispatchID, d.SessionID, d.QueryID = troupe.NewDispatchID(1), "s1", "q1"
+	d.TargetAgent, d.DispatchReason, d.Query = "feas_bundle", "replicate", "Is it feasible?"
+	d.ParsedQuery = map[string]any{"topic": "feasibility"}
+	d.UserContext = map[string]any{"tenant": "acme"}
+	d.DispatchedAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if rec != nil {
+		d.Bind(rec)
+	}
+	return d
+}
+
+// bySeed answers with what out returns for the replicate's seed, and counts calls per seed.
+type bySeed struct {
+	calls sync.Map // seed → *atomic.Int32
+	out   func(ctx context.Context, seed int64) (*troupe.Result, error)
+}
+
+func (b *bySeed) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	seed := d.UserContext[evidence.SeedKey].(int64)
+	c, _ := b.calls.LoadOrStore(seed, new(atomic.Int32))
+	c.(*atomic.Int32).Add(1)
+	return b.out(ctx, seed)
+}
+
+func (b *bySeed) called(seed int64) int {
+	c, ok := b.calls.Load(seed)
+	if !ok {
+		return 0
+	}
+	return int(c.(*atomic.Int32).Load())
+}
+
+func ok(data map[string]any, tokens int64, cost float64) *troupe.Result {
+	return &troupe.Result{Status: troupe.StatusCompleted, AgentResult: data, TokensUsed: &tokens, CostDollars: &cost}
+}
+
+func bundleOf(t *testing.T, res *troupe.Result) *bundle.Bundle {
+	t.Helper()
+	b, err := json.Marshal(res.AgentResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bundle.Bundle
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+const scoreSchema = `{"type":"object","required":["score","verdict"],"properties":{
+	"score":{"type":"number","minimum":0,"maximum":1},"verdict":{"enum":["go","no"]}}}`
+
+func TestEarlyStopAtTwo(t *testing.T) {
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		return ok(map[string]any{"score": 0.7, "verdict": "go"}, 100, 0.01), nil
+	}}
+	rec := &recorder{}
+	res, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema)}).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.called(11) != 1 || sub.called(23) != 1 || sub.called(47) != 0 {
+		t.Errorf("calls by seed: 11→%d 23→%d 47→%d, want 1 1 0", sub.called(11), sub.called(23), sub.called(47))
+	}
+	b := bundleOf(t, res)
+	if !b.Meta.EarlyStop || b.Meta.K != 2 || b.Meta.KMax != 3 || !cmp.Equal(b.Meta.Seeds, []int64{11, 23}) {
+		t.Errorf("meta = %+v", b.Meta)
+	}
+	if *res.Confidence != 1 || b.Summary.Confidence != 1 {
+		t.Errorf("confidence %v / %v, want 1", *res.Confidence, b.Summary.Confidence)
+	}
+	if got := len(rec.find(evidence.EventReplicateStarted)); got != 2 {
+		t.Errorf("%d replicate_started events, want 2", got)
+	}
+	ps := rec.find(evidence.EventPartialSummary)
+	if len(ps) != 1 || ps[0]["early_stop"] != true || ps[0]["distance"] != 0.0 || ps[0]["source"] != "feas_bundle" {
+		t.Errorf("partial_summary = %v", ps)
+	}
+	if *res.TokensUsed != 200 || *res.CostDollars != 0.02 {
+		t.Errorf("usage %d tokens $%v, want 200 and 0.02", *res.TokensUsed, *res.CostDollars)
+	}
+}
+
+func TestDisagreeingRunToK(t *testing.T) {
+	scores := map[int64]float64{11: 0.2, 23: 0.9, 47: 0.5}
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		return ok(map[string]any{"score": scores[seed], "verdict": "go"}, 10, 0), nil
+	}}
+	rec := &recorder{}
+	res, err := evidence.Bundle(sub, evidence.Config{Name: "feas", Schema: []byte(scoreSchema)}).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	if b.Meta.EarlyStop || b.Meta.K != 3 || sub.called(47) != 1 {
+		t.Errorf("meta %+v, seed 47 called %d times", b.Meta, sub.called(47))
+	}
+	// Score distances with the schema's range of 1: 0.7, 0.3, 0.4; verdicts agree (0); objects
+	// average their fields: 0.35, 0.15, 0.2 → confidence 1 − 0.7/3.
+	if want := 0.766667; b.Summary.Confidence != want || *res.Confidence != want {
+		t.Errorf("confidence %v, want %v", b.Summary.Confidence, want)
+	}
+	if b.Summary.Consensus["verdict"] != "go" || b.Summary.Disagreements[0].Field != "score" {
+		t.Errorf("summary %+v", b.Summary)
+	}
+	if !strings.Contains(res.Summary(), "3 of 3 replicates valid") || !strings.Contains(res.Summary(), `largest on "score"`) {
+		t.Errorf("analysis summary %q", res.Summary())
+	}
+	kinds := rec.kinds()
+	want := []string{"replicate_started", "replicate_started", "replicate_done", "replicate_done", "partial_summary",
+		"replicate_started", "replicate_done", "bundle_ready"}
+	if !cmp.Equal(kinds, want) {
+		t.Errorf("events %v, want %v", kinds, want)
+	}
+	for _, e := range rec.events {
+		if e.data["source"] != "feas" {
+			t.Errorf("%s event source %v", e.kind, e.data["source"])
+		}
+	}
+}
+
+// Replicates are isolated: each gets its own copy of the dispatch with its own seed; what one
+// does to its copy no other sees.
+func TestReplicatesAreIsolated(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		rep, found := evidence.ReplicateFrom(ctx)
+		mu.Lock()
+		seen[rep.ID] = fmt.Sprintf("%v %v %v %v %v %v", found, rep.Seed, d.UserContext["seed"], d.UserContext["replicate"], d.ParsedQuery, d.UserContext["tenant"])
+		mu.Unlock()
+		// Scribble on everything shared-looking.
+		d.ParsedQuery["scribbled"] = rep.ID
+		d.UserContext["tenant"] = rep.ID
+		return ok(map[string]any{"seed": float64(rep.Seed)}, 1, 0), nil
+	})
+	d := dispatch(&recorder{})
+	if _, err := evidence.Bundle(sub, evidence.Config{}).Run(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"r1": "true 11 11 r1 map[topic:feasibility] acme",
+		"r2": "true 23 23 r2 map[topic:feasibility] acme",
+		"r3": "true 47 47 r3 map[topic:feasibility] acme",
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("what replicates saw (-want +got):\n%s", diff)
+	}
+	if len(d.ParsedQuery) != 1 || d.UserContext["tenant"] != "acme" || d.UserContext["seed"] != nil {
+		t.Errorf("the bundle's own dispatch changed: %v %v", d.ParsedQuery, d.UserContext)
+	}
+}
+
+func TestInvalidReplicate(t *testing.T) {
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		if seed == 23 {
+			return ok(map[string]any{"score": 1.5, "verdict": "maybe"}, 1, 0), nil
+		}
+		return ok(map[string]any{"score": 0.5, "verdict": "go"}, 1, 0), nil
+	}}
+	rec := &recorder{}
+	res, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema)}).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	r2 := b.Replicates[1]
+	if r2.Quality.Valid || len(r2.Quality.Errors) != 2 || !strings.HasPrefix(r2.Quality.Errors[0], "at /score") {
+		t.Errorf("r2 quality %+v", r2.Quality)
+	}
+	// r1 and r3 agree; r2 is excluded from consensus and confidence but shows in disagreements.
+	if b.Meta.K != 3 || b.Summary.Confidence != 1 || b.Summary.Consensus["score"] != 0.5 || len(b.Summary.Disagreements) != 2 {
+		t.Errorf("bundle %+v", b.Summary)
+	}
+	if d := b.Summary.Distributions["score"]; d.N != 2 {
+		t.Errorf("score distribution over %d replicates, want the 2 valid", d.N)
+	}
+	warned := false
+	for _, w := range rec.find(evidence.EventWarning) {
+		warned = warned || strings.Contains(w["message"].(string), "replicate r2 is invalid")
+	}
+	if !warned || len(res.Warnings) == 0 {
+		t.Errorf("no warning about r2: %v", rec.find(evidence.EventWarning))
+	}
+}
+
+// A straggler is cancelled once the finished valid replicates agree enough.
+func TestStragglerCancelledOnConfidence(t *testing.T) {
+	answers := map[int64]map[string]any{11: {"score": 0.5, "verdict": "go"}, 23: {"score": 0.9, "verdict": "no"}, 47: {"score": 0.5, "verdict": "go"}}
+	var stragglerErr atomic.Value
+	sub := &bySeed{out: func(ctx context.Context, seed int64) (*troupe.Result, error) {
+		if a, found := answers[seed]; found {
+			return ok(a, 1, 0), nil
+		}
+		<-ctx.Done() // the fourth replicate waits until it is cancelled
+		stragglerErr.Store(context.Cause(ctx))
+		return nil, ctx.Err()
+	}}
+	rec := &recorder{}
+	// r1–r2 = (0.4 + 1)/2 = 0.7 is past epsilon (confidence 0.3 < 0.5); with r3 the confidence
+	// is 1 − (0.7 + 0 + 0.7)/3 = 0.533 ≥ 0.5, so r4 is cancelled.
+	cfg := evidence.Config{K: 4, Schema: []byte(scoreSchema), Stop: evidence.StopRule{Confidence: 0.5}}
+	res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	if b.Meta.K != 4 || b.Replicates[3].Status != "cancelled" || b.Replicates[3].Quality.Valid {
+		t.Errorf("r4 = %+v", b.Replicates[3])
+	}
+	if e, _ := stragglerErr.Load().(error); e == nil || !strings.Contains(e.Error(), "straggler") {
+		t.Errorf("the straggler saw %v", e)
+	}
+	c := rec.find(evidence.EventCancelled)
+	if len(c) != 1 || c[0]["replicate"] != "r4" || !strings.Contains(c[0]["reason"].(string), "confidence") {
+		t.Errorf("cancelled events %v", c)
+	}
+	if b.Summary.Confidence != 0.533333 {
+		t.Errorf("confidence %v", b.Summary.Confidence)
+	}
+}
+
+// Stop.After cancels stragglers once time is up and two valid replicates are in; a replicate
+// past its own timeout times out. Virtual time: synctest.
+func TestStragglerCancelledOnTimeAndReplicateTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sub := &bySeed{out: func(ctx context.Context, seed int64) (*troupe.Result, error) {
+			switch seed {
+			case 11:
+				return ok(map[string]any{"v": "a"}, 1, 0), nil
+			case 23:
+				return ok(map[string]any{"v": "b"}, 1, 0), nil
+			}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		rec := &recorder{}
+		cfg := evidence.Config{Stop: evidence.StopRule{After: 5 * time.Second}}
+		start := time.Now()
+		res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el != 5*time.Second {
+			t.Errorf("took %v, want the 5s of the stop rule", el)
+		}
+		if b := bundleOf(t, res); b.Replicates[2].Status != "cancelled" {
+			t.Errorf("r3 = %+v", b.Replicates[2])
+		}
+
+		rec = &recorder{}
+		cfg = evidence.Config{Replicate: evidence.Ceiling{Timeout: 3 * time.Second}}
+		res, err = evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bundleOf(t, res); b.Replicates[2].Status != "timeout" || b.Replicates[2].Quality.Errors[0] != "timed out after 3s" {
+			t.Errorf("r3 = %+v", b.Replicates[2])
+		}
+		if to := rec.find(evidence.EventTimeout); len(to) != 1 || to[0]["replicate"] != "r3" || to[0]["timeout_seconds"] != 3.0 {
+			t.Errorf("timeout events %v", to)
+		}
+	})
+}
+
+func TestBudgets(t *testing.T) {
+	scores := map[int64]float64{11: 0.1, 23: 0.9, 47: 0.5}
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		tokens := int64(600)
+		if seed == 23 {
+			tokens = 2000 // over the per-replicate ceiling
+		}
+		return ok(map[string]any{"score": scores[seed], "verdict": "go"}, tokens, 0.5), nil
+	}}
+	rec := &recorder{}
+	cfg := evidence.Config{Schema: []byte(scoreSchema), Replicate: evidence.Ceiling{Tokens: 1000}, Budget: evidence.Budget{Tokens: 2500}}
+	res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	if b.Meta.K != 2 || sub.called(47) != 0 {
+		t.Errorf("k %d, seed 47 called %d: the token budget (2600 ≥ 2500) should stop further replicates", b.Meta.K, sub.called(47))
+	}
+	if q := b.Replicates[1].Quality; q.Valid || !cmp.Equal(q.Errors, []string{"used 2000 tokens, over the replicate ceiling of 1000"}) {
+		t.Errorf("r2 quality %+v", q)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "token budget spent (2600 of 2500): not starting replicates r3 to r3") {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+	if *res.TokensUsed != 2600 || *res.CostDollars != 1 || b.Meta.Usage.Tokens != 2600 || len(b.Meta.Usage.PerReplicate) != 2 {
+		t.Errorf("usage: result %d $%v, meta %+v", *res.TokensUsed, *res.CostDollars, b.Meta.Usage)
+	}
+	for _, done := range rec.find(evidence.EventReplicateDone) {
+		if u := done["usage"].(map[string]any); done["replicate"] == "r2" && u["tokens"] != int64(2000) {
+			t.Errorf("replicate_done usage %v", u)
+		}
+	}
+	// A dispatch's max_cost_dollars lowers the cost budget: $0.5 + $0.5 spends $0.9.
+	sub2 := &bySeed{out: sub.out}
+	d := dispatch(&recorder{})
+	d.MaxCostDollars = troupe.Ptr(0.9)
+	res, err = evidence.Bundle(sub2, evidence.Config{}).Run(t.Context(), d)
+	if err != nil || bundleOf(t, res).Meta.K != 2 {
+		t.Errorf("cost budget: %v, %+v", err, res)
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		d.Progress("thinking", map[string]any{"header": "Authorization: Bearer abcdefghijklmnop"})
+		rep, _ := evidence.ReplicateFrom(ctx)
+		return ok(map[string]any{"contact": "jane@example.com", "n": float64(rep.Index)}, 1, 0), nil
+	})
+	for _, keep := range []bool{false, true} {
+		rec := &recorder{}
+		res, err := evidence.Bundle(sub, evidence.Config{KeepRaw: keep}).Run(t.Context(), dispatch(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range rec.events {
+			j, _ := json.Marshal(e.data)
+			if strings.Contains(string(j), "jane@") || strings.Contains(string(j), "abcdefghijklmnop") {
+				t.Errorf("keep %v: event %s leaks: %s", keep, e.kind, j)
+			}
+		}
+		if got := len(rec.find(evidence.EventReplicateProgress)); got != 3 {
+			t.Errorf("%d replicate_progress events, want 3", got)
+		}
+		out, _ := json.Marshal(res.AgentResult)
+		if leaks := strings.Contains(string(out), "jane@example.com"); leaks != keep {
+			t.Errorf("keep %v: bundle holds the raw address: %v", keep, leaks)
+		}
+	}
+}
+
+func TestLintLane(t *testing.T) {
+	blocked := make(chan error, 3)
+	lints := []evidence.Lint{
+		{Name: "no-empty-verdict", Check: func(_ context.Context, rep string, data any) []string {
+			if data.(map[string]any)["verdict"] == "" {
+				return []string{"verdict is empty"}
+			}
+			return nil
+		}},
+		{Name: "slow", Timeout: time.Hour, Check: func(ctx context.Context, rep string, data any) []string {
+			<-ctx.Done() // never finishes on its own: the bundle must not wait for it
+			blocked <- ctx.Err()
+			return []string{"too late"}
+		}},
+	}
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		v := "go"
+		if seed == 23 {
+			v = ""
+		}
+		return ok(map[string]any{"verdict": v}, 1, 0), nil
+	}}
+	rec := &recorder{}
+	res, err := evidence.Bundle(sub, evidence.Config{Lints: lints}).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bundleOf(t, res); b.Meta.K != 3 {
+		t.Errorf("lints changed the bundle: k %d", b.Meta.K)
+	}
+	for range 3 {
+		if err := <-blocked; !errors.Is(err, context.Canceled) {
+			t.Errorf("slow lint ended with %v, want cancelled", err)
+		}
+	}
+	// The bundle was ready before the slow lint gave up: it never waited for it.
+	var found []string
+	ready := false
+	for _, e := range rec.events {
+		switch {
+		case e.kind == evidence.EventBundleReady:
+			ready = true
+		case e.kind == evidence.EventWarning && e.data["lint"] == "no-empty-verdict":
+			found = append(found, e.data["message"].(string))
+		case e.kind == evidence.EventWarning && e.data["lint"] == "slow" && !ready:
+			t.Errorf("the slow lint reported before the bundle was ready: %v", e.data)
+		}
+	}
+	if !cmp.Equal(found, []string{"lint no-empty-verdict on r2: verdict is empty"}) {
+		t.Errorf("lint warnings %q", found)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "lint no-empty-verdict on r2: verdict is empty") {
+		t.Errorf("result warnings %q", res.Warnings)
+	}
+}
+
+func TestReproducible(t *testing.T) {
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		seed := d.UserContext["seed"].(int64)
+		return ok(map[string]any{"score": float64(seed%10) / 10, "tags": []any{"a", fmt.Sprint(seed % 3)},
+			"nested": map[string]any{"x": seed % 2, "y": "same"}}, seed%100, float64(seed%100)/1000), nil
+	})
+	cfg := evidence.Config{K: 5, DiffEncode: true}
+	var first []byte
+	for i := range 5 {
+		res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(&recorder{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := json.Marshal(res.AgentResult)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = out
+			continue
+		}
+		if string(out) != string(first) {
+			t.Fatalf("run %d differs:\n%s\n%s", i, first, out)
+		}
+	}
+	seeds, _ := evidence.Seeds(nil, 5)
+	if !strings.Contains(string(first), fmt.Sprintf(`"seeds":[%d,%d,%d,%d,%d]`, seeds[0], seeds[1], seeds[2], seeds[3], seeds[4])) {
+		t.Errorf("seeds not recorded: %s", first)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		switch seed {
+		case 11:
+			panic("boom")
+		case 23:
+			return &troupe.Result{Status: troupe.StatusFailed, Errors: []troupe.ErrorInfo{{Code: "RAG_EMPTY", Message: "nothing for key sk-abcdefghijklmnopqrstuv"}}}, nil
+		}
+		return ok(map[string]any{"v": 1.0}, 1, 0), nil
+	}}
+	res, err := evidence.Bundle(sub, evidence.Config{}).Run(t.Context(), dispatch(&recorder{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	if r := b.Replicates[0]; r.Status != "failed" || !strings.Contains(r.Quality.Errors[0], "panicked: boom") {
+		t.Errorf("r1 %+v", r)
+	}
+	if r := b.Replicates[1]; r.Status != "failed" || r.Quality.Errors[0] != "RAG_EMPTY: nothing for key [REDACTED:api_key]" {
+		t.Errorf("r2 %+v", r)
+	}
+	if b.Summary.Confidence != 0 || !strings.Contains(res.Summary(), "1 of 3 replicates valid") {
+		t.Errorf("confidence %v, summary %q", b.Summary.Confidence, res.Summary())
+	}
+
+	none := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return nil, errors.New("down") })
+	_, err = evidence.Bundle(none, evidence.Config{}).Run(t.Context(), dispatch(&recorder{}))
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "no replicate produced output") {
+		t.Errorf("all failed: %v", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	sub := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return nil, nil })
+	for _, tt := range []struct {
+		cfg  evidence.Config
+		want string
+	}{
+		{evidence.Config{K: 1}, "k is 1, want 2 to 32"},
+		{evidence.Config{K: 33}, "k is 33"},
+		{evidence.Config{Epsilon: 1.5}, "epsilon is 1.5"},
+		{evidence.Config{Seeds: []int64{1, 2, 1}}, "seeds[2] = 1 repeats"},
+		{evidence.Config{Schema: []byte(`{"type":"nope"}`)}, "evidence: bundle: schema"},
+		{evidence.Config{Limits: bundle.Limits{MaxBytes: -1}}, "max_bytes is -1"},
+		{evidence.Config{Replicate: evidence.Ceiling{Timeout: -1}}, "replicate timeout"},
+		{evidence.Config{Stop: evidence.StopRule{Confidence: 2}}, "stop confidence is 2"},
+		{evidence.Config{Lints: []evidence.Lint{{Name: "x"}}}, "lints[0]: a lint needs a name and a check"},
+	} {
+		if _, err := evidence.New(sub, tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%+v) = %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+	_, err := evidence.Bundle(sub, evidence.Config{K: 1}).Run(t.Context(), dispatch(nil))
+	if err == nil || !strings.Contains(err.Error(), "k is 1") {
+		t.Errorf("Bundle with a bad config: %v", err)
+	}
+}
+
+func TestSeeds(t *testing.T) {
+	s, err := evidence.Seeds(nil, 6)
+	if err != nil || !cmp.Equal(s[:3], []int64{11, 23, 47}) || len(s) != 6 {
+		t.Fatalf("Seeds = %v, %v", s, err)
+	}
+	again, _ := evidence.Seeds(nil, 6)
+	seen := map[int64]bool{}
+	for i, x := range s {
+		if seen[x] || x <= 0 || x != again[i] {
+			t.Errorf("seeds %v: %d repeats, is not positive, or differs between calls", s, x)
+		}
+		seen[x] = true
+	}
+}
