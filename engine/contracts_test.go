@@ -274,3 +274,61 @@ func TestSessionStateIsAFoldOverTheLog(t *testing.T) {
 		t.Errorf("%d nested state deltas, want 2 (drafter, explainer)", nested)
 	}
 }
+
+// A member of a composite that asks a human pauses the run; resumed with the answer, the
+// composite runs again, and the nested events of the first attempt — results included — are
+// not taken for the plan's: the composite's dispatch is run, not answered from the log.
+func TestResumeWithNestedEvents(t *testing.T) {
+	var prepared atomic.Int32
+	prep := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		prepared.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"draft": "v1"}}, nil
+	})
+	approve := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		a, err := d.Ask(ctx, troupe.Question{Prompt: "publish the draft?"})
+		if err != nil {
+			return nil, err
+		}
+		return &troupe.Result{AgentResult: map[string]any{"published": a.Approved}}, nil
+	})
+	review := flow.Sequential(flow.SequentialConfig{}, flow.Named("prep", prep), flow.Named("approve", approve))
+	reg := agents(t, "review", opt(review, troupe.Writes("published")))
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("review")})
+	evs := run(t, eng, troupe.Request{Query: "q", RunID: "run_nested"})
+	o := outcome(t, evs)
+	if o.Status != troupe.RunPaused || len(o.Questions) != 1 {
+		t.Fatalf("outcome %+v, want paused on one question", o)
+	}
+	nestedDone := 0
+	for _, ev := range evs {
+		if ev.Kind == troupe.KindDispatchCompleted && ev.Parent != "" {
+			nestedDone++
+		}
+	}
+	if nestedDone != 1 || len(planResults(evs)["review"]) != 0 {
+		t.Fatalf("before the pause: %d nested completions (want prep's), plan results %v", nestedDone, planResults(evs))
+	}
+	r, err := eng.Resume(t.Context(), "run_nested", engine.ResumeOptions{Answers: []troupe.Answer{{QuestionID: o.Questions[0].ID, Approved: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.Done()
+	all, _ := eng.Store().Events(t.Context(), "run_nested", 0)
+	troupetest.CheckLog(t, all)
+	if k := troupetest.Last(all).Kind; k != troupe.KindRunCompleted {
+		t.Fatalf("resumed run ended %s", k)
+	}
+	if got := r.State().SessionState["published"]; got != true {
+		t.Errorf("published = %v", got)
+	}
+	if prepared.Load() != 2 {
+		t.Errorf("prep ran %d times, want 2 (the composite runs again)", prepared.Load())
+	}
+	// Both attempts are in the log: nested events are never deduplicated against the old ones.
+	if n := len(troupetest.Find(all, troupe.KindDispatchStarted, "prep")); n != 2 {
+		t.Errorf("%d prep dispatches in the log, want 2", n)
+	}
+	if diff := cmp.Diff(r.State().SessionState, foldState(all)); diff != "" {
+		t.Errorf("fold over the resumed log (-run +fold):\n%s", diff)
+	}
+}

@@ -71,7 +71,8 @@ type LoopOutcome struct {
 // Execute runs the loop on behalf of d (its own dispatch; troupe.NewDispatch() outside a run).
 // Each cycle's dispatch carries user_context "loop_cycle" (1-based) and the previous cycle's
 // result in upstream_results; session state accumulates across cycles. A failed cycle ends
-// the loop with its error (seed 003's contract, as a *troupe.AgentError).
+// the loop with its error (seed 003's contract, as a *troupe.AgentError); a cycle that pauses
+// for a human ends it with that error (wrapping troupe.ErrPaused), so the run pauses.
 func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutcome, error) {
 	ms, err := l.lazy.get("loop", l.agent)
 	if err != nil {
@@ -97,11 +98,14 @@ func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutco
 		user["loop_cycle"] = cycle
 		in := input{id: childID(d.DispatchID, saltIteration, uint64(cycle)), query: d.Query, parsed: d.ParsedQuery, upstream: upstream,
 			mode: troupe.Sequential, user: user, reason: fmt.Sprintf("cycle %d of at most %d of a loop", cycle, limit)}
-		res, _ := f.run(ctx, &ms[0], in, st)
+		res, cause := f.run(ctx, &ms[0], in, st)
 		out.Results = append(out.Results, res)
 		out.Final, out.Cycles = res, cycle
 		if res.Status != troupe.StatusCompleted {
 			out.State = st.snapshot()
+			if errors.Is(cause, troupe.ErrPaused) {
+				return out, cause
+			}
 			return out, errorOf(fmt.Sprintf("flow: loop: cycle %d", cycle), res)
 		}
 		if l.cfg.Until != nil && l.cfg.Until(Iteration{Cycle: cycle, Result: res, st: st}) {
@@ -144,10 +148,5 @@ func (l *LoopAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result
 		res.Warnings = append(res.Warnings, r.Warnings...)
 	}
 	usage(res, out.Results)
-	if err != nil {
-		var ae *troupe.AgentError
-		errors.As(err, &ae)
-		return res, ae
-	}
-	return res, nil
+	return res, asAgentError(err)
 }

@@ -157,7 +157,8 @@ var errFirstSuccess = errors.New("flow: parallel: another branch succeeded first
 
 // Execute runs the group on behalf of d (its own dispatch; troupe.NewDispatch() outside a run).
 // The returned outcome is never nil once the configuration is valid; the error is a
-// *ConflictError, a *TieError, or a *troupe.AgentError when no branch succeeded.
+// *ConflictError, a *TieError, a *troupe.AgentError when no branch succeeded, or a branch's
+// error wrapping troupe.ErrPaused when it paused for a human.
 func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, error) {
 	ms, err := p.lazy.get("parallel", p.agents)
 	if err != nil {
@@ -188,7 +189,8 @@ func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	defer cancel(nil)
 	var (
 		wg  sync.WaitGroup
-		mu  sync.Mutex // guards out.Winner
+		mu     sync.Mutex // guards out.Winner and paused
+		paused error      // a branch's troupe.ErrPaused
 		sem = make(chan struct{}, limit)
 	)
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
@@ -208,8 +210,13 @@ launch:
 			mode: troupe.Parallel, reason: fmt.Sprintf("branch %d of %d of a parallel group (%s)", i+1, len(ms), p.cfg.Strategy)}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res, _ := f.run(gctx, &ms[i], in, views[i])
+			res, cause := f.run(gctx, &ms[i], in, views[i])
 			out.Results[i] = res // each goroutine writes its own element; wg.Wait publishes them
+			if errors.Is(cause, troupe.ErrPaused) {
+				mu.Lock()
+				paused = cause
+				mu.Unlock()
+			}
 			if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted {
 				mu.Lock()
 				if out.Winner < 0 {
@@ -231,6 +238,8 @@ launch:
 		out.Vote = tally(ms, out.Results, p.cfg.Answer)
 	}
 	switch {
+	case paused != nil:
+		return out, paused // the run pauses for a human; resumed, the group runs again
 	case !slices.Contains(counted, true):
 		return out, noSuccess(ctx, out.Results)
 	case len(out.Conflicts) > 0:
@@ -370,10 +379,5 @@ func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Re
 		}
 	}
 	usage(res, out.Results)
-	if err != nil {
-		var ae *troupe.AgentError
-		errors.As(err, &ae)
-		return res, ae
-	}
-	return res, nil
+	return res, asAgentError(err)
 }

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -77,6 +78,9 @@ func (e *StepError) Unwrap() []error { return []error{e.Err, e.Cause} }
 // Execute runs the sequence on behalf of d (the sequence's own dispatch; a plain
 // troupe.NewDispatch() with a Query when called outside a run).
 //
+// A member that pauses for a human (troupe.ErrPaused) stops the sequence whatever OnError
+// says, and Run returns that error so the run pauses.
+//
 // Each agent gets d's query with the previous handoff's Prompt() injected before it, and
 // upstream_results extended with the results so far (each with its handoff). Session state
 // reads see d's state plus the writes of the agents before.
@@ -111,7 +115,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 		upstream = append(upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
 			Confidence: res.Confidence, Summary: res.Summary(), Handoff: h.Map()})
 		prev = &out.Handoffs[len(out.Handoffs)-1]
-		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil) {
+		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil || errors.Is(cause, troupe.ErrPaused)) {
 			out.State = st.snapshot()
 			ae := errorOf(fmt.Sprintf("flow: sequential: step %d of %d", i+1, len(ms)), res)
 			return out, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
@@ -146,7 +150,11 @@ func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.
 	}
 	usage(res, out.Results)
 	if err != nil {
-		return res, err.(*StepError).Err
+		se := err.(*StepError)
+		if errors.Is(se.Cause, troupe.ErrPaused) {
+			return res, se.Cause // the run pauses for a human; resumed, the sequence runs again
+		}
+		return res, se.Err
 	}
 	if res.AgentResult == nil {
 		return res, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flow: sequential: every step failed", Recoverable: true}
