@@ -188,10 +188,10 @@ func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	gctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
-		wg  sync.WaitGroup
+		wg     sync.WaitGroup
 		mu     sync.Mutex // guards out.Winner and paused
 		paused error      // a branch's troupe.ErrPaused
-		sem = make(chan struct{}, limit)
+		sem    = make(chan struct{}, limit)
 	)
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
 launch:
