@@ -197,6 +197,20 @@ func TestTokenBudget(t *testing.T) {
 	if _, err := engine.New(engine.Config{Registry: reg, MaxTokens: -1}); err == nil {
 		t.Error("negative MaxTokens accepted")
 	}
+
+	// A composite's result carries its members' tokens; the run counts them once, not again
+	// for the nested results: 600 of 1,000, so the next agent still starts.
+	use := func(n int64) troupe.Agent {
+		return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"ok": true}, TokensUsed: &n}, nil
+		})
+	}
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("m1", use(300)), flow.Named("m2", use(300)))
+	eng = newEngine(t, engine.Config{Registry: agents(t, "seq", seq, "next", use(1)), Planner: chain("seq", "next")})
+	evs = run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 1000}})
+	if rs := planResults(evs); *rs["seq"][0].TokensUsed != 600 || len(rs["next"]) != 1 {
+		t.Errorf("composite tokens %d, next ran %d times; want 600 and 1", *rs["seq"][0].TokensUsed, len(rs["next"]))
+	}
 }
 
 // foldState rebuilds session state from a log: the request's initial state, then every

@@ -1,0 +1,68 @@
+package flow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/flow"
+)
+
+// Members of a composite are held to their contracts as planned dispatches are: declared reads
+// (STATE_MISSING), input schema (INVALID_INPUT), output schema (INVALID_OUTPUT, the output kept
+// with its validation errors).
+func TestMemberContracts(t *testing.T) {
+	quizOut := json.RawMessage(`{"type": "object", "required": ["quiz_score"], "properties": {"quiz_score": {"type": "number", "maximum": 1}}}`)
+	quizIn := json.RawMessage(`{"type": "object", "required": ["topic"]}`)
+	score := func(v any) troupe.Agent {
+		return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"quiz_score": v}}, nil
+		})
+	}
+	tests := []struct {
+		name     string
+		member   *troupe.AgentSpec
+		parsed   map[string]any
+		code     string
+		details  any
+		fallback string
+	}{
+		{"valid", flow.Named("quiz", score(0.5), troupe.InputSchema(quizIn), troupe.OutputSchema(quizOut)), map[string]any{"topic": "x"}, "", nil, ""},
+		{"output fails its schema", flow.Named("quiz", score(7), troupe.OutputSchema(quizOut)), nil, troupe.CodeInvalidOutput,
+			[]any{map[string]any{"path": "/quiz_score", "message": "maximum: got 7, want 1"}}, ""},
+		{"input fails its schema", flow.Named("quiz", score(0.5), troupe.InputSchema(quizIn)), map[string]any{}, troupe.CodeInvalidInput,
+			[]any{map[string]any{"path": "", "message": "missing property 'topic'"}}, "ask the user to clarify"},
+		{"declared read absent", flow.Named("quiz", score(0.5), troupe.Reads("explanation")), nil, troupe.CodeStateMissing, nil, "run the agent that writes it first"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := troupe.NewDispatch()
+			d.ParsedQuery = tt.parsed
+			out, err := flow.Sequential(flow.SequentialConfig{}, tt.member).Execute(t.Context(), d)
+			res := out.Results[0]
+			if tt.code == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ae *troupe.AgentError
+			if !errors.As(err, &ae) || ae.Code != tt.code || res.Status != troupe.StatusFailed {
+				t.Fatalf("err = %v, status %s; want %s", err, res.Status, tt.code)
+			}
+			if diff := cmp.Diff(tt.details, res.Errors[0].Details["validation_errors"]); diff != "" {
+				t.Errorf("validation errors (-want +got):\n%s", diff)
+			}
+			if res.Errors[0].FallbackAction != tt.fallback {
+				t.Errorf("fallback %q, want %q", res.Errors[0].FallbackAction, tt.fallback)
+			}
+			if tt.code == troupe.CodeInvalidOutput && res.AgentResult["quiz_score"] != 7 {
+				t.Errorf("the invalid output is not kept: %v", res.AgentResult)
+			}
+		})
+	}
+}
