@@ -197,6 +197,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		partial := bundle.Summarize(r.in[:2], bundle.Options{Schema: s.schema})
 		r.emit(EventPartialSummary, map[string]any{"replicates": []string{"r1", "r2"}, "distance": round6(dist),
 			"confidence": partial.Confidence, "epsilon": s.Epsilon, "early_stop": earlyStop})
+		if !earlyStop {
+			r.recordPartial()
+		}
 		if !earlyStop && r.bctxLive() {
 			for i := 2; i < s.K; i++ {
 				if why := r.stopReason(); why != "" {
@@ -213,6 +216,32 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		return nil, context.Cause(ctx)
 	}
 	return r.finish(earlyStop)
+}
+
+// recordPartial hands the run the bundle of the first two replicates, so that a dispatch
+// that times out under on_timeout=use_partial still yields evidence.
+func (r *run) recordPartial() {
+	opts := bundle.Options{Schema: r.s.schema, Limits: r.s.Limits, DiffEncode: r.s.DiffEncode}
+	if !r.s.KeepRaw {
+		opts.Present = r.s.red.Value
+	}
+	_, out, err := bundle.Build(r.meta(false), r.in[:2], opts)
+	if err != nil {
+		return
+	}
+	var m map[string]any
+	if json.Unmarshal(out, &m) == nil {
+		r.d.Partial(m)
+	}
+}
+
+func (r *run) meta(earlyStop bool) bundle.Meta {
+	s := r.s
+	task := s.Task
+	if task == "" {
+		task = r.name
+	}
+	return bundle.Meta{Task: task, KMax: s.K, Model: s.Model, SchemaVersion: s.SchemaVersion, Epsilon: s.Epsilon, EarlyStop: earlyStop}
 }
 
 func (r *run) bctxLive() bool { return r.ctx.Err() == nil }
@@ -476,16 +505,11 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 		}
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: r.s.red.String(msg), Recoverable: true}
 	}
-	task := s.Task
-	if task == "" {
-		task = r.name
-	}
 	opts := bundle.Options{Schema: s.schema, Limits: s.Limits, DiffEncode: s.DiffEncode}
 	if !s.KeepRaw {
 		opts.Present = s.red.Value
 	}
-	b, out, err := bundle.Build(bundle.Meta{Task: task, KMax: s.K, Model: s.Model, SchemaVersion: s.SchemaVersion,
-		Epsilon: s.Epsilon, EarlyStop: earlyStop}, in, opts)
+	b, out, err := bundle.Build(r.meta(earlyStop), in, opts)
 	if err != nil {
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "evidence bundle could not be built", Cause: err}
 	}

@@ -24,8 +24,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // recorder is a dispatch runtime that keeps the progress events.
 type recorder struct {
-	mu     sync.Mutex
-	events []event
+	mu      sync.Mutex
+	events  []event
+	partial map[string]any
 }
 
 type event struct {
@@ -43,7 +44,11 @@ func (r *recorder) Progress(kind string, data any) {
 func (r *recorder) Ask(context.Context, troupe.Question) (troupe.Answer, error) {
 	return troupe.Answer{}, errors.New("no human")
 }
-func (r *recorder) Partial(map[string]any) {}
+func (r *recorder) Partial(p map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.partial = p
+}
 
 func (r *recorder) kinds() []string {
 	r.mu.Lock()
@@ -188,6 +193,10 @@ func TestDisagreeingRunToK(t *testing.T) {
 			t.Errorf("%s event source %v", e.kind, e.data["source"])
 		}
 	}
+	// The bundle of the first two is the dispatch's partial result while the third runs.
+	if m, _ := rec.partial["meta"].(map[string]any); m == nil || m["k"] != 2.0 {
+		t.Errorf("partial result %v", rec.partial)
+	}
 }
 
 // Replicates are isolated: each gets its own copy of the dispatch with its own seed; what one
@@ -330,6 +339,16 @@ func TestStragglerCancelledOnTimeAndReplicateTimeout(t *testing.T) {
 		}
 		if to := rec.find(evidence.EventTimeout); len(to) != 1 || to[0]["replicate"] != "r3" || to[0]["timeout_seconds"] != 3.0 {
 			t.Errorf("timeout events %v", to)
+		}
+
+		// The bundle's own budget: after 4s it is built from what finished.
+		start = time.Now()
+		res, err = evidence.Bundle(sub, evidence.Config{Budget: evidence.Budget{Timeout: 4 * time.Second}}).Run(t.Context(), dispatch(&recorder{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bundleOf(t, res); time.Since(start) != 4*time.Second || b.Replicates[2].Status != "timeout" || b.Replicates[2].Quality.Errors[0] != "bundle budget of 4s spent" {
+			t.Errorf("after %v: r3 = %+v", time.Since(start), b.Replicates[2])
 		}
 	})
 }

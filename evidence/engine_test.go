@@ -1,0 +1,90 @@
+package evidence_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/evidence"
+	"github.com/troupehq/troupe/troupetest"
+)
+
+// The bundle agent run by the real engine: its progress events land in the run's log, tagged
+// with the tool's name and redacted, and its usage is counted once in the run's totals.
+func TestThroughEngine(t *testing.T) {
+	scores := map[int64]float64{11: 0.3, 23: 0.9, 47: 0.6}
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		seed := d.UserContext[evidence.SeedKey].(int64)
+		d.Progress("thinking", map[string]any{"contact": "ops@example.com"})
+		return ok(map[string]any{"score": scores[seed], "verdict": "go"}, 100, 0.25), nil
+	})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("feas_bundle", evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema), SchemaVersion: "feasibility.v1"}))
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
+		t.Fatalf("run ended %s", last.Kind)
+	}
+
+	var kinds []string
+	for _, ev := range troupetest.Find(evs, troupe.KindAgentProgress, "feas_bundle") {
+		p := ev.Data.(*troupe.Progress)
+		kinds = append(kinds, p.Kind)
+		data := p.Data.(map[string]any)
+		if data["source"] != "feas_bundle" {
+			t.Errorf("%s: source %v", p.Kind, data["source"])
+		}
+		if j, _ := json.Marshal(data); strings.Contains(string(j), "ops@example.com") {
+			t.Errorf("%s leaks an address: %s", p.Kind, j)
+		}
+	}
+	count := map[string]int{}
+	for _, k := range kinds {
+		count[k]++
+	}
+	for k, n := range map[string]int{"replicate_started": 3, "replicate_done": 3, "replicate_progress": 3, "partial_summary": 1, "bundle_ready": 1} {
+		if count[k] != n {
+			t.Errorf("%d %s events in the log, want %d (all: %v)", count[k], k, n, kinds)
+		}
+	}
+	if kinds[len(kinds)-1] != evidence.EventBundleReady {
+		t.Errorf("last progress event %s, want bundle_ready", kinds[len(kinds)-1])
+	}
+
+	done := troupetest.Find(evs, troupe.KindDispatchCompleted, "feas_bundle")
+	if len(done) != 1 {
+		t.Fatalf("%d completed dispatches", len(done))
+	}
+	res := done[0].Data.(*troupe.Result)
+	b := bundleOf(t, res)
+	if b.Meta.SchemaVersion != "feasibility.v1" || b.Meta.K != 3 || len(b.Replicates) != 3 || *res.Confidence != b.Summary.Confidence {
+		t.Errorf("bundle meta %+v, confidence %v", b.Meta, *res.Confidence)
+	}
+	// Usage counted once: 3 × 100 tokens and 3 × $0.25, in the result and the run's totals.
+	agg := troupetest.Find(evs, troupe.KindRunAggregated, "")
+	if len(agg) != 1 {
+		t.Fatalf("%d aggregations", len(agg))
+	}
+	a := agg[0].Data.(*troupe.Aggregation)
+	if *res.TokensUsed != 300 || a.TotalTokensUsed == nil || *a.TotalTokensUsed != 300 || a.TotalCostDollars == nil || *a.TotalCostDollars != 0.75 {
+		t.Errorf("usage: result %d tokens, run totals %v tokens $%v", *res.TokensUsed, a.TotalTokensUsed, a.TotalCostDollars)
+	}
+}
