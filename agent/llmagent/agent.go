@@ -128,7 +128,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		}
 		if reasks >= c.cfg.MaxReasks {
 			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
-				Message: fmt.Sprintf("llmagent: %s: answer invalid after %d re-asks: %v", c.cfg.Model, reasks, verr)}
+				Message: fmt.Sprintf("llmagent: %s: answer invalid after %d re-asks: %v (last answer: %q)", c.cfg.Model, reasks, verr, cut(t.content, 200))}
 		}
 		reasks++
 		d.Progress("reask", map[string]any{"attempt": reasks, "errors": verr.Error()})

@@ -1,0 +1,261 @@
+package llmroute
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/llmagent"
+)
+
+// Intents are seed 000's intent types (AgentSelectionCriteria.intent_type), with the
+// descriptions the default prompt gives the model.
+var Intents = []Intent{
+	{"causal", "why something happened or what caused a change; the effect of an action"},
+	{"exploratory", "open-ended looking around: where are the gaps, what stands out"},
+	{"comparative", "comparing groups, segments, products or periods against each other"},
+	{"trend", "how a metric moved over time; drift, growth or decline"},
+	{"what_if", "a hypothetical or a planned change: what would happen if"},
+	{"ml_training", "training, building or selecting a machine learning model"},
+	{"model_deployment", "deploying, releasing or serving a model"},
+	{"monitoring", "health, status or alerts of running systems, data or models"},
+}
+
+// Intent is one label the model may choose, with what it means.
+type Intent struct {
+	Name        string
+	Description string
+}
+
+// Defaults for Config's zero values.
+const (
+	DefaultTimeout   = 30 * time.Second
+	DefaultCacheSize = 4096
+)
+
+// Config configures a Router. The zero value of every field but Rules and LLM.Model is safe
+// and bounded.
+type Config struct {
+	// Rules is the rule router consulted first; required. Its decision stands unless it fell
+	// to its default (metadata "source": "default", as route.Rules reports) or it found no
+	// agent at all.
+	Rules troupe.Router
+	// Intents the model chooses from; nil means seed 000's eight (Intents).
+	Intents []Intent
+	// LLM is the classifier's model and endpoint. The router sets what makes a classification
+	// repeatable and checkable: temperature 0 and seed 0 unless set, a JSON Schema whose
+	// "intent" is one of the intents, no tools, no streaming, and no re-ask unless
+	// LLM.MaxReasks asks for some. An empty LLM.System lists the intents; an empty LLM.Prompt
+	// is the message.
+	LLM llmagent.Config
+	// Timeout bounds one classification (troupe.Router has no context); 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// CacheSize bounds the classifications remembered; 0 means DefaultCacheSize.
+	CacheSize int
+}
+
+// Router is a troupe.Router that asks a model for the intent of a message its rule router
+// cannot place, then routes on that intent with the same rules. It is safe for concurrent
+// use. The zero value is not usable; call New.
+type Router struct {
+	rules   troupe.Router
+	agent   *llmagent.Agent
+	labels  []string
+	timeout time.Duration
+
+	flight singleflight.Group
+	mu     sync.Mutex
+	cache  map[string]string // input key → intent
+	order  []string          // keys, oldest first, for eviction
+	limit  int
+}
+
+var _ troupe.Router = (*Router)(nil)
+
+// New validates cfg and builds the router.
+func New(cfg Config) (*Router, error) {
+	if cfg.Rules == nil {
+		return nil, errors.New("llmroute: config: rules: required")
+	}
+	if cfg.Intents == nil {
+		cfg.Intents = Intents
+	}
+	if len(cfg.Intents) == 0 {
+		return nil, errors.New("llmroute: config: intents: empty")
+	}
+	if cfg.Timeout < 0 || cfg.CacheSize < 0 {
+		return nil, fmt.Errorf("llmroute: config: negative timeout (%v) or cache_size (%d)", cfg.Timeout, cfg.CacheSize)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	labels := make([]string, len(cfg.Intents))
+	var list strings.Builder
+	for i, in := range cfg.Intents {
+		if in.Name == "" || slices.Contains(labels[:i], in.Name) {
+			return nil, fmt.Errorf("llmroute: config: intents[%d]: empty or repeated name %q", i, in.Name)
+		}
+		labels[i] = in.Name
+		fmt.Fprintf(&list, "- %s: %s\n", in.Name, in.Description)
+	}
+	l := cfg.LLM
+	if l.Temperature == nil {
+		l.Temperature = new(float64)
+	}
+	if l.Seed == nil {
+		l.Seed = new(int64)
+	}
+	if l.MaxReasks == 0 {
+		l.MaxReasks = -1
+	}
+	l.Tools, l.Stream = nil, false
+	if l.System == "" {
+		l.System = "You classify a user's message by its intent. Choose exactly one of these intents:\n" + list.String() +
+			`Answer with a JSON object {"intent": "<one of the intents above>"} and nothing else.`
+	}
+	if l.Prompt == "" {
+		l.Prompt = "{{.Query}}"
+	}
+	schema, _ := json.Marshal(map[string]any{
+		"type":                 "object",
+		"properties":           map[string]any{"intent": map[string]any{"type": "string", "enum": labels}},
+		"required":             []string{"intent"},
+		"additionalProperties": false,
+	})
+	l.Schema, l.SchemaName = schema, "intent"
+	a, err := llmagent.New(l)
+	if err != nil {
+		return nil, fmt.Errorf("llmroute: %w", err)
+	}
+	return &Router{rules: cfg.Rules, agent: a, labels: labels, timeout: cfg.Timeout,
+		cache: make(map[string]string), limit: cfg.CacheSize}, nil
+}
+
+// Route asks the rule router first. When it matched something other than its default, that
+// decision stands and no model is asked. Otherwise the model classifies the message, and the
+// rule router decides again with ParsedQuery["intent"] set to the model's intent; the
+// decision's metadata then holds "classifier": "llm", "llm_intent" and "llm_model".
+//
+// Classifications are cached by the message and parsed query, so the same inputs give the
+// same decision, down to its JSON. On any failure — transport, timeout, an intent not in the
+// list, an intent the rules do not place — the rule router's own decision stands (its
+// default) with "llm_fallback" in its metadata saying why; failures are not cached, so a
+// later call may classify. When the rule router has no default either, Route returns its
+// error with the reason added.
+func (r *Router) Route(in troupe.RouteInput, c troupe.Context) (troupe.RoutingDecision, error) {
+	first, ferr := r.rules.Route(in, c)
+	if ferr == nil && first.Metadata["source"] != "default" {
+		return first, nil
+	}
+	intent, err := r.classify(in)
+	if err == nil {
+		second := in
+		second.ParsedQuery = maps.Clone(in.ParsedQuery)
+		if second.ParsedQuery == nil {
+			second.ParsedQuery = map[string]any{}
+		}
+		second.ParsedQuery["intent"] = intent
+		dec, rerr := r.rules.Route(second, c)
+		switch {
+		case rerr != nil:
+			err = fmt.Errorf("llmroute: intent %q: %w", intent, rerr)
+		case dec.Metadata["source"] == "default":
+			err = fmt.Errorf("llmroute: the rules route no agent for intent %q", intent)
+		default:
+			meta := maps.Clone(dec.Metadata)
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta["classifier"], meta["llm_intent"], meta["llm_model"] = "llm", intent, r.agent.Model()
+			dec.Metadata = meta
+			dec.Reason = fmt.Sprintf("no rule matched the message; %s classified its intent as %q: %s", r.agent.Model(), intent, dec.Reason)
+			return dec, nil
+		}
+	}
+	if ferr != nil {
+		return troupe.RoutingDecision{}, fmt.Errorf("%w (LLM classification failed: %v)", ferr, err)
+	}
+	meta := maps.Clone(first.Metadata)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["llm_fallback"] = err.Error()
+	first.Metadata = meta
+	first.Reason += " (LLM classification failed: " + err.Error() + ")"
+	return first, nil
+}
+
+// classify returns the model's intent for in, from the cache when it was asked before;
+// concurrent calls with the same inputs share one request.
+func (r *Router) classify(in troupe.RouteInput) (string, error) {
+	key, err := cacheKey(in)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	intent, ok := r.cache[key]
+	r.mu.Unlock()
+	if ok {
+		return intent, nil
+	}
+	v, err, _ := r.flight.Do(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		defer cancel()
+		d := troupe.NewDispatch()
+		d.TargetAgent, d.DispatchReason, d.Query, d.ParsedQuery = "llmroute", "classify intent", in.Query, in.ParsedQuery
+		res, err := r.agent.Run(ctx, d)
+		if err != nil {
+			return "", err
+		}
+		intent, _ := res.AgentResult["intent"].(string)
+		if !slices.Contains(r.labels, intent) { // the schema already says so; keep the guard local
+			return "", fmt.Errorf("llmroute: %q is not one of the intents", intent)
+		}
+		r.remember(key, intent)
+		return intent, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+func (r *Router) remember(key, intent string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.cache[key]; ok {
+		return
+	}
+	if len(r.order) >= r.limit {
+		delete(r.cache, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.cache[key] = intent
+	r.order = append(r.order, key)
+}
+
+// cacheKey identifies what the model sees: the message and the parsed query (encoding/json
+// sorts map keys, so equal inputs give equal keys).
+func cacheKey(in troupe.RouteInput) (string, error) {
+	b, err := json.Marshal([]any{in.Query, in.ParsedQuery})
+	if err != nil {
+		return "", fmt.Errorf("llmroute: parsed query cannot be encoded: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,237 @@
+package llmroute_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/llmagent"
+	"github.com/troupehq/troupe/route"
+	"github.com/troupehq/troupe/route/llmroute"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// classifier is a loopback Chat Completions endpoint that answers each message with the
+// intent its table gives (as the JSON object the router's schema asks for), or with a
+// status when the table says "HTTP <code>". It records the request bodies.
+type classifier struct {
+	table map[string]string
+
+	mu     sync.Mutex
+	bodies []map[string]any
+}
+
+func (c *classifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	c.bodies = append(c.bodies, body)
+	c.mu.Unlock()
+	msgs := body["messages"].([]any)
+	query := msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	answer := c.table[query]
+	w.Header().Set("Content-Type", "application/json")
+	var code int
+	if _, err := fmt.Sscanf(answer, "HTTP %d", &code); err == nil {
+		w.WriteHeader(code)
+		fmt.Fprint(w, `{"error":{"message":"classifier unavailable"}}`)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-r", "object": "chat.completion", "created": 1, "model": body["model"],
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": answer}}},
+		"usage": map[string]any{"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
+	})
+}
+
+func (c *classifier) requests() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.bodies)
+}
+
+// rules is seed 000's intent table for a few intents, with a default.
+func rules() *route.Rules {
+	return &route.Rules{
+		Triggers: []route.Trigger{{Name: "deploy", Patterns: []string{"deploy"}, Target: "model_deployer"}},
+		Intents: map[string][]string{
+			"causal":      {"causal_impact"},
+			"trend":       {"drift_monitor"},
+			"comparative": {"gap_analyzer", "heterogeneous_optimizer"},
+		},
+		Default: "explainer",
+	}
+}
+
+var available = []string{"causal_impact", "drift_monitor", "gap_analyzer", "model_deployer", "explainer"}
+
+func newRouter(t *testing.T, table map[string]string, r troupe.Router) (*llmroute.Router, *classifier) {
+	t.Helper()
+	cl := &classifier{table: table}
+	srv := httptest.NewServer(cl)
+	t.Cleanup(srv.Close)
+	rt, err := llmroute.New(llmroute.Config{Rules: r, LLM: llmagent.Config{BaseURL: srv.URL + "/v1", Model: "router-model", APIKeyEnv: "LLMROUTE_TEST_KEY", MaxRetries: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, cl
+}
+
+func input(query string) troupe.RouteInput {
+	return troupe.RouteInput{Query: query, ParsedQuery: map[string]any{"kpis": []any{}}, Available: available}
+}
+
+func TestRuleMatchAsksNoModel(t *testing.T) {
+	rt, cl := newRouter(t, nil, rules())
+	dec, err := rt.Route(input("please deploy the churn model"), troupe.Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Target != "model_deployer" || dec.Metadata["source"] != "trigger" || cl.requests() != 0 {
+		t.Errorf("decision %+v after %d model requests", dec, cl.requests())
+	}
+}
+
+func TestClassifiesWhenNoRuleMatches(t *testing.T) {
+	rt, cl := newRouter(t, map[string]string{"why did sales drop in Q3?": `{"intent":"causal"}`}, rules())
+	dec, err := rt.Route(input("why did sales drop in Q3?"), troupe.Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := troupe.RoutingDecision{
+		Target: "causal_impact",
+		Reason: `no rule matched the message; router-model classified its intent as "causal": intent "causal" routes to causal_impact (candidate 1 of 1)`,
+		Metadata: map[string]any{"source": "intent", "intent": "causal", "candidates": []string{"causal_impact"},
+			"classifier": "llm", "llm_intent": "causal", "llm_model": "router-model"},
+	}
+	if diff := cmp.Diff(want, dec); diff != "" {
+		t.Errorf("decision (-want +got):\n%s", diff)
+	}
+	body := cl.bodies[0]
+	rf := body["response_format"].(map[string]any)["json_schema"].(map[string]any)
+	enum := rf["schema"].(map[string]any)["properties"].(map[string]any)["intent"].(map[string]any)["enum"]
+	if body["temperature"] != 0.0 || body["seed"] != 0.0 || len(enum.([]any)) != 8 {
+		t.Errorf("request: temperature %v seed %v enum %v", body["temperature"], body["seed"], enum)
+	}
+	system := body["messages"].([]any)[0].(map[string]any)["content"].(string)
+	for _, in := range llmroute.Intents {
+		if !strings.Contains(system, "- "+in.Name+": ") {
+			t.Errorf("system prompt does not list %s:\n%s", in.Name, system)
+		}
+	}
+}
+
+func TestSameInputsSameDecision(t *testing.T) {
+	rt, cl := newRouter(t, map[string]string{"how has churn moved this year": `{"intent":"trend"}`}, rules())
+	var first []byte
+	var wg sync.WaitGroup
+	decs := make([][]byte, 8)
+	for i := range decs {
+		wg.Go(func() {
+			dec, err := rt.Route(input("how has churn moved this year"), troupe.Context{})
+			if err != nil {
+				t.Error(err)
+			}
+			decs[i], _ = json.Marshal(dec)
+		})
+	}
+	wg.Wait()
+	first = decs[0]
+	for i, d := range decs {
+		if string(d) != string(first) {
+			t.Errorf("decision %d differs:\n%s\n%s", i, d, first)
+		}
+	}
+	again, _ := rt.Route(input("how has churn moved this year"), troupe.Context{})
+	if b, _ := json.Marshal(again); string(b) != string(first) || !strings.Contains(string(b), `"drift_monitor"`) {
+		t.Errorf("later decision %s, want %s", b, first)
+	}
+	if n := cl.requests(); n > 2 {
+		// Concurrent first calls share one request; at most one straggler may start after the
+		// shared call finished and before the cache was read, never one per call.
+		t.Errorf("%d model requests for one input", n)
+	}
+}
+
+func TestFallsBackToDefault(t *testing.T) {
+	tests := []struct {
+		name, answer, reason string
+		requests             int // after two calls: failed classifications are not cached
+	}{
+		{"label not an intent", `{"intent":"astrology"}`, "astrology", 2},
+		{"not JSON", `causal, I think`, "not JSON", 2},
+		{"server error", "HTTP 503", "HTTP 503", 2},
+		{"rules place no agent for the intent", `{"intent":"monitoring"}`, `no agent for intent "monitoring"`, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, cl := newRouter(t, map[string]string{"tell me something": tc.answer}, rules())
+			dec, err := rt.Route(input("tell me something"), troupe.Context{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, _ := dec.Metadata["llm_fallback"].(string)
+			if dec.Target != "explainer" || dec.Metadata["source"] != "default" || !strings.Contains(fb, tc.reason) || !strings.Contains(dec.Reason, "LLM classification failed") {
+				t.Errorf("decision %+v, want the default with a reason mentioning %q", dec, tc.reason)
+			}
+			again, _ := rt.Route(input("tell me something"), troupe.Context{})
+			if n := cl.requests(); n != tc.requests || !cmp.Equal(again, dec) {
+				t.Errorf("%d requests, want %d; second decision %+v", n, tc.requests, again)
+			}
+		})
+	}
+}
+
+func TestTransportFailureFallsBack(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	rt, err := llmroute.New(llmroute.Config{Rules: rules(), LLM: llmagent.Config{BaseURL: url + "/v1", Model: "m", MaxRetries: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := rt.Route(input("anything at all"), troupe.Context{})
+	if err != nil || dec.Target != "explainer" || dec.Metadata["llm_fallback"] == nil {
+		t.Errorf("decision %+v, err %v", dec, err)
+	}
+}
+
+func TestNoDefaultReturnsTheRulesErrorWithTheReason(t *testing.T) {
+	r := rules()
+	r.Default = ""
+	rt, _ := newRouter(t, map[string]string{"hmm": `{"intent":"astrology"}`}, r)
+	_, err := rt.Route(input("hmm"), troupe.Context{})
+	if !errors.Is(err, troupe.ErrUnknownAgent) || !strings.Contains(err.Error(), "LLM classification failed") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  llmroute.Config
+		want string
+	}{
+		{llmroute.Config{LLM: llmagent.Config{Model: "m"}}, "rules: required"},
+		{llmroute.Config{Rules: rules(), Intents: []llmroute.Intent{}, LLM: llmagent.Config{Model: "m"}}, "intents: empty"},
+		{llmroute.Config{Rules: rules(), Intents: []llmroute.Intent{{"a", ""}, {"a", ""}}, LLM: llmagent.Config{Model: "m"}}, `repeated name "a"`},
+		{llmroute.Config{Rules: rules()}, "model: required"},
+	} {
+		if _, err := llmroute.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "llmroute: ") {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}
