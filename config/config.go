@@ -58,13 +58,13 @@ type Agent struct {
 	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 
-	Builtin    *BuiltinSpec `json:"builtin,omitempty"`
-	Exec       *ExecSpec    `json:"exec,omitempty"`
-	HTTP       *HTTPSpec    `json:"http,omitempty"`
-	Sequential *FlowSpec    `json:"sequential,omitempty"`
-	Parallel   *FlowSpec    `json:"parallel,omitempty"`
-	Loop       *LoopSpec    `json:"loop,omitempty"`
-	Bundle     *BundleSpec  `json:"bundle,omitempty"`
+	Builtin    *BuiltinSpec    `json:"builtin,omitempty"`
+	Exec       *ExecSpec       `json:"exec,omitempty"`
+	HTTP       *HTTPSpec       `json:"http,omitempty"`
+	Sequential *SequentialSpec `json:"sequential,omitempty"`
+	Parallel   *ParallelSpec   `json:"parallel,omitempty"`
+	Loop       *LoopSpec       `json:"loop,omitempty"`
+	Bundle     *BundleSpec     `json:"bundle,omitempty"`
 }
 
 // The kinds of agent a file can declare. Each has a block of the same name in the agent.
@@ -113,9 +113,14 @@ type HTTPSpec struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// FlowSpec lists the agents of a sequential or parallel agent; MaxConcurrency caps a
-// parallel one (0 is the runtime's bound).
-type FlowSpec struct {
+// SequentialSpec lists the agents of a sequential agent, in the order they run.
+type SequentialSpec struct {
+	Agents []string `json:"agents"`
+}
+
+// ParallelSpec lists the agents of a parallel agent; MaxConcurrency caps how many run at
+// once (0 is the runtime's bound).
+type ParallelSpec struct {
 	Agents         []string `json:"agents"`
 	MaxConcurrency int      `json:"max_concurrency,omitempty"`
 }

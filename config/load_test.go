@@ -181,7 +181,9 @@ func TestE2IConfigMatchesTheGoExample(t *testing.T) {
 	if p.DefaultIntent != rules.DefaultIntent {
 		t.Errorf("default intent %q, Go %q", p.DefaultIntent, rules.DefaultIntent)
 	}
-	conv := func(ks config.Keywords) e2i.Keywords { return e2i.Keywords{Words: ks.Words, Stems: ks.Stems, Phrases: ks.Phrases} }
+	conv := func(ks config.Keywords) e2i.Keywords {
+		return e2i.Keywords{Words: ks.Words, Stems: ks.Stems, Phrases: ks.Phrases}
+	}
 	var intents, secondary []e2i.IntentKeywords
 	for _, ik := range p.Intents {
 		intents = append(intents, e2i.IntentKeywords{Intent: ik.Intent, Keywords: conv(ik.Keywords)})

@@ -1,0 +1,161 @@
+package config_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/config"
+	"github.com/troupehq/troupe/engine"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func mustParse(t *testing.T, src string) *config.File {
+	t.Helper()
+	f, err := config.Parse("testdata/t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// echo answers with what it was given, or with the result its script says.
+func echo(result map[string]any) troupe.AgentFunc {
+	return func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		r := map[string]any{"intent": d.ParsedQuery["intent"]}
+		for k, v := range result {
+			r[k] = v
+		}
+		return &troupe.Result{Status: troupe.StatusCompleted, AgentResult: r}, nil
+	}
+}
+
+func TestBuild(t *testing.T) {
+	builtins := troupe.NewRegistry()
+	builtins.MustAdd("judge_v2", echo(nil), troupe.Describe("judges"))
+	builtins.MustAdd("other", echo(nil))
+
+	f := mustParse(t, `
+version: 1
+agents:
+  judge: {kind: builtin, builtin: {name: judge_v2}, writes: [verdict], timeout: 3s}
+  other: {kind: builtin, after: [judge], description: mine}
+  pair: {kind: sequential, sequential: {agents: [judge, other]}}
+`)
+	var built []string
+	seq := func(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+		var kids []troupe.Agent
+		for _, n := range a.Sequential.Agents {
+			k, err := b.Agent(ctx, n)
+			if err != nil {
+				return nil, err
+			}
+			kids = append(kids, k)
+		}
+		built = append(built, fmt.Sprintf("%s of %d", a.Name, len(kids)))
+		return kids[0], nil
+	}
+	reg, err := config.Build(t.Context(), f, config.Options{Builtins: builtins, Factories: config.Factories{config.KindSequential: seq}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(reg.Names(), " "); got != "judge other pair" {
+		t.Errorf("names %q", got)
+	}
+	judge, _ := reg.Spec("judge")
+	if judge.Description != "judges" || judge.Timeout.Seconds() != 3 || judge.Writes[0] != "verdict" {
+		t.Errorf("judge spec %+v: want the builtin's description, the file's timeout and writes", judge)
+	}
+	other, _ := reg.Spec("other")
+	if other.Description != "mine" || other.DependsOn[0] != "judge" {
+		t.Errorf("other spec %+v", other)
+	}
+	if len(built) != 1 || built[0] != "pair of 2" {
+		t.Errorf("factory calls %v", built)
+	}
+
+	// What the program does not have is an error naming the agent.
+	_, err = config.Build(t.Context(), f, config.Options{Builtins: troupe.NewRegistry()})
+	for _, want := range []string{`agents.judge: no builtin agent "judge_v2"`, "agents.pair: kind sequential is not supported by this program"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+// Declared schemas are enforced at run time: a dispatch whose parsed query does not meet the
+// input schema is blocked, and a result that does not meet the output schema is recorded as
+// failed, never accepted.
+func TestSchemasEnforced(t *testing.T) {
+	builtins := troupe.NewRegistry()
+	builtins.MustAdd("good", echo(map[string]any{"verdict": "yes"}))
+	builtins.MustAdd("bad", echo(map[string]any{"verdict": 7}))
+	f := mustParse(t, `
+version: 1
+agents:
+  good:
+    kind: builtin
+    input_schema: {type: object, required: [intent], properties: {intent: {enum: [check]}}}
+    output_schema: schemas/verdict.json
+  bad:
+    kind: builtin
+    output_schema: schemas/verdict.json
+error_policy: {on_error: continue, min_success_rate: 0}
+`)
+	reg, err := config.Build(t.Context(), f, config.Options{Builtins: builtins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(intent string) map[string]*troupe.Result {
+		eng, err := engine.New(engine.Config{Registry: reg, Policy: f.Policy()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := map[string]*troupe.Result{}
+		for ev, err := range eng.Run(t.Context(), troupe.Request{Query: "q", ParsedQuery: map[string]any{"intent": intent}}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, ok := ev.Data.(*troupe.Result); ok {
+				results[ev.Agent] = r
+			}
+		}
+		return results
+	}
+	res := run("check")
+	if r := res["good"]; r == nil || r.Status != troupe.StatusCompleted {
+		t.Errorf("good: %+v", r)
+	}
+	r := res["bad"]
+	if r == nil || r.Status == troupe.StatusCompleted || len(r.Errors) == 0 || r.Errors[0].Code != troupe.CodeBlocked ||
+		!strings.Contains(r.Errors[0].Message, "output does not meet its schema: verdict: got number, want string") {
+		t.Errorf("bad's result was not recorded as invalid: %+v", r)
+	}
+	res = run("other")
+	if r := res["good"]; r == nil || r.Status == troupe.StatusCompleted || !strings.Contains(r.Errors[0].Message, "input does not meet its schema: intent: value must be 'check'") {
+		t.Errorf("good with an input its schema refuses: %+v", r)
+	}
+}
+
+func ExampleLoad() {
+	f, err := config.Load("../examples/e2i")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(f.Order), "agents; the first intent rule:", f.Routing.Intents[0].Intent, f.Routing.Intents[0].Primary)
+	cat, _ := config.Catalog(f)
+	p, _, _ := f.PlanRules().Select(&troupe.SelectionCriteria{IntentType: "causal", Entities: map[string][]string{"kpis": {"NRx"}}}, cat)
+	for _, s := range p {
+		fmt.Printf("%s %.2f\n", s.Agent, s.Score)
+	}
+	// Output:
+	// 17 agents; the first intent rule: causal [causal_impact]
+	// causal_impact 1.00
+	// gap_analyzer 0.85
+	// explainer 0.80
+}

@@ -1,0 +1,216 @@
+package config_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe/config"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/config.md from the schema")
+
+// docs/config.md is generated from troupe.schema.json: every field of the schema, and
+// nothing else, with its type, whether it is required and the schema's description.
+// go test ./config -run TestConfigReference -update rewrites it.
+func TestConfigReference(t *testing.T) {
+	got := reference(t)
+	const path = "../docs/config.md"
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./config -run TestConfigReference -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("docs/config.md is not what troupe.schema.json says; run go test ./config -run TestConfigReference -update (-file +schema):\n%s", diff)
+	}
+}
+
+func reference(t *testing.T) string {
+	var root map[string]any
+	if err := json.Unmarshal(config.Schema, &root); err != nil {
+		t.Fatal(err)
+	}
+	defs := root["$defs"].(map[string]any)
+	resolve := func(s map[string]any) map[string]any {
+		if ref, ok := s["$ref"].(string); ok {
+			r := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
+			merged := map[string]any{}
+			for k, v := range r {
+				merged[k] = v
+			}
+			for k, v := range s {
+				if k != "$ref" {
+					merged[k] = v
+				}
+			}
+			return merged
+		}
+		return s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Configuration reference
+
+<!-- Generated from config/troupe.schema.json by go test ./config -run TestConfigReference -update. Do not edit. -->
+
+A troupe configuration is one YAML file, usually troupe.yaml. It describes %s
+Its JSON Schema, [config/troupe.schema.json](../config/troupe.schema.json), lets editors complete and
+check it; add this first line to a file for editors using the YAML language server:
+
+    # yaml-language-server: $schema=https://raw.githubusercontent.com/troupehq/troupe/main/config/troupe.schema.json
+
+troupe validate FILE checks a file, reporting every problem at once as file:line:column: field: problem.
+Unknown fields are errors everywhere except in the free-form maps marked *map* below.
+Durations are written as Go writes them: 30s, 1m30s, 250ms.
+
+Each section lists an object's fields: name, type, whether it is required, and what it means.
+`, root["description"])
+	type section struct {
+		path   string
+		schema map[string]any
+	}
+	queue := []section{{"(top level)", root}}
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		sec := queue[0]
+		queue = queue[1:]
+		s := resolve(sec.schema)
+		props, _ := s["properties"].(map[string]any)
+		if seen[sec.path] || len(props) == 0 {
+			continue
+		}
+		seen[sec.path] = true
+		fmt.Fprintf(&b, "\n## %s\n\n", sec.path)
+		if d, ok := s["description"].(string); ok && sec.path != "(top level)" {
+			b.WriteString(d + "\n\n")
+		}
+		b.WriteString("| field | type | required | description |\n| --- | --- | --- | --- |\n")
+		var req []string
+		for _, r := range asSlice(s["required"]) {
+			req = append(req, r.(string))
+		}
+		var names []string
+		for k := range props {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		names = orderLike(names) // as the schema lists them
+		for _, n := range names {
+			ps := resolve(props[n].(map[string]any))
+			full := n
+			if sec.path != "(top level)" {
+				full = sec.path + "." + n
+			}
+			typ, child := typeOf(ps, resolve, full)
+			r := ""
+			if slices.Contains(req, n) {
+				r = "yes"
+			}
+			desc, _ := ps["description"].(string)
+			if e := enumOf(ps); e != "" {
+				desc += " One of " + e + "."
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", n, typ, r, strings.ReplaceAll(desc, "|", "\\|"))
+			if child != nil {
+				queue = append(queue, section{child.path, child.schema})
+			}
+		}
+	}
+	return b.String()
+}
+
+type childSection struct {
+	path   string
+	schema map[string]any
+}
+
+// typeOf names a property's type and returns the object section it leads to, if any.
+func typeOf(s map[string]any, resolve func(map[string]any) map[string]any, path string) (string, *childSection) {
+	if _, ok := s["const"]; ok {
+		return fmt.Sprintf("`%v`", s["const"]), nil
+	}
+	if _, ok := s["enum"]; ok {
+		return "string", nil
+	}
+	if p, ok := s["pattern"].(string); ok && strings.Contains(p, "(ns|us") {
+		return "duration", nil
+	}
+	switch tt := s["type"].(type) {
+	case []any:
+		var parts []string
+		for _, x := range tt {
+			parts = append(parts, x.(string))
+		}
+		return strings.Join(parts, " or "), nil
+	case string:
+		switch tt {
+		case "array":
+			items, _ := s["items"].(map[string]any)
+			if items == nil {
+				return "list", nil
+			}
+			it, child := typeOf(resolve(items), resolve, path+"[]")
+			return "list of " + it, child
+		case "object":
+			if _, ok := s["properties"]; ok {
+				return fmt.Sprintf("[object](#%s)", anchor(path)), &childSection{path, s}
+			}
+			if ap, ok := s["additionalProperties"].(map[string]any); ok {
+				vt, child := typeOf(resolve(ap), resolve, path+".*NAME*")
+				return "map of " + vt, child
+			}
+			return "*map* (any fields)", nil
+		}
+		return tt, nil
+	}
+	return "any", nil
+}
+
+func anchor(path string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(path) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func enumOf(s map[string]any) string {
+	var vals []string
+	for _, v := range asSlice(s["enum"]) {
+		vals = append(vals, fmt.Sprintf("`%v`", v))
+	}
+	return strings.Join(vals, ", ")
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
+
+// orderLike orders an object's field names as the schema file lists them.
+func orderLike(names []string) []string {
+	raw := string(config.Schema)
+	idx := func(n string) int {
+		i := strings.Index(raw, `"`+n+`": {`)
+		if i < 0 {
+			return len(raw)
+		}
+		return i
+	}
+	out := slices.Clone(names)
+	slices.SortStableFunc(out, func(a, b string) int { return idx(a) - idx(b) })
+	return out
+}

@@ -1,0 +1,57 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/troupehq/troupe/config"
+)
+
+// FuzzLoad feeds the loader arbitrary bytes, seeded with every checked-in configuration and
+// the broken one. It must never panic; a file it accepts must build a catalog and rules the
+// runtime accepts; a file it rejects must say where, for every problem.
+func FuzzLoad(f *testing.F) {
+	for _, p := range append(exampleConfigs(f), "testdata/bad.yaml") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("a: &a [*a]"))
+	f.Add([]byte("version: 1\nagents: {a: {kind: loop, loop: {agent: a, max_iterations: 1}}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := config.Parse("fuzz.yaml", data)
+		if err != nil {
+			var es config.Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("error %v (%T) is not config.Errors", err, err)
+			}
+			for _, e := range es {
+				if e.File != "fuzz.yaml" || e.Line < 1 || e.Column < 1 || e.Problem == "" {
+					t.Fatalf("problem without a place: %#v", e)
+				}
+			}
+			return
+		}
+		cat, err := config.Catalog(file)
+		if err != nil {
+			t.Fatalf("accepted file does not catalogue: %v", err)
+		}
+		if r := file.PlanRules(); r != nil {
+			if err := r.Validate(cat); err != nil {
+				t.Fatalf("accepted routing the planner rejects: %v", err)
+			}
+		}
+		if r := file.RouteRules(); r != nil {
+			if err := r.Validate(cat); err != nil {
+				t.Fatalf("accepted coordinator the router rejects: %v", err)
+			}
+		}
+		p := file.Policy()
+		if err := p.Validate(cat); err != nil {
+			t.Fatalf("accepted policy the engine rejects: %v", err)
+		}
+	})
+}
