@@ -277,19 +277,11 @@ func compileSchemas(spec *troupe.AgentSpec) (*agentSchemas, error) {
 	if spec.InputSchema == nil && spec.OutputSchema == nil {
 		return nil, nil
 	}
-	sc := &agentSchemas{}
-	var err error
-	if spec.InputSchema != nil {
-		if sc.in, err = schema.Compile(spec.Name+" input", spec.InputSchema); err != nil {
-			return nil, fmt.Errorf("agent %s: input schema: %w", spec.Name, err)
-		}
+	in, out, err := schema.CompileAgent(spec.Name, spec.InputSchema, spec.OutputSchema)
+	if err != nil {
+		return nil, err
 	}
-	if spec.OutputSchema != nil {
-		if sc.out, err = schema.Compile(spec.Name+" output", spec.OutputSchema); err != nil {
-			return nil, fmt.Errorf("agent %s: output schema: %w", spec.Name, err)
-		}
-	}
-	return sc, nil
+	return &agentSchemas{in: in, out: out}, nil
 }
 
 // writersOf is a STATE_MISSING error's fallback action: run the agents that declare writes of

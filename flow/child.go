@@ -65,19 +65,8 @@ func compile(what string, specs []*troupe.AgentSpec) ([]member, error) {
 }
 
 func compileOne(s *troupe.AgentSpec) (member, error) {
-	m := member{spec: s}
-	var err error
-	if s.InputSchema != nil {
-		if m.in, err = schema.Compile(s.Name+" input", s.InputSchema); err != nil {
-			return m, fmt.Errorf("agent %s: input schema: %w", s.Name, err)
-		}
-	}
-	if s.OutputSchema != nil {
-		if m.out, err = schema.Compile(s.Name+" output", s.OutputSchema); err != nil {
-			return m, fmt.Errorf("agent %s: output schema: %w", s.Name, err)
-		}
-	}
-	return m, nil
+	in, out, err := schema.CompileAgent(s.Name, s.InputSchema, s.OutputSchema)
+	return member{spec: s, in: in, out: out}, err
 }
 
 // lazy compiles members once and keeps the outcome.
@@ -92,30 +81,43 @@ func (l *lazy) get(what string, specs []*troupe.AgentSpec) ([]member, error) {
 	return l.members, l.err
 }
 
-// view is session state as a nested dispatch sees it.
-type view interface {
+// reader reads session state.
+type reader interface {
 	get(key string) (any, bool)
+}
+
+// view is session state as a nested dispatch sees it: readable and writable.
+type view interface {
+	reader
 	set(delta map[string]any)
 }
 
-// parentView reads the enclosing dispatch's state and keeps the composite's own writes on top.
-type parentView struct {
-	parent *troupe.Dispatch
+// dispatchState reads the state an enclosing dispatch sees.
+type dispatchState struct{ d *troupe.Dispatch }
+
+func (s dispatchState) get(k string) (any, bool) { return s.d.State(k) }
+
+// overlay keeps writes on top of what it reads below: a composite's writes over its dispatch's
+// state, or one parallel branch's over the frozen state of its group.
+type overlay struct {
+	below  reader
 	mu     sync.Mutex
 	writes map[string]any
 }
 
-func (v *parentView) get(k string) (any, bool) {
+func over(d *troupe.Dispatch) *overlay { return &overlay{below: dispatchState{d}} }
+
+func (v *overlay) get(k string) (any, bool) {
 	v.mu.Lock()
 	x, ok := v.writes[k]
 	v.mu.Unlock()
 	if ok {
 		return x, true
 	}
-	return v.parent.State(k)
+	return v.below.get(k)
 }
 
-func (v *parentView) set(delta map[string]any) {
+func (v *overlay) set(delta map[string]any) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.writes == nil {
@@ -124,7 +126,7 @@ func (v *parentView) set(delta map[string]any) {
 	maps.Copy(v.writes, delta)
 }
 
-func (v *parentView) snapshot() map[string]any {
+func (v *overlay) snapshot() map[string]any {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return maps.Clone(v.writes)
@@ -134,9 +136,9 @@ func (v *parentView) snapshot() map[string]any {
 // was, each key captured the first time any branch reads it, so no branch sees another's writes
 // nor a change made outside the group while it runs.
 type frozen struct {
-	base view
-	mu   sync.Mutex
-	seen map[string]frozenValue
+	below reader
+	mu    sync.Mutex
+	seen  map[string]frozenValue
 }
 
 type frozenValue struct {
@@ -150,7 +152,7 @@ func (f *frozen) get(k string) (any, bool) {
 	if x, hit := f.seen[k]; hit {
 		return x.v, x.ok
 	}
-	v, ok := f.base.get(k)
+	v, ok := f.below.get(k)
 	if f.seen == nil {
 		f.seen = make(map[string]frozenValue)
 	}
@@ -158,32 +160,12 @@ func (f *frozen) get(k string) (any, bool) {
 	return v, ok
 }
 
-func (f *frozen) set(map[string]any) { panic("flow: frozen state is read-only") }
-
-// branchView is one parallel branch's state: the frozen state plus its own writes.
-type branchView struct {
-	base   *frozen
-	mu     sync.Mutex
-	writes map[string]any
-}
-
-func (v *branchView) get(k string) (any, bool) {
-	v.mu.Lock()
-	x, ok := v.writes[k]
-	v.mu.Unlock()
-	if ok {
-		return x, true
+// bound returns n, or def when n is 0 (a config's zero value is bounded, never unlimited).
+func bound(n, def int) int {
+	if n == 0 {
+		return def
 	}
-	return v.base.get(k)
-}
-
-func (v *branchView) set(delta map[string]any) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.writes == nil {
-		v.writes = make(map[string]any, len(delta))
-	}
-	maps.Copy(v.writes, delta)
+	return n
 }
 
 // nested is the runtime of a dispatch a composite runs itself: state from its view, events to

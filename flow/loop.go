@@ -84,12 +84,9 @@ func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutco
 	if d == nil {
 		d = troupe.NewDispatch()
 	}
-	limit := l.cfg.MaxIterations
-	if limit == 0 {
-		limit = DefaultMaxIterations
-	}
+	limit := bound(l.cfg.MaxIterations, DefaultMaxIterations)
 	f := frameOf(d)
-	st := &parentView{parent: d}
+	st := over(d)
 	out := &LoopOutcome{}
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
 	for cycle := 1; cycle <= limit; cycle++ {

@@ -176,13 +176,10 @@ func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	if d == nil {
 		d = troupe.NewDispatch()
 	}
-	limit := p.cfg.MaxConcurrent
-	if limit == 0 {
-		limit = DefaultMaxConcurrent
-	}
+	limit := bound(p.cfg.MaxConcurrent, DefaultMaxConcurrent)
 	f := frameOf(d)
-	base := &frozen{base: &parentView{parent: d}}
-	views := make([]*branchView, len(ms))
+	base := &frozen{below: dispatchState{d}}
+	views := make([]*overlay, len(ms))
 	out := &ParallelOutcome{Results: make([]*troupe.Result, len(ms)), Winner: -1}
 
 	gctx, cancel := context.WithCancelCause(ctx)
@@ -205,7 +202,7 @@ launch:
 			<-sem
 			break
 		}
-		views[i] = &branchView{base: base}
+		views[i] = &overlay{below: base}
 		in := input{id: childID(d.DispatchID, saltBranch, uint64(i)), query: d.Query, parsed: d.ParsedQuery, upstream: upstream,
 			mode: troupe.Parallel, reason: fmt.Sprintf("branch %d of %d of a parallel group (%s)", i+1, len(ms), p.cfg.Strategy)}
 		wg.Go(func() {
@@ -251,7 +248,7 @@ launch:
 }
 
 // merge combines the branches' writes in agent order; keys with different values conflict.
-func merge(ms []member, views []*branchView, counted []bool) (map[string]any, []StateConflict) {
+func merge(ms []member, views []*overlay, counted []bool) (map[string]any, []StateConflict) {
 	var state map[string]any
 	byKey := map[string][]BranchValue{}
 	var keys []string

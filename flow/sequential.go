@@ -93,7 +93,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 		d = troupe.NewDispatch()
 	}
 	f := frameOf(d)
-	st := &parentView{parent: d}
+	st := over(d)
 	out := &SequenceOutcome{}
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
 	var prev *Handoff

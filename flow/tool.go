@@ -116,7 +116,7 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	if len(stack) > 0 {
 		in.reason += " by " + stack[len(stack)-1]
 	}
-	res, cause := f.run(context.WithValue(ctx, stackKey{}, next), &ms[0], in, &parentView{parent: caller})
+	res, cause := f.run(context.WithValue(ctx, stackKey{}, next), &ms[0], in, over(caller))
 	if res.Status != troupe.StatusCompleted {
 		if cause != nil && res.Status == troupe.StatusFailed {
 			// The agent's own error, typed errors included (a cycle found deeper down).

@@ -43,6 +43,22 @@ func Compile(name string, raw json.RawMessage) (*Schema, error) {
 	return &Schema{s: s}, nil
 }
 
+// CompileAgent compiles an agent's declared input and output schemas (either may be nil,
+// giving a nil *Schema); errors name the agent and which schema.
+func CompileAgent(agent string, input, output json.RawMessage) (in, out *Schema, err error) {
+	if input != nil {
+		if in, err = Compile(agent+" input", input); err != nil {
+			return nil, nil, fmt.Errorf("agent %s: input schema: %w", agent, err)
+		}
+	}
+	if output != nil {
+		if out, err = Compile(agent+" output", output); err != nil {
+			return nil, nil, fmt.Errorf("agent %s: output schema: %w", agent, err)
+		}
+	}
+	return in, out, nil
+}
+
 // Problem is one way a value fails a schema: where (a JSON pointer into the value, "" for the
 // value itself) and what.
 type Problem struct {
