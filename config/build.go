@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/schema"
 	"github.com/troupehq/troupe/plan"
 	"github.com/troupehq/troupe/route"
 )
@@ -100,7 +100,7 @@ func (b *Builder) Path(p string) string {
 }
 
 // Build builds every agent of f and registers it with what it declares: description, reads,
-// writes, after, timeout, and a guardrail checking its input and output schemas. Agents are
+// writes, after, timeout, and its input and output schemas, which the engine enforces. Agents are
 // registered in file order. Errors name the agent and its place in the file.
 func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error) {
 	b := &Builder{File: f, Builtins: opts.Builtins, kinds: opts.Factories, built: map[string]troupe.Agent{}, building: map[string]bool{}}
@@ -172,129 +172,74 @@ func specOptions(f *File, a *Agent, builtins *troupe.Registry) ([]troupe.Option,
 	if a.Timeout > 0 {
 		opts = append(opts, troupe.WithTimeout(time.Duration(a.Timeout)))
 	}
-	if len(a.InputSchema) > 0 || len(a.OutputSchema) > 0 {
-		g, err := schemaGuard(f.Dir, a)
+	// The engine (and flow, for members of composites) checks these: an input that does not
+	// meet its schema fails with INVALID_INPUT, an output with INVALID_OUTPUT.
+	if len(a.InputSchema) > 0 {
+		b, err := schemaBytes(f.Dir, a.InputSchema)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("input_schema: %w", err)
 		}
-		opts = append(opts, troupe.Guard(g))
+		opts = append(opts, troupe.InputSchema(b))
+	}
+	if len(a.OutputSchema) > 0 {
+		b, err := schemaBytes(f.Dir, a.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("output_schema: %w", err)
+		}
+		opts = append(opts, troupe.OutputSchema(b))
 	}
 	return opts, nil
 }
 
-// schemaGuard checks a dispatch's parsed_query against the agent's input schema and its
-// agent_result against the output schema; what does not conform is blocked, so an invalid
-// output is recorded as a failed result, never silently accepted.
-func schemaGuard(dir string, a *Agent) (troupe.Guardrail, error) {
-	var in, out *jsonschema.Schema
-	var err error
-	if len(a.InputSchema) > 0 {
-		if in, err = compileSchema(dir, a.InputSchema); err != nil {
-			return nil, fmt.Errorf("input_schema: %w", err)
-		}
-	}
-	if len(a.OutputSchema) > 0 {
-		if out, err = compileSchema(dir, a.OutputSchema); err != nil {
-			return nil, fmt.Errorf("output_schema: %w", err)
-		}
-	}
-	return troupe.GuardrailFuncs{
-		ID: "schema",
-		Before: func(_ context.Context, d *troupe.Dispatch) troupe.Verdict {
-			if in == nil {
-				return troupe.Verdict{}
-			}
-			return verdict("input", in, d.ParsedQuery)
-		},
-		After: func(_ context.Context, _ *troupe.Dispatch, r *troupe.Result) troupe.Verdict {
-			if out == nil || r == nil || r.Status != troupe.StatusCompleted {
-				return troupe.Verdict{}
-			}
-			return verdict("output", out, r.AgentResult)
-		},
-	}, nil
-}
-
-// verdict validates v (round-tripped through JSON, as the schema sees it) against s.
-func verdict(what string, s *jsonschema.Schema, v any) troupe.Verdict {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s is not JSON: %v", what, err)}
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s is not JSON: %v", what, err)}
-	}
-	if err := s.Validate(doc); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			var probs []string
-			for _, l := range leafErrors(ve) {
-				probs = append(probs, fmt.Sprintf("%s: %s", displayOr(pointer(l.InstanceLocation...)), l.ErrorKind.LocalizedString(printer)))
-			}
-			return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s does not meet its schema: %s", what, strings.Join(probs, "; "))}
-		}
-		return troupe.Verdict{Block: true, Reason: fmt.Sprintf("%s does not meet its schema: %v", what, err)}
-	}
-	return troupe.Verdict{}
-}
-
-func displayOr(ptr string) string {
-	if ptr == "" {
-		return "(root)"
-	}
-	return displayPath(ptr)
-}
-
-func leafErrors(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(e.Causes) == 0 {
-		return []*jsonschema.ValidationError{e}
-	}
-	var out []*jsonschema.ValidationError
-	for _, c := range e.Causes {
-		out = append(out, leafErrors(c)...)
-	}
-	return out
-}
-
-// compileSchema compiles an agent's schema: inline (an object or a boolean), or a path
+// schemaBytes returns an agent's schema: inline (an object or a boolean), or read from a path
 // (a string) relative to dir.
-func compileSchema(dir string, raw json.RawMessage) (*jsonschema.Schema, error) {
+func schemaBytes(dir string, raw json.RawMessage) (json.RawMessage, error) {
 	var path string
-	if json.Unmarshal(raw, &path) == nil {
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the schema: %w", err)
-		}
-		raw = b
+	if json.Unmarshal(raw, &path) != nil {
+		return raw, nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("the schema is not JSON: %w", err)
+		return nil, fmt.Errorf("cannot read the schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	const loc = "agent-schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
-	}
-	s, err := c.Compile(loc)
+	return b, nil
+}
+
+// compileSchema checks that an agent's schema compiles, as the engine will compile it.
+func compileSchema(dir, agent string, raw json.RawMessage) error {
+	b, err := schemaBytes(dir, raw)
 	if err != nil {
-		var sve *jsonschema.SchemaValidationError
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-			var probs []string
-			for _, l := range leafErrors(ve) {
-				probs = append(probs, fmt.Sprintf("%s: %s", displayOr(pointer(l.InstanceLocation...)), l.ErrorKind.LocalizedString(printer)))
+		return err
+	}
+	_, err = schema.Compile(agent, b)
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &sve) && errors.As(sve.Err, &ve):
+		// Name each problem of the schema by where it is in the schema, on one line.
+		var probs []string
+		var leaves func(e *jsonschema.ValidationError)
+		leaves = func(e *jsonschema.ValidationError) {
+			for _, c := range e.Causes {
+				leaves(c)
 			}
-			return nil, fmt.Errorf("invalid JSON Schema: %s", strings.Join(probs, "; "))
+			if len(e.Causes) == 0 {
+				where := displayPath(pointer(e.InstanceLocation...))
+				if where == "" {
+					where = "(root)"
+				}
+				probs = append(probs, where+": "+e.ErrorKind.LocalizedString(printer))
+			}
 		}
-		return nil, fmt.Errorf("invalid JSON Schema: %v", strings.ReplaceAll(err.Error(), "\n", " "))
+		leaves(ve)
+		return fmt.Errorf("invalid JSON Schema: %s", strings.Join(probs, "; "))
 	}
-	return s, nil
+	return fmt.Errorf("invalid JSON Schema: %s", strings.Join(strings.Fields(err.Error()), " "))
 }
 
 // PlanRules returns the file's routing section as plan rules, or nil when it has none.

@@ -131,12 +131,12 @@ error_policy: {on_error: continue, min_success_rate: 0}
 		t.Errorf("good: %+v", r)
 	}
 	r := res["bad"]
-	if r == nil || r.Status == troupe.StatusCompleted || len(r.Errors) == 0 || r.Errors[0].Code != troupe.CodeBlocked ||
-		!strings.Contains(r.Errors[0].Message, "output does not meet its schema: verdict: got number, want string") {
+	if r == nil || r.Status == troupe.StatusCompleted || len(r.Errors) == 0 || r.Errors[0].Code != troupe.CodeInvalidOutput ||
+		!strings.Contains(r.Errors[0].Message, "/verdict: got number, want string") {
 		t.Errorf("bad's result was not recorded as invalid: %+v", r)
 	}
 	res = run("other")
-	if r := res["good"]; r == nil || r.Status == troupe.StatusCompleted || !strings.Contains(r.Errors[0].Message, "input does not meet its schema: intent: value must be 'check'") {
+	if r := res["good"]; r == nil || r.Status == troupe.StatusCompleted || r.Errors[0].Code != troupe.CodeInvalidInput || !strings.Contains(r.Errors[0].Message, "/intent: value must be 'check'") {
 		t.Errorf("good with an input its schema refuses: %+v", r)
 	}
 }

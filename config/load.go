@@ -186,7 +186,7 @@ func check(t *tree, f *File) Errors {
 			raw   json.RawMessage
 		}{{"input_schema", a.InputSchema}, {"output_schema", a.OutputSchema}} {
 			if len(s.raw) > 0 {
-				if _, err := compileSchema(f.Dir, s.raw); err != nil {
+				if err := compileSchema(f.Dir, n, s.raw); err != nil {
 					c.add(base+"/"+s.field, err.Error())
 				}
 			}
