@@ -21,7 +21,7 @@ func diffAt(a, b any, ptr string, depth int, ops *[]Op) {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
 	if !aok || !bok || depth > maxDepth {
-		if !equalJSON(a, b, 0) {
+		if !equalJSON(a, b) {
 			*ops = append(*ops, Op{Op: "replace", Path: ptr, Value: b})
 		}
 		return

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // maxDepth bounds recursion into nested values; deeper than this, values are compared as
@@ -32,15 +35,15 @@ func Distance(a, b any, s *Schema) float64 {
 	if s != nil {
 		root = s.root
 	}
-	return dist(a, b, root, 0)
+	return dist(a, b, root, 0, nil)
 }
 
-func dist(a, b any, n *node, depth int) float64 {
+func dist(a, b any, n *node, depth int, kc keyCache) float64 {
 	if n == nil {
 		n = defaultNode
 	}
 	if depth > maxDepth {
-		return flag(equalJSON(a, b, depth))
+		return flag(equalJSON(a, b))
 	}
 	if x, ok := number(a); ok {
 		y, ok := number(b)
@@ -72,7 +75,7 @@ func dist(a, b any, n *node, depth int) float64 {
 		if !ok {
 			return 1
 		}
-		return objDist(x, y, n, depth)
+		return objDist(x, y, n, depth, kc)
 	case []any:
 		y, ok := b.([]any)
 		if !ok {
@@ -81,9 +84,9 @@ func dist(a, b any, n *node, depth int) float64 {
 		if isSet(x, y, n) {
 			return jaccard(x, y)
 		}
-		return seqDist(x, y, n, depth)
+		return seqDist(x, y, n, depth, kc)
 	}
-	return flag(equalJSON(a, b, depth))
+	return flag(equalJSON(a, b))
 }
 
 func flag(equal bool) float64 {
@@ -112,30 +115,65 @@ func numDist(x, y float64, n *node) float64 {
 	return d
 }
 
-func objDist(x, y map[string]any, n *node, depth int) float64 {
+func objDist(x, y map[string]any, n *node, depth int, kc keyCache) float64 {
 	if len(x) == 0 && len(y) == 0 {
 		return 0
 	}
 	var sum, total float64
-	// Keys in sorted order from both sides, so the sum is the same whichever side is a.
-	for _, k := range unionKeys(x, y) {
-		c := n.prop(k)
-		if c.weight == 0 {
-			continue
+	add := func(k string, d float64) {
+		if c := n.prop(k); c.weight != 0 {
+			if d < 0 {
+				d = dist(x[k], y[k], c, depth+1, kc)
+			}
+			sum += c.weight * d
+			total += c.weight
 		}
-		xv, inX := x[k]
-		yv, inY := y[k]
-		d := 1.0
-		if inX && inY {
-			d = dist(xv, yv, c, depth+1)
+	}
+	// Walk the union of keys in sorted order, merging both sides' sorted keys, so the sum is
+	// the same whichever side is a.
+	xs, ys := kc.sorted(x), kc.sorted(y)
+	i, j := 0, 0
+	for i < len(xs) || j < len(ys) {
+		switch {
+		case j == len(ys) || i < len(xs) && xs[i] < ys[j]:
+			add(xs[i], 1) // only in x
+			i++
+		case i == len(xs) || ys[j] < xs[i]:
+			add(ys[j], 1) // only in y
+			j++
+		default:
+			add(xs[i], -1) // in both: compare
+			i++
+			j++
 		}
-		sum += c.weight * d
-		total += c.weight
 	}
 	if total == 0 {
 		return 0
 	}
 	return clamp01(sum / total)
+}
+
+// keyCache remembers the sorted keys of objects compared many times (each replicate's objects
+// meet every other replicate's); nil sorts every time.
+type keyCache map[uintptr][]string
+
+func (kc keyCache) sorted(m map[string]any) []string {
+	var id uintptr
+	if kc != nil {
+		id = reflect.ValueOf(m).Pointer()
+		if ks, ok := kc[id]; ok {
+			return ks
+		}
+	}
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	if kc != nil {
+		kc[id] = ks
+	}
+	return ks
 }
 
 func unionKeys(x, y map[string]any) []string {
@@ -152,7 +190,7 @@ func unionKeys(x, y map[string]any) []string {
 	return keys
 }
 
-func seqDist(x, y []any, n *node, depth int) float64 {
+func seqDist(x, y []any, n *node, depth int, kc keyCache) float64 {
 	l := max(len(x), len(y))
 	if l == 0 {
 		return 0
@@ -161,7 +199,7 @@ func seqDist(x, y []any, n *node, depth int) float64 {
 	var sum float64
 	for i := range l {
 		if i < len(x) && i < len(y) {
-			sum += dist(x[i], y[i], it, depth+1)
+			sum += dist(x[i], y[i], it, depth+1, kc)
 		} else {
 			sum++
 		}
@@ -226,30 +264,8 @@ func indexOf(s []any, v any) int {
 	return -1
 }
 
-// sameElement is set membership: numbers by value, scalars exactly, containers as canonical JSON.
-func sameElement(a, b any) bool {
-	switch x := a.(type) {
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case nil:
-		return b == nil
-	case map[string]any, []any:
-		switch b.(type) {
-		case map[string]any, []any:
-			return key(a) == key(b)
-		}
-		return false
-	}
-	if x, ok := number(a); ok {
-		y, ok := number(b)
-		return ok && (x == y || x != x && y != y)
-	}
-	return key(a) == key(b)
-}
+// sameElement is set membership: JSON values equal as JSON (numbers by value).
+func sameElement(a, b any) bool { return jsonvalue.Equal(a, b) }
 
 func jaccardHashed(x, y []any) float64 {
 	xs := make(map[string]struct{}, len(x))
@@ -351,9 +367,7 @@ func writeCanonical(sb *strings.Builder, v any, depth int) {
 	}
 }
 
-func equalJSON(a, b any, depth int) bool {
-	return canonical(a, depth) == canonical(b, depth)
-}
+func equalJSON(a, b any) bool { return jsonvalue.Equal(a, b) }
 
 func clamp01(x float64) float64 {
 	switch {

@@ -105,7 +105,8 @@ type field struct {
 func Summarize(in []Input, opts Options) Summary {
 	lim := opts.Limits.WithDefaults()
 	root := opts.root()
-	fields := flatten(in, root)
+	kc := keyCache{}
+	fields := flatten(in, root, kc)
 
 	valid := make([]int, 0, len(in))
 	withData := make([]int, 0, len(in))
@@ -123,7 +124,7 @@ func Summarize(in []Input, opts Options) Summary {
 		Disagreements: []Disagreement{},
 		Distributions: map[string]Distribution{},
 	}
-	raw := matrix(in, root)
+	raw := matrix(in, root, kc)
 	s.Confidence = round(confidence(raw, valid))
 	s.PairwiseDistance = roundMatrix(raw)
 
@@ -172,7 +173,7 @@ func Matrix(in []Input, s *Schema) [][]float64 {
 	if s != nil {
 		root = s.root
 	}
-	return roundMatrix(matrix(in, root))
+	return roundMatrix(matrix(in, root, keyCache{}))
 }
 
 func roundMatrix(m [][]float64) [][]float64 {
@@ -184,7 +185,7 @@ func roundMatrix(m [][]float64) [][]float64 {
 	return m
 }
 
-func matrix(in []Input, root *node) [][]float64 {
+func matrix(in []Input, root *node, kc keyCache) [][]float64 {
 	n := len(in)
 	cells := make([]float64, n*n)
 	m := make([][]float64, n)
@@ -195,7 +196,7 @@ func matrix(in []Input, root *node) [][]float64 {
 		for j := i + 1; j < n; j++ {
 			d := 1.0
 			if in[i].Data != nil && in[j].Data != nil {
-				d = dist(in[i].Data, in[j].Data, root, 0)
+				d = dist(in[i].Data, in[j].Data, root, 0, kc)
 			}
 			m[i][j], m[j][i] = d, d
 		}
@@ -239,14 +240,14 @@ func round(x float64) float64 {
 }
 
 // flatten lists the leaf paths of every replicate's data, sorted by path.
-func flatten(in []Input, root *node) []*field {
+func flatten(in []Input, root *node, kc keyCache) []*field {
 	byPath := map[string]*field{}
 	var fields []*field
 	for i := range in {
 		if in[i].Data == nil {
 			continue
 		}
-		walk(in[i].Data, "", root, 0, func(path string, v any, n *node) {
+		walk(in[i].Data, "", root, 0, kc, func(path string, v any, n *node) {
 			f, ok := byPath[path]
 			if !ok {
 				f = &field{path: path, n: n, vals: make([]any, len(in)), has: make([]bool, len(in))}
@@ -262,7 +263,7 @@ func flatten(in []Input, root *node) []*field {
 
 // walk calls leaf for every leaf of v: scalars, arrays compared as sets, empty containers, and
 // whatever lies deeper than maxDepth.
-func walk(v any, path string, n *node, depth int, leaf func(string, any, *node)) {
+func walk(v any, path string, n *node, depth int, kc keyCache, leaf func(string, any, *node)) {
 	if n == nil {
 		n = defaultNode
 	}
@@ -276,13 +277,8 @@ func walk(v any, path string, n *node, depth int, leaf func(string, any, *node))
 			leaf(path, v, n)
 			return
 		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			walk(x[k], childPath(path, k), n.prop(k), depth+1, leaf)
+		for _, k := range kc.sorted(x) {
+			walk(x[k], childPath(path, k), n.prop(k), depth+1, kc, leaf)
 		}
 	case []any:
 		if len(x) == 0 || isSet(x, x, n) {
@@ -291,7 +287,7 @@ func walk(v any, path string, n *node, depth int, leaf func(string, any, *node))
 		}
 		it := n.item()
 		for i, e := range x {
-			walk(e, path+"["+strconv.Itoa(i)+"]", it, depth+1, leaf)
+			walk(e, path+"["+strconv.Itoa(i)+"]", it, depth+1, kc, leaf)
 		}
 	default:
 		leaf(path, v, n)
@@ -314,7 +310,7 @@ func consensusOf(f *field, valid []int) (any, bool) {
 	}
 	first := valid[0]
 	for _, i := range valid {
-		if !f.has[i] || (i != first && dist(f.vals[first], f.vals[i], f.n, 0) != 0) {
+		if !f.has[i] || (i != first && dist(f.vals[first], f.vals[i], f.n, 0, nil) != 0) {
 			return nil, false
 		}
 	}
@@ -333,7 +329,7 @@ func disagreementOf(f *field, withData []int, in []Input, opts *Options) (Disagr
 			pairs++
 			switch {
 			case f.has[i] && f.has[j]:
-				sum += dist(f.vals[i], f.vals[j], f.n, 0)
+				sum += dist(f.vals[i], f.vals[j], f.n, 0, nil)
 			case f.has[i] || f.has[j]:
 				sum++
 			}
@@ -376,7 +372,7 @@ func distributionOf(f *field, valid []int, opts *Options) (Distribution, bool) {
 		d.N++
 		if d.N == 1 {
 			first = v
-		} else if unanimous && dist(first, v, f.n, 0) != 0 {
+		} else if unanimous && dist(first, v, f.n, 0, nil) != 0 {
 			unanimous = false
 		}
 		if x, ok := number(v); ok && f.n.mode != "categorical" {
