@@ -58,7 +58,7 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		defer f.Close()
 		in, echo = f, true
 	} else {
-		fmt.Fprintln(stdout, `Chatting with the tutor (seed 003). Try "teach me fractions", "explain why", "quiz me", "what's next"; answer "pause" to pause a quiz, "continue quiz" to resume it. End with Ctrl-D.`)
+		fmt.Fprintln(stdout, `Chatting with the tutor (seed 003). Try "teach me fractions", "explain why", "quiz me", "what's next"; answer "pause" to pause a quiz, "continue quiz" to resume it; "/master fractions" runs the mastery loop. End with Ctrl-D.`)
 	}
 	cfg := tutor.ConverseConfig{Echo: echo, Session: tutor.SessionConfig{Seed: *seed, Specialists: tutor.Config{NumQuestions: *questions}}}
 	if _, err := tutor.Converse(ctx, cfg, in, stdout); err != nil {
@@ -80,6 +80,8 @@ routed by the coordinator's table to the diagnostic, tutor, quiz, feedback or pa
 with the session state (current topic, paused quiz, mastery, last agent) carried from message to
 message. When the tutor asks a question (a quiz, the diagnostic's quick checks) the next line
 answers it; answer "pause" to pause a quiz and say "continue quiz" later to resume it.
+"/master TOPIC" runs seed 003's MasteryLoop (tutor → quiz → feedback until mastered, at most 5
+cycles) on a topic.
 
 Flags:
   --script FILE   replay FILE's lines as the learner's (blank lines and # comments skipped)

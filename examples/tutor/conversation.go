@@ -24,7 +24,8 @@ type ConverseConfig struct {
 // Converse holds a conversation over in and out: each line of in is a message to the tutor,
 // except a line read while a question is open (a quiz or diagnostic question), which answers
 // it — so a terminal and a script file read the same way. Blank lines and lines starting with
-// '#' are skipped. At the end of in, an open question is answered "pause", so a quiz keeps its
+// '#' are skipped. A line "/master TOPIC" runs Session.Master on the topic instead of sending
+// a message. At the end of in, an open question is answered "pause", so a quiz keeps its
 // place, and Converse returns nil. It returns the session's final state.
 func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writer) (map[string]any, error) {
 	sc := bufio.NewScanner(in)
@@ -70,6 +71,19 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 		msg, ok := next(prompt)
 		if !ok {
 			break
+		}
+		if topic, ok := strings.CutPrefix(msg, "/master"); ok {
+			// Not a message for the coordinator: run seed 003's MasteryLoop on a topic.
+			out2, err := s.Master(ctx, strings.TrimSpace(topic))
+			if err != nil {
+				if ctx.Err() != nil {
+					return s.State(), err
+				}
+				fmt.Fprintln(out, err)
+				continue
+			}
+			fmt.Fprintf(out, "[mastery_loop ← /master]\n%s\n", out2.Text)
+			continue
 		}
 		r, err := s.Send(ctx, msg)
 		if err != nil {

@@ -48,7 +48,7 @@ func TestScriptedConversation(t *testing.T) {
 
 // TestConverseEOFPausesQuiz: a script that ends mid-quiz pauses the quiz instead of failing.
 func TestConverseEOFPausesQuiz(t *testing.T) {
-	in := strings.NewReader("teach me addition\n15\n42\n225\nquiz me\n")
+	in := strings.NewReader("teach me addition\n15\nquiz me\n")
 	var out strings.Builder
 	st, err := tutor.Converse(t.Context(), tutor.ConverseConfig{}, in, &out)
 	if err != nil {
@@ -56,5 +56,29 @@ func TestConverseEOFPausesQuiz(t *testing.T) {
 	}
 	if st[tutor.KeyQuizPaused] != true {
 		t.Errorf("quiz_paused = %v, want true; transcript:\n%s", st[tutor.KeyQuizPaused], out.String())
+	}
+}
+
+// TestConverseMaster: "/master TOPIC" runs the mastery loop from the conversation, its quiz
+// questions answered by the following lines.
+func TestConverseMaster(t *testing.T) {
+	c := tutor.DefaultCorpus()
+	var lines []string
+	for _, q := range c.Draw("addition", 5, 1, "quiz 1") {
+		lines = append(lines, q.Answer)
+	}
+	in := strings.NewReader("/master addition\n" + strings.Join(lines, "\n") + "\n/master calculus\n")
+	var out strings.Builder
+	st, err := tutor.Converse(t.Context(), tutor.ConverseConfig{}, in, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[mastery_loop ← /master]", "1 learning cycle(s) on Addition: mastery 1.00 — mastered.", `unknown topic "calculus"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("transcript lacks %q:\n%s", want, out.String())
+		}
+	}
+	if st[tutor.KeyMasteryAchieved] != true {
+		t.Errorf("mastery_achieved = %v", st[tutor.KeyMasteryAchieved])
 	}
 }

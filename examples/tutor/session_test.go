@@ -60,7 +60,7 @@ func (l *learner) questions() []string {
 	return append([]string(nil), l.asked...)
 }
 
-func newSession(t *testing.T, seed uint64) (*tutor.Session, *learner) {
+func newSession(t testing.TB, seed uint64) (*tutor.Session, *learner) {
 	t.Helper()
 	l := &learner{corpus: tutor.DefaultCorpus(), mode: "right"}
 	s, err := tutor.NewSession(tutor.SessionConfig{Human: l, Seed: seed})
