@@ -132,6 +132,7 @@ type run struct {
 
 	stopAfter <-chan time.Time
 	timeUp    bool
+	budget    time.Duration
 
 	tokens   int64
 	cost     float64
@@ -149,7 +150,15 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 	if name == "" {
 		name = "bundle"
 	}
-	bctx, cancel := context.WithTimeoutCause(ctx, s.Budget.Timeout, errBudget)
+	budget := s.Budget.Timeout
+	if dt := d.Timeout(); dt > 0 {
+		// Keep a tenth of the dispatch's own timeout (at most a second) to build the bundle
+		// before the dispatch's deadline.
+		if lim := dt - min(dt/10, time.Second); lim < budget {
+			budget = lim
+		}
+	}
+	bctx, cancel := context.WithTimeoutCause(ctx, budget, errBudget)
 	defer cancel()
 	lintCtx, cancelLints := context.WithCancel(bctx)
 	r := &run{a: a, s: s, d: d, name: name, ctx: bctx, lintCtx: lintCtx,
@@ -157,7 +166,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		lints:   make(chan finding, s.K*len(s.Lints)),
 		cancels: make([]context.CancelCauseFunc, s.K), causes: make([]error, s.K),
 		in: make([]bundle.Input, s.K), ran: make([]bool, s.K), done: make([]bool, s.K),
-		costCap: s.Budget.CostDollars}
+		costCap: s.Budget.CostDollars, budget: budget}
 	if d.MaxCostDollars != nil && *d.MaxCostDollars < r.costCap {
 		r.costCap = *d.MaxCostDollars
 	}
@@ -429,8 +438,8 @@ func (r *run) record(o outcome) {
 		in.Status, in.Errors = "timeout", []string{fmt.Sprintf("timed out after %v", r.s.Replicate.Timeout)}
 		r.emit(EventTimeout, map[string]any{"replicate": in.ID, "timeout_seconds": r.s.Replicate.Timeout.Seconds()})
 	case o.err != nil && errors.Is(o.err, errBudget):
-		in.Status, in.Errors = "timeout", []string{fmt.Sprintf("bundle budget of %v spent", r.s.Budget.Timeout)}
-		r.emit(EventTimeout, map[string]any{"replicate": in.ID, "timeout_seconds": r.s.Budget.Timeout.Seconds(), "budget": true})
+		in.Status, in.Errors = "timeout", []string{fmt.Sprintf("bundle budget of %v spent", r.budget)}
+		r.emit(EventTimeout, map[string]any{"replicate": in.ID, "timeout_seconds": r.budget.Seconds(), "budget": true})
 	case o.err != nil:
 		in.Status, in.Errors = "failed", []string{redactErr(o.err.Error())}
 	case o.res == nil:

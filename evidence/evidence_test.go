@@ -350,6 +350,18 @@ func TestStragglerCancelledOnTimeAndReplicateTimeout(t *testing.T) {
 		if b := bundleOf(t, res); time.Since(start) != 4*time.Second || b.Replicates[2].Status != "timeout" || b.Replicates[2].Quality.Errors[0] != "bundle budget of 4s spent" {
 			t.Errorf("after %v: r3 = %+v", time.Since(start), b.Replicates[2])
 		}
+
+		// A dispatch timeout of 20s leaves 1s to build the bundle: replicates get 19s.
+		start = time.Now()
+		d := dispatch(&recorder{})
+		d.TimeoutSeconds = troupe.Ptr(20.0)
+		res, err = evidence.Bundle(sub, evidence.Config{}).Run(t.Context(), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bundleOf(t, res); time.Since(start) != 19*time.Second || b.Replicates[2].Quality.Errors[0] != "bundle budget of 19s spent" {
+			t.Errorf("after %v: r3 = %+v", time.Since(start), b.Replicates[2])
+		}
 	})
 }
 
@@ -393,6 +405,25 @@ func TestBudgets(t *testing.T) {
 	res, err = evidence.Bundle(sub2, evidence.Config{}).Run(t.Context(), d)
 	if err != nil || bundleOf(t, res).Meta.K != 2 {
 		t.Errorf("cost budget: %v, %+v", err, res)
+	}
+}
+
+func TestTruncationWarns(t *testing.T) {
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		return ok(map[string]any{"a": float64(seed), "b": float64(seed) * 2, "c": fmt.Sprint(seed)}, 1, 0), nil
+	}}
+	rec := &recorder{}
+	res, err := evidence.Bundle(sub, evidence.Config{Limits: bundle.Limits{MaxDiffs: 1}}).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	if !b.Summary.Truncated || len(b.Summary.Disagreements) != 1 || b.Summary.Omitted.Disagreements != 2 {
+		t.Errorf("summary %+v", b.Summary)
+	}
+	w := rec.find(evidence.EventWarning)
+	if len(w) != 1 || w[0]["message"] != "bundle truncated to its caps: omitted 0 consensus fields, 2 disagreements, 0 distributions, 0 replicates' data" {
+		t.Errorf("warnings %v", w)
 	}
 }
 
