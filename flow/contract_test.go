@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -65,4 +66,49 @@ func TestMemberContracts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A member's own timeout (WithTimeout) ends its dispatch as a timeout, not the composite's.
+func TestMemberTimeout(t *testing.T) {
+	slow := flow.Named("slow", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}), troupe.WithTimeout(time.Millisecond))
+	fast := flow.Named("fast", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	}))
+	out, err := flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, slow, fast).Execute(t.Context(), troupe.NewDispatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := out.Results[0]; r.Status != troupe.StatusTimeout || r.Errors[0].Code != troupe.CodeTimeout || !r.Errors[0].Recoverable {
+		t.Errorf("slow: %s %+v", r.Status, r.Errors)
+	}
+	if !out.Results[1].Succeeded() {
+		t.Errorf("fast: %s", out.Results[1].Status)
+	}
+}
+
+// FuzzAgentToolArgs: whatever an LLM passes as arguments, the tool returns JSON or an error
+// that says what is wrong; it never panics.
+func FuzzAgentToolArgs(f *testing.F) {
+	tool := flow.AsTool("echo", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"query": d.Query, "args": d.ParsedQuery}}, nil
+	}))
+	f.Add([]byte(`{"task": "x"}`))
+	f.Add([]byte(`{"task": 3, "n": [1, {"a": null}]}`))
+	f.Add([]byte(`"just a string"`))
+	f.Fuzz(func(t *testing.T, args []byte) {
+		out, err := tool.Call(context.Background(), nil, args)
+		if err != nil {
+			var ae *troupe.AgentError
+			if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidInput {
+				t.Fatalf("error %v is not INVALID_INPUT", err)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("output %q is not JSON", out)
+		}
+	})
 }
