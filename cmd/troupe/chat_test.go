@@ -14,8 +14,7 @@ func TestChatScript(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
 	}
-	out := stdout.String()
-	for _, want := range []string{
+	mustContain(t, stdout.String(),
 		"> teach me fractions\n", // script lines are echoed after the prompt
 		"[diagnostic ← New topic start",
 		"Quiz paused after 1 of 5 questions",
@@ -23,7 +22,13 @@ func TestChatScript(t *testing.T) {
 		"Resuming your Fractions quiz at question 2 of 5.",
 		"[feedback ← After quiz completion",
 		"You have mastered Fractions!",
-	} {
+	)
+}
+
+// mustContain fails t for each of wants that out lacks.
+func mustContain(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -39,17 +44,12 @@ func TestChatStdin(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
 	}
-	out := stdout.String()
-	for _, want := range []string{
+	mustContain(t, stdout.String(),
 		"Which topic would you like to learn?", // INVALID_INPUT → ask the user to clarify
 		"Question 1 of 2 (Addition)",
 		"Quiz paused after 1 of 2 questions",
 		"Resuming your Addition quiz at question 2 of 2.",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 func TestChatUsage(t *testing.T) {

@@ -93,16 +93,26 @@ func (ds *Dataset) Judge(cfg JudgeConfig) troupe.Agent {
 		if err != nil {
 			return nil, err
 		}
-		b, err := json.Marshal(j)
+		out, err := asObject(j)
 		if err != nil {
-			return nil, err
-		}
-		var out map[string]any
-		if err := json.Unmarshal(b, &out); err != nil {
 			return nil, err
 		}
 		return &troupe.Result{AgentResult: out, AnalysisSummary: &j.Rationale, Confidence: troupe.Ptr(math.Abs(2*j.Probability - 1))}, nil
 	})
+}
+
+// asObject encodes v as the JSON object an agent_result is, so the engine, the bundle's
+// validation and its distances see exactly what the wire would carry.
+func asObject(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("feasibility: %w", err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("feasibility: %w", err)
+	}
+	return out, nil
 }
 
 // SeedOf returns the replicate's seed from the dispatch's user context ("seed"), or 1.

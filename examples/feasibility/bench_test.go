@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/troupehq/troupe"
-	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/examples/feasibility"
 	"github.com/troupehq/troupe/troupetest"
 )
@@ -26,14 +25,7 @@ func BenchmarkAssess(b *testing.B) {
 // BenchmarkRun measures a whole request on the borderline case: three judges in the evidence
 // bundle, the bundle's statistics, and the orchestrator's decision, through the engine.
 func BenchmarkRun(b *testing.B) {
-	reg, err := feasibility.Registry(nil, feasibility.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng, err := engine.New(engine.Config{Registry: reg, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	eng := newEngine(b)
 	req := troupe.Request{ParsedQuery: map[string]any{"case": "warehouse-expansion"}}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -77,12 +77,8 @@ func (ds *Dataset) Orchestrator(minConfidence float64) troupe.Agent {
 		if err != nil {
 			return nil, err
 		}
-		raw, err := json.Marshal(dec)
+		out, err := asObject(dec)
 		if err != nil {
-			return nil, err
-		}
-		var out map[string]any
-		if err := json.Unmarshal(raw, &out); err != nil {
 			return nil, err
 		}
 		return &troupe.Result{AgentResult: out, AnalysisSummary: &dec.Justification, Confidence: &dec.Confidence}, nil

@@ -16,19 +16,25 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// newEngine builds the system with seed 004's defaults on an engine with fixed run seeds.
+func newEngine(tb testing.TB) *engine.Engine {
+	tb.Helper()
+	reg, err := feasibility.Registry(nil, feasibility.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return eng
+}
+
 // run asks the system about a shipped case and returns the bundle's and the orchestrator's
 // results.
 func run(t *testing.T, caseID string) (bundle, decision *troupe.Result, evs []troupe.Event) {
 	t.Helper()
-	reg, err := feasibility.Registry(nil, feasibility.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(engine.Config{Registry: reg, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err = troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "is " + caseID + " feasible?", ParsedQuery: map[string]any{"case": caseID}}))
+	evs, err := troupetest.Collect(newEngine(t).Run(t.Context(), troupe.Request{Query: "is " + caseID + " feasible?", ParsedQuery: map[string]any{"case": caseID}}))
 	if err != nil {
 		t.Fatal(err)
 	}
