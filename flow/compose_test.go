@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -44,9 +45,9 @@ func scorer(name string) troupe.Agent {
 	})
 }
 
-func newEngine(t *testing.T, a troupe.Agent) *engine.Engine {
+func newEngine(t *testing.T, name string, a troupe.Agent) *engine.Engine {
 	t.Helper()
-	reg := troupe.NewRegistry().MustAdd("mastery", a, troupe.Writes("best", "total_cycles"))
+	reg := troupe.NewRegistry().MustAdd(name, a, troupe.Writes("best", "total_cycles"))
 	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func depth(c *troupe.Context) int {
 }
 
 func TestCompositionEmitsNestedEvents(t *testing.T) {
-	eng := newEngine(t, composite(scorer))
+	eng := newEngine(t, "mastery", composite(scorer))
 	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "practise fractions"}))
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestCompositionCancelStopsEveryInnerAgent(t *testing.T) {
 			return nil, ctx.Err()
 		})
 	}
-	eng := newEngine(t, composite(blocker))
+	eng := newEngine(t, "mastery", composite(blocker))
 	r, err := eng.Start(context.Background(), troupe.Request{Query: "practise fractions"})
 	if err != nil {
 		t.Fatal(err)
@@ -208,5 +209,56 @@ func TestCompositionCancelStopsEveryInnerAgent(t *testing.T) {
 	}
 	if n := len(troupetest.Find(evs, troupe.KindDispatchStarted, "judge")); n != 0 {
 		t.Errorf("judge started %d times after the cancel", n)
+	}
+}
+
+// Agent tools called by an agent the engine runs: the delegated agents' dispatches are nested
+// under the caller's, and a cycle fails the caller's dispatch with CIRCULAR_DEPENDENCY.
+func TestAgentToolsInARun(t *testing.T) {
+	sqlTool, pyTool := flow.AsTool("sql_expert", sqlExpert), flow.AsTool("python_expert", pythonExpert)
+	eng := newEngine(t, "coordinator", coordinator(sqlTool, pyTool))
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Analyze database and plot results"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	top := troupetest.Find(evs, troupe.KindDispatchStarted, "coordinator")[0].DispatchID
+	var got []string
+	for _, ev := range troupetest.Find(evs, troupe.KindDispatchCompleted, "") {
+		if ev.Parent != "" {
+			if ev.Parent != top || depth(ev.Context) != 1 {
+				t.Errorf("%s: parent %s, context depth %d; want %s, 1", ev.Agent, ev.Parent, depth(ev.Context), top)
+			}
+			got = append(got, ev.Agent)
+		}
+	}
+	if diff := cmp.Diff([]string{"sql_expert", "python_expert"}, got); diff != "" {
+		t.Errorf("nested completions (-want +got):\n%s", diff)
+	}
+
+	var toolA, toolB troupe.Tool
+	toolA = flow.AsTool("A", delegator("A", &toolB))
+	toolB = flow.AsTool("B", delegator("B", &toolA))
+	reg := troupe.NewRegistry().MustAdd("A", delegator("A", &toolB))
+	cyc, err := engine.New(engine.Config{Registry: reg, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cyc.Close(context.Background())
+	evs, err = troupetest.Collect(cyc.Run(t.Context(), troupe.Request{Query: "q"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed *troupe.Result
+	for _, ev := range troupetest.Find(evs, troupe.KindDispatchFailed, "A") {
+		if ev.Parent == "" {
+			failed = ev.Data.(*troupe.Result)
+		}
+	}
+	if failed == nil || failed.Errors[0].Code != troupe.CodeCircularDependency || failed.Errors[0].Recoverable {
+		t.Fatalf("A's dispatch: %+v", failed)
+	}
+	if !strings.Contains(failed.Errors[0].Message, "A → B → A") {
+		t.Errorf("message %q does not name the cycle", failed.Errors[0].Message)
 	}
 }
