@@ -1,7 +1,9 @@
 package feasibility
 
 import (
+	"bytes"
 	"context"
+	_ "embed" // the judge schema
 	"encoding/json"
 	"fmt"
 	"math"
@@ -13,28 +15,15 @@ import (
 	"github.com/troupehq/troupe/bundle"
 )
 
-// JudgeSchema is the JSON Schema of a judge's agent_result: the bundle validates every
-// replicate against it and reads its distance annotations. The rationale is an explanation of
-// the numbers, not a judgement, so it weighs nothing in the distance; probabilities are
-// normalized by their [0, 1] range.
-const JudgeSchema = `{
-  "type": "object",
-  "required": ["verdict", "probability", "probability_budget", "probability_deadline", "expected_cost_k", "p80_cost_k", "expected_weeks", "p80_weeks", "binding_constraint", "risk_drivers", "rationale"],
-  "additionalProperties": false,
-  "properties": {
-    "verdict": {"enum": ["feasible", "infeasible"], "x-weight": 2},
-    "probability": {"type": "number", "minimum": 0, "maximum": 1, "x-weight": 2},
-    "probability_budget": {"type": "number", "minimum": 0, "maximum": 1},
-    "probability_deadline": {"type": "number", "minimum": 0, "maximum": 1},
-    "expected_cost_k": {"type": "number", "minimum": 0},
-    "p80_cost_k": {"type": "number", "minimum": 0},
-    "expected_weeks": {"type": "number", "minimum": 0},
-    "p80_weeks": {"type": "number", "minimum": 0},
-    "binding_constraint": {"enum": ["budget", "deadline", "none"]},
-    "risk_drivers": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
-    "rationale": {"type": "string", "x-weight": 0, "x-distance": "text"}
-  }
-}`
+//go:embed data/judge.schema.json
+var judgeSchema []byte
+
+// JudgeSchema returns the JSON Schema (data/judge.schema.json) of a judge's agent_result: the
+// bundle validates every replicate against it and reads its distance annotations. The
+// rationale is an explanation of the numbers, not a judgement, so it weighs nothing in the
+// distance; the verdict and the probability weigh double; probabilities are normalized by
+// their [0, 1] range. Each call returns a new copy.
+func JudgeSchema() []byte { return bytes.Clone(judgeSchema) }
 
 // ProposalOf finds the proposal a dispatch asks about: parsed_query "proposal" (an object with
 // Proposal's fields), else parsed_query "case" or a case id in the query text, among the

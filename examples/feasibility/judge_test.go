@@ -144,7 +144,7 @@ func TestDecideInvalidAndTie(t *testing.T) {
 		json.Unmarshal(raw, &v)
 		return v
 	}
-	schema, err := bundle.CompileSchema([]byte(feasibility.JudgeSchema))
+	schema, err := bundle.CompileSchema(feasibility.JudgeSchema())
 	if err != nil {
 		t.Fatal(err)
 	}

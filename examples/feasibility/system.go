@@ -41,7 +41,7 @@ func Registry(ds *Dataset, cfg Config) (*troupe.Registry, error) {
 	}
 	judges, err := evidence.New(ds.Judge(cfg.Judge), evidence.Config{
 		Name: BundleAgent, Task: "feasibility", SchemaVersion: "feasibility.v1", Model: "feasibility-judge@v1",
-		K: cfg.K, Epsilon: cfg.Epsilon, Seeds: cfg.Seeds, Schema: []byte(JudgeSchema),
+		K: cfg.K, Epsilon: cfg.Epsilon, Seeds: cfg.Seeds, Schema: JudgeSchema(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("feasibility: %w", err)
@@ -52,6 +52,23 @@ func Registry(ds *Dataset, cfg Config) (*troupe.Registry, error) {
 	}
 	if err := reg.Add(OrchestratorAgent, ds.Orchestrator(cfg.MinConfidence), troupe.After(BundleAgent),
 		troupe.Describe("reads the bundle once and decides, citing disagreements and confidence")); err != nil {
+		return nil, fmt.Errorf("feasibility: %w", err)
+	}
+	return reg, nil
+}
+
+// Builtins returns the Go agents troupe.yaml names as builtin: "judge" (one judge, whose
+// replicates the file's bundle runs) and "orchestrator". A program loading the file passes
+// them to config.Build.
+func Builtins(ds *Dataset, cfg Config) (*troupe.Registry, error) {
+	if ds == nil {
+		ds = DefaultDataset()
+	}
+	reg := troupe.NewRegistry()
+	if err := reg.Add("judge", ds.Judge(cfg.Judge), troupe.Describe("one feasibility judge: a seeded reference-class forecast")); err != nil {
+		return nil, fmt.Errorf("feasibility: %w", err)
+	}
+	if err := reg.Add(OrchestratorAgent, ds.Orchestrator(cfg.MinConfidence), troupe.Describe("reads the bundle once and decides, citing disagreements and confidence")); err != nil {
 		return nil, fmt.Errorf("feasibility: %w", err)
 	}
 	return reg, nil
