@@ -213,6 +213,18 @@ func (n *nested) Emit(ev troupe.Event) {
 
 func (n *nested) ExecutionContext() troupe.Context { return n.tc }
 
+// TraceID gives a nested agent its run's trace id (troupe.Dispatch.TraceID), as the engine
+// gives a planned one.
+func (n *nested) TraceID() string {
+	if n.em != nil {
+		return n.tc.TraceID()
+	}
+	if t, ok := n.outer.(interface{ TraceID() string }); ok {
+		return t.TraceID()
+	}
+	return ""
+}
+
 func (n *nested) NextChild() uint64 { return n.children.Add(1) - 1 }
 
 // emit records one of this dispatch's own events: its context, the enclosing dispatch as parent.
@@ -445,7 +457,7 @@ func errorOf(what string, res *troupe.Result) *troupe.AgentError {
 	ae := &troupe.AgentError{Code: troupe.CodeAgentError, Message: fmt.Sprintf("%s: %s %s", what, res.AgentName, res.Status)}
 	if len(res.Errors) > 0 {
 		e := res.Errors[0]
-		ae.Code, ae.Recoverable, ae.FallbackAction = e.Code, e.Recoverable, e.FallbackAction
+		ae.Code, ae.Recoverable, ae.FallbackAction, ae.Details = e.Code, e.Recoverable, e.FallbackAction, e.Details
 		ae.Message = fmt.Sprintf("%s: %s: %s", what, res.AgentName, e.Message)
 	}
 	if res.Status == troupe.StatusCancelled {

@@ -41,7 +41,7 @@ func scorer(name string) troupe.Agent {
 		cycle := d.UserContext["loop_cycle"].(int)
 		step := map[string]float64{"p1": 0.2, "p2": 0.45}[name]
 		d.Progress("scored", cycle)
-		return &troupe.Result{AgentResult: map[string]any{"score": step * float64(cycle)}}, nil
+		return &troupe.Result{AgentResult: map[string]any{"score": step * float64(cycle), "trace": d.TraceID()}}, nil
 	})
 }
 
@@ -129,6 +129,11 @@ func TestCompositionEmitsNestedEvents(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("nested dispatches (-want +got):\n%s", diff)
+	}
+	for _, ev := range troupetest.Find(evs, troupe.KindDispatchCompleted, "p1") {
+		if got := ev.Data.(*troupe.Result).AgentResult["trace"]; got != evs[0].Context.TraceID() {
+			t.Errorf("p1 saw trace id %q, want the run's %q", got, evs[0].Context.TraceID())
+		}
 	}
 	if n := len(troupetest.Find(evs, troupe.KindAgentProgress, "p2")); n != 2 {
 		t.Errorf("%d progress events of p2, want 2", n)
