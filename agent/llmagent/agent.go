@@ -92,7 +92,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeAgentError,
 				Message: fmt.Sprintf("llmagent: %s: no final answer after %d turns (max_turns)", c.cfg.Model, c.cfg.MaxTurns)}
 		}
-		if err := u.checkBudget(d); err != nil {
+		if err := u.checkBudget(c, d); err != nil {
 			return u.result(c, nil), err
 		}
 		params.Messages = msgs
@@ -120,11 +120,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		}
 		out, verr := c.parse(t.content)
 		if verr == nil {
-			res := u.result(c, out)
-			if err := u.checkBudget(d); err != nil {
-				return res, err
-			}
-			return res, nil
+			// The answer is complete: what it cost is reported, and the engine's budget takes it
+			// from here.
+			return u.result(c, out), nil
 		}
 		if reasks >= c.cfg.MaxReasks {
 			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
@@ -225,13 +223,18 @@ func (u *usage) add(c *compiled, t *turn) {
 	u.cost += p.Cost(t.promptTokens, t.completionTokens)
 }
 
-// checkBudget fails the dispatch once its cost reaches Dispatch.MaxCostDollars.
-func (u *usage) checkBudget(d *troupe.Dispatch) error {
-	if d.MaxCostDollars == nil || u.cost < *d.MaxCostDollars || u.cost == 0 {
-		return nil
+// checkBudget stops the dispatch before another completion once its cost reaches
+// Dispatch.MaxCostDollars or its tokens Config.MaxTotalTokens.
+func (u *usage) checkBudget(c *compiled, d *troupe.Dispatch) error {
+	if d.MaxCostDollars != nil && u.cost > 0 && u.cost >= *d.MaxCostDollars {
+		return &troupe.AgentError{Code: troupe.CodeBudget, Message: fmt.Sprintf(
+			"llmagent: spent $%.6f of max_cost_dollars $%.6f", u.cost, *d.MaxCostDollars), Cause: troupe.ErrBudgetExhausted}
 	}
-	return &troupe.AgentError{Code: troupe.CodeBudget, Message: fmt.Sprintf(
-		"llmagent: spent $%.6f of max_cost_dollars $%.6f", u.cost, *d.MaxCostDollars), Cause: troupe.ErrBudgetExhausted}
+	if n := u.prompt + u.completion; n >= c.cfg.MaxTotalTokens {
+		return &troupe.AgentError{Code: troupe.CodeBudget, Message: fmt.Sprintf(
+			"llmagent: used %d tokens of max_total_tokens %d", n, c.cfg.MaxTotalTokens), Cause: troupe.ErrBudgetExhausted}
+	}
+	return nil
 }
 
 func (u *usage) result(c *compiled, out map[string]any) *troupe.Result {

@@ -17,6 +17,7 @@ const (
 	DefaultBaseURL       = "https://api.openai.com/v1/"
 	DefaultAPIKeyEnv     = "OPENAI_API_KEY"
 	DefaultMaxTokens     = 4096
+	DefaultMaxTotal      = 200_000
 	DefaultMaxTurns      = 8
 	DefaultMaxReasks     = 2
 	DefaultMaxRetries    = 2
@@ -58,6 +59,11 @@ type Config struct {
 	Seed        *int64
 	// MaxTokens bounds each completion (max_completion_tokens); 0 means DefaultMaxTokens.
 	MaxTokens int64
+	// MaxTotalTokens bounds the tokens of one dispatch, summed over its completions (tool
+	// round trips and re-asks included): once reached, the dispatch stops with code BUDGET.
+	// 0 means DefaultMaxTotal. The run's own token budget (troupe.Budget.MaxTokens) is the
+	// engine's to keep, between dispatches.
+	MaxTotalTokens int64
 
 	// System and Prompt are text/template templates rendering the system and user messages.
 	// In scope: .Dispatch, .Query, .ParsedQuery, .Handoff (the upstream handoffs rendered as
@@ -144,6 +150,12 @@ func compile(cfg Config) (*compiled, error) {
 		cfg.MaxTokens = DefaultMaxTokens
 	case cfg.MaxTokens < 0:
 		bad("max_tokens: %d is negative", cfg.MaxTokens)
+	}
+	switch {
+	case cfg.MaxTotalTokens == 0:
+		cfg.MaxTotalTokens = DefaultMaxTotal
+	case cfg.MaxTotalTokens < 0:
+		bad("max_total_tokens: %d is negative", cfg.MaxTotalTokens)
 	}
 	switch {
 	case cfg.MaxTurns == 0:

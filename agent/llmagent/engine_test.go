@@ -64,3 +64,25 @@ func TestThroughEngine(t *testing.T) {
 		t.Errorf("messages = %v", msgs)
 	}
 }
+
+// The run's token budget counts what LLM agents report: once the first agent's tokens_used
+// spends it, the second is never dispatched and its endpoint never asked.
+func TestEngineTokenBudget(t *testing.T) {
+	srv := newCompletionServer(t, reply{content: "first", usage: [2]int{400, 200}}, reply{content: "second", usage: [2]int{1, 1}})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("first", newAgent(t, llmagent.Config{BaseURL: srv.URL()}))
+	reg.MustAdd("second", newAgent(t, llmagent.Config{BaseURL: srv.URL()}), troupe.After("first"))
+	eng, err := engine.New(engine.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(t.Context()) })
+	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "go", Context: troupe.NewContext("s", "q"), Budget: troupe.Budget{MaxTokens: 500}}))
+	troupetest.CheckLog(t, evs)
+	if n := len(troupetest.Find(evs, troupe.KindDispatchStarted, "second")); n != 0 || len(srv.Requests()) != 1 {
+		t.Errorf("second dispatched %d times, %d requests: the token budget must stop the run", n, len(srv.Requests()))
+	}
+	if done := troupetest.Find(evs, troupe.KindDispatchCompleted, "first"); len(done) != 1 || *done[0].Data.(*troupe.Result).TokensUsed != 600 {
+		t.Errorf("first's completion: %v", done)
+	}
+}

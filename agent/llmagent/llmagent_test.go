@@ -486,3 +486,16 @@ func TestAgentAsToolCycleSurfaces(t *testing.T) {
 		t.Errorf("%d requests, want 2: neither model may be asked again after the cycle", n)
 	}
 }
+
+func TestTokenBoundStops(t *testing.T) {
+	loop := reply{toolCalls: []wireToolCall{{"c", "add", `{"a":1,"b":1}`}}, usage: [2]int{300, 50}}
+	srv := newCompletionServer(t, loop, loop, loop, loop)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{addTool}, MaxTotalTokens: 1000})
+	res, err := a.Run(t.Context(), dispatch("spend tokens", nil))
+	if ae := agentError(t, err); ae.Code != troupe.CodeBudget || !strings.Contains(ae.Message, "1050 tokens of max_total_tokens 1000") {
+		t.Errorf("error = %v", err)
+	}
+	if n := len(srv.Requests()); n != 3 || *res.TokensUsed != 1050 {
+		t.Errorf("%d requests, %d tokens; want 3 and 1050", n, *res.TokensUsed)
+	}
+}
