@@ -146,13 +146,13 @@ func (a *Specialists) Diagnostic(ctx context.Context, d *troupe.Dispatch) (*trou
 		if _, known := mastery[c]; known {
 			continue
 		}
-		best, any := 0.0, false
+		best, found := 0.0, false
 		for p, est := range probed {
 			if slices.Contains(a.corpus.Prerequisites(p), c) {
-				best, any = math.Max(best, est), true
+				best, found = math.Max(best, est), true
 			}
 		}
-		if any {
+		if found {
 			mastery[c] = best
 		}
 	}

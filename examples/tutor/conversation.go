@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/troupehq/troupe"
 )
@@ -27,20 +28,57 @@ type ConverseConfig struct {
 // '#' are skipped. A line "/master TOPIC" runs Session.Master on the topic instead of sending
 // a message. At the end of in, an open question is answered "pause", so a quiz keeps its
 // place, and Converse returns nil. It returns the session's final state.
-func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writer) (map[string]any, error) {
-	sc := bufio.NewScanner(in)
+func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writer) (state map[string]any, err error) {
 	prompt := cfg.Prompt
 	if prompt == "" {
 		prompt = "> "
 	}
-	next := func(p string) (string, bool) {
+	// Lines are read on their own goroutine so that cancelling ctx (Ctrl-C) ends a wait for
+	// the learner: a Read on a terminal cannot be interrupted. Converse waits for the reader
+	// unless ctx was cancelled while it blocked; then it ends with its Read, at the next line
+	// or when the process exits.
+	lines := make(chan string)
+	done := make(chan struct{})
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-done:
+				return
+			}
+		}
+		readErr = sc.Err()
+	}()
+	defer func() {
+		close(done)
+		if ctx.Err() == nil {
+			wg.Wait()
+			if readErr != nil && err == nil {
+				err = fmt.Errorf("tutor: reading the conversation: %w", readErr)
+			}
+		}
+	}()
+	next := func(ctx context.Context, p string) (string, bool) {
 		fmt.Fprint(out, p)
 		for {
-			if !sc.Scan() {
+			var line string
+			var ok bool
+			select {
+			case line, ok = <-lines:
+			case <-ctx.Done():
+				return "", false
+			}
+			if !ok {
 				fmt.Fprintln(out)
 				return "", false
 			}
-			line := strings.TrimSpace(sc.Text())
+			line = strings.TrimSpace(line)
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
@@ -56,7 +94,10 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 			return troupe.Answer{}, err
 		}
 		fmt.Fprintln(out, q.Prompt)
-		line, ok := next("  answer: ")
+		line, ok := next(ctx, "  answer: ")
+		if err := ctx.Err(); err != nil {
+			return troupe.Answer{}, err
+		}
 		if !ok {
 			line = "pause" // the learner left; keep the quiz's place
 		}
@@ -68,7 +109,10 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 	}
 	defer s.Close(context.WithoutCancel(ctx))
 	for {
-		msg, ok := next(prompt)
+		msg, ok := next(ctx, prompt)
+		if err := ctx.Err(); err != nil {
+			return s.State(), err
+		}
 		if !ok {
 			break
 		}
@@ -92,9 +136,6 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 		for _, t := range r.Turns {
 			fmt.Fprintf(out, "[%s ← %s]\n%s\n", t.Agent, t.Reason, t.Text)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return s.State(), fmt.Errorf("tutor: reading the conversation: %w", err)
 	}
 	return s.State(), nil
 }

@@ -1,6 +1,9 @@
 package tutor_test
 
 import (
+	"context"
+	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -80,5 +83,26 @@ func TestConverseMaster(t *testing.T) {
 	}
 	if st[tutor.KeyMasteryAchieved] != true {
 		t.Errorf("mastery_achieved = %v", st[tutor.KeyMasteryAchieved])
+	}
+}
+
+// TestConverseCancelWhileWaiting: cancelling the context ends a conversation that is waiting
+// for the learner's next line, as Ctrl-C does at a terminal.
+func TestConverseCancelWhileWaiting(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close() // lets the reader's blocked Read end
+	ctx, cancel := context.WithCancel(t.Context())
+	var out strings.Builder
+	errc := make(chan error, 1)
+	go func() {
+		_, err := tutor.Converse(ctx, tutor.ConverseConfig{}, pr, &out)
+		errc <- err
+	}()
+	if _, err := io.WriteString(pw, "teach me fractions\n"); err != nil { // the diagnostic now waits for an answer
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Converse = %v, want context.Canceled", err)
 	}
 }

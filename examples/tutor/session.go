@@ -271,7 +271,7 @@ func (s *Session) turn(ctx context.Context, msg string) (Turn, error) {
 		t.Agent, t.Text = last.AgentName, last.Summary()
 	case t.Text == "":
 		t.Agent = t.Routed
-		e := explain(failures, s.agents)
+		e := explain(failures)
 		t.Err, t.Text = &e, fallbackText(e, s.agents)
 	}
 	if t.Agent != "" {
@@ -282,7 +282,7 @@ func (s *Session) turn(ctx context.Context, msg string) (Turn, error) {
 
 // explain picks the failure a reply should answer: the learner can act on INVALID_INPUT and
 // RAG_EMPTY, so they win over STATE_MISSING, which wins over the rest.
-func explain(failures []troupe.ErrorInfo, _ *Specialists) troupe.ErrorInfo {
+func explain(failures []troupe.ErrorInfo) troupe.ErrorInfo {
 	rank := map[string]int{troupe.CodeInvalidInput: 0, troupe.CodeRAGEmpty: 1, troupe.CodeStateMissing: 2}
 	best := troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: "no agent could answer"}
 	bestRank := 99
