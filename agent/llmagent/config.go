@@ -145,48 +145,13 @@ func compile(cfg Config) (*compiled, error) {
 	if t := cfg.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
 		bad("temperature: %v is outside [0, 2]", *t)
 	}
-	switch {
-	case cfg.MaxTokens == 0:
-		cfg.MaxTokens = DefaultMaxTokens
-	case cfg.MaxTokens < 0:
-		bad("max_tokens: %d is negative", cfg.MaxTokens)
-	}
-	switch {
-	case cfg.MaxTotalTokens == 0:
-		cfg.MaxTotalTokens = DefaultMaxTotal
-	case cfg.MaxTotalTokens < 0:
-		bad("max_total_tokens: %d is negative", cfg.MaxTotalTokens)
-	}
-	switch {
-	case cfg.MaxTurns == 0:
-		cfg.MaxTurns = DefaultMaxTurns
-	case cfg.MaxTurns < 0:
-		bad("max_turns: %d is negative", cfg.MaxTurns)
-	}
-	switch {
-	case cfg.MaxReasks == 0:
-		cfg.MaxReasks = DefaultMaxReasks
-	case cfg.MaxReasks < 0:
-		cfg.MaxReasks = 0
-	}
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultMaxRetries
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
-	}
-	switch {
-	case cfg.MaxRetryDelay == 0:
-		cfg.MaxRetryDelay = DefaultMaxRetryDelay
-	case cfg.MaxRetryDelay < 0:
-		bad("max_retry_delay: %v is negative", cfg.MaxRetryDelay)
-	}
-	switch {
-	case cfg.CallTimeout == 0:
-		cfg.CallTimeout = DefaultCallTimeout
-	case cfg.CallTimeout < 0:
-		bad("call_timeout: %v is negative", cfg.CallTimeout)
-	}
+	positive(&cfg.MaxTokens, DefaultMaxTokens, "max_tokens", bad)
+	positive(&cfg.MaxTotalTokens, DefaultMaxTotal, "max_total_tokens", bad)
+	positive(&cfg.MaxTurns, DefaultMaxTurns, "max_turns", bad)
+	positive(&cfg.MaxRetryDelay, DefaultMaxRetryDelay, "max_retry_delay", bad)
+	positive(&cfg.CallTimeout, DefaultCallTimeout, "call_timeout", bad)
+	countOrNone(&cfg.MaxReasks, DefaultMaxReasks)
+	countOrNone(&cfg.MaxRetries, DefaultMaxRetries)
 	for m, p := range cfg.Prices {
 		if p.PromptPerMillion < 0 || p.CompletionPerMillion < 0 {
 			bad("prices[%s]: negative price", m)
@@ -236,6 +201,26 @@ func compile(cfg Config) (*compiled, error) {
 		return nil, fmt.Errorf("llmagent: config: %s", strings.Join(problems, "; "))
 	}
 	return c, nil
+}
+
+// positive sets a zero bound to its default and reports a negative one.
+func positive[T int | int64 | time.Duration](v *T, def T, field string, bad func(string, ...any)) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		bad("%s: %v is negative", field, *v)
+	}
+}
+
+// countOrNone sets a zero count to its default and a negative one to none.
+func countOrNone(v *int, def int) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*v = 0
+	}
 }
 
 func compileSchema(raw json.RawMessage) (*schema.Schema, map[string]any, error) {
