@@ -337,6 +337,10 @@ func writeCanonical(sb *strings.Builder, v any, depth int) {
 		return
 	}
 	switch x := v.(type) {
+	case bool:
+		sb.WriteString(strconv.FormatBool(x))
+	case nil:
+		sb.WriteString("null")
 	case map[string]any:
 		sb.WriteByte('{')
 		for i, k := range slices.Sorted(maps.Keys(x)) {

@@ -92,7 +92,8 @@ func (o *Options) root() *node {
 	return o.Schema.root
 }
 
-// field is one leaf path and what each replicate holds there.
+// field is one leaf path and what each replicate holds there; pd holds the pairwise distances
+// of its values, pd[i*n+j], filled by Summarize.
 type field struct {
 	path string
 	n    *node
@@ -119,51 +120,85 @@ func Summarize(in []Input, opts Options) Summary {
 		}
 	}
 
+	hint := min(len(fields), lim.MaxFields)
 	s := Summary{
-		Consensus:     map[string]any{},
-		Disagreements: []Disagreement{},
-		Distributions: map[string]Distribution{},
+		Consensus:     make(map[string]any, hint),
+		Distributions: make(map[string]Distribution, hint),
 	}
 	raw := matrix(in, root, kc)
 	s.Confidence = round(confidence(raw, valid))
 	s.PairwiseDistance = roundMatrix(raw)
 
 	var om Omitted
+	n := len(in)
+	pd := make([]float64, n*n) // one field's pairwise distances, reused field after field
+	disagreements := make([]Disagreement, 0, len(fields))
+	var sl slabs
 	for _, f := range fields {
-		if v, ok := consensusOf(f, valid); ok {
+		fieldDistances(f, withData, pd)
+		if v, ok := consensusOf(f, valid, pd); ok {
 			if len(s.Consensus) < lim.MaxFields {
 				s.Consensus[f.path] = opts.present(v)
 			} else {
 				om.Consensus++
 			}
 		}
-		if d, ok := distributionOf(f, valid, &opts); ok {
+		if d, ok := distributionOf(f, valid, pd, &opts, &sl); ok {
 			if len(s.Distributions) < lim.MaxFields {
 				s.Distributions[f.path] = d
 			} else {
 				om.Distributions++
 			}
 		}
-		if d, ok := disagreementOf(f, withData, in, &opts); ok {
-			s.Disagreements = append(s.Disagreements, d)
+		if d, ok := disagreementOf(f, withData, in, pd, &opts, &sl); ok {
+			disagreements = append(disagreements, d)
 		}
 	}
-	// Most distant first; ties by field path, so the order is total.
-	slices.SortFunc(s.Disagreements, func(a, b Disagreement) int {
-		if c := cmp.Compare(b.Distance, a.Distance); c != 0 {
+	// Most distant first; ties by field path, so the order is total. Sorting indices moves
+	// less than sorting the structs.
+	order := make([]int, len(disagreements))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		da, db := &disagreements[a], &disagreements[b]
+		if c := cmp.Compare(db.Distance, da.Distance); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Field, b.Field)
+		return strings.Compare(da.Field, db.Field)
 	})
-	if len(s.Disagreements) > lim.MaxDiffs {
-		om.Disagreements = len(s.Disagreements) - lim.MaxDiffs
-		s.Disagreements = s.Disagreements[:lim.MaxDiffs:lim.MaxDiffs]
+	if len(order) > lim.MaxDiffs {
+		om.Disagreements = len(order) - lim.MaxDiffs
+		order = order[:lim.MaxDiffs]
+	}
+	s.Disagreements = make([]Disagreement, len(order))
+	for i, j := range order {
+		s.Disagreements[i] = disagreements[j]
 	}
 	if om != (Omitted{}) {
 		s.Truncated = true
 		s.Omitted = &om
 	}
 	return s
+}
+
+// fieldDistances fills pd with the distances between the replicates' values of f: 1 between
+// a replicate that has the field and one that lacks it, 0 between two that lack it.
+func fieldDistances(f *field, withData []int, pd []float64) {
+	n := len(f.vals)
+	for a := range withData {
+		for b := a + 1; b < len(withData); b++ {
+			i, j := withData[a], withData[b]
+			var d float64
+			switch {
+			case f.has[i] && f.has[j]:
+				d = dist(f.vals[i], f.vals[j], f.n, 0, nil)
+			case f.has[i] || f.has[j]:
+				d = 1
+			}
+			pd[i*n+j], pd[j*n+i] = d, d
+		}
+	}
 }
 
 // Matrix returns the pairwise distances between the replicates' data (see Distance). A
@@ -239,59 +274,170 @@ func round(x float64) float64 {
 	return math.Round(x*1e6) / 1e6
 }
 
-// flatten lists the leaf paths of every replicate's data, sorted by path.
+// flatten lists the leaf paths of every replicate's data, sorted by path. It walks all the
+// replicates together, so each path is built once and each field's values are gathered on the
+// way: a leaf is a scalar, an array compared as a set, an empty container, or whatever lies
+// deeper than maxDepth. Where replicates differ in kind at a path, each is walked by its own
+// kind (an object's members below the path, a scalar at it).
 func flatten(in []Input, root *node, kc keyCache) []*field {
-	byPath := map[string]*field{}
-	var fields []*field
+	fl := &flattener{n: len(in), kc: kc}
+	vals := make([]any, len(in))
+	has := make([]bool, len(in))
+	some := false
 	for i := range in {
-		if in[i].Data == nil {
-			continue
+		if in[i].Data != nil {
+			vals[i], has[i], some = in[i].Data, true, true
 		}
-		walk(in[i].Data, "", root, 0, kc, func(path string, v any, n *node) {
-			f, ok := byPath[path]
-			if !ok {
-				f = &field{path: path, n: n, vals: make([]any, len(in)), has: make([]bool, len(in))}
-				byPath[path] = f
-				fields = append(fields, f)
-			}
-			f.vals[i], f.has[i] = v, true
-		})
 	}
-	slices.SortFunc(fields, func(a, b *field) int { return strings.Compare(a.path, b.path) })
-	return fields
+	if some {
+		fl.walk(vals, has, "", root, 0)
+	}
+	slices.SortFunc(fl.fields, func(a, b *field) int { return strings.Compare(a.path, b.path) })
+	return fl.fields
 }
 
-// walk calls leaf for every leaf of v: scalars, arrays compared as sets, empty containers, and
-// whatever lies deeper than maxDepth.
-func walk(v any, path string, n *node, depth int, kc keyCache, leaf func(string, any, *node)) {
-	if n == nil {
-		n = defaultNode
-	}
+type flattener struct {
+	n      int
+	kc     keyCache
+	fields []*field
+	// Slabs: fields and their value vectors are carved out of chunks, not allocated one by one.
+	fslab []field
+	vslab []any
+	hslab []bool
+}
+
+const (
+	kindLeaf = iota
+	kindObject
+	kindArray
+)
+
+func (fl *flattener) kind(v any, n *node, depth int) int {
 	if depth > maxDepth {
-		leaf(path, v, n)
-		return
+		return kindLeaf
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		if len(x) == 0 {
-			leaf(path, v, n)
-			return
-		}
-		for _, k := range kc.sorted(x) {
-			walk(x[k], childPath(path, k), n.prop(k), depth+1, kc, leaf)
+		if len(x) > 0 {
+			return kindObject
 		}
 	case []any:
-		if len(x) == 0 || isSet(x, x, n) {
-			leaf(path, v, n)
-			return
+		if len(x) > 0 && !isSet(x, x, n) {
+			return kindArray
+		}
+	}
+	return kindLeaf
+}
+
+func (fl *flattener) emit(path string, n *node, vals []any, has []bool) {
+	if len(fl.fslab) == 0 {
+		fl.fslab = make([]field, 64)
+		fl.vslab = make([]any, 64*fl.n)
+		fl.hslab = make([]bool, 64*fl.n)
+	}
+	f := &fl.fslab[0]
+	fl.fslab = fl.fslab[1:]
+	f.path, f.n = path, n
+	f.vals, fl.vslab = fl.vslab[:fl.n:fl.n], fl.vslab[fl.n:]
+	f.has, fl.hslab = fl.hslab[:fl.n:fl.n], fl.hslab[fl.n:]
+	copy(f.vals, vals)
+	copy(f.has, has)
+	fl.fields = append(fl.fields, f)
+}
+
+func (fl *flattener) walk(vals []any, has []bool, path string, n *node, depth int) {
+	if n == nil {
+		n = defaultNode
+	}
+	var kinds [3]int
+	var buf [8]int
+	kind := buf[:0]
+	if fl.n > len(buf) {
+		kind = make([]int, 0, fl.n)
+	}
+	for i := range vals {
+		k := kindLeaf
+		if has[i] {
+			k = fl.kind(vals[i], n, depth)
+			kinds[k]++
+		}
+		kind = append(kind, k)
+	}
+	if kinds[kindLeaf] > 0 {
+		lv, lh := fl.scratch()
+		for i := range vals {
+			if has[i] && kind[i] == kindLeaf {
+				lv[i], lh[i] = vals[i], true
+			}
+		}
+		fl.emit(path, n, lv, lh)
+	}
+	if kinds[kindObject] > 0 {
+		cv, ch := fl.scratch()
+		for _, k := range fl.unionKeys(vals, kind) {
+			for i := range vals {
+				cv[i], ch[i] = nil, false
+				if kind[i] == kindObject && has[i] {
+					cv[i], ch[i] = vals[i].(map[string]any)[k]
+				}
+			}
+			fl.walk(cv, ch, childPath(path, k), n.prop(k), depth+1)
+		}
+	}
+	if kinds[kindArray] > 0 {
+		cv, ch := fl.scratch()
+		longest := 0
+		for i := range vals {
+			if has[i] && kind[i] == kindArray {
+				longest = max(longest, len(vals[i].([]any)))
+			}
 		}
 		it := n.item()
-		for i, e := range x {
-			walk(e, path+"["+strconv.Itoa(i)+"]", it, depth+1, kc, leaf)
+		for j := range longest {
+			for i := range vals {
+				cv[i], ch[i] = nil, false
+				if has[i] && kind[i] == kindArray {
+					if a := vals[i].([]any); j < len(a) {
+						cv[i], ch[i] = a[j], true
+					}
+				}
+			}
+			fl.walk(cv, ch, path+"["+strconv.Itoa(j)+"]", it, depth+1)
 		}
-	default:
-		leaf(path, v, n)
 	}
+}
+
+func (fl *flattener) scratch() ([]any, []bool) {
+	return make([]any, fl.n), make([]bool, fl.n)
+}
+
+// unionKeys returns the sorted union of the keys of the object replicates; when they all have
+// the same keys (the usual case) that is one of their cached key lists.
+func (fl *flattener) unionKeys(vals []any, kind []int) []string {
+	var first []string
+	same := true
+	var all []string
+	for i, v := range vals {
+		if kind[i] != kindObject || v == nil {
+			continue
+		}
+		ks := fl.kc.sorted(v.(map[string]any))
+		switch {
+		case first == nil:
+			first = ks
+		case same && !slices.Equal(first, ks):
+			same = false
+			all = append(all, first...)
+			fallthrough
+		case !same:
+			all = append(all, ks...)
+		}
+	}
+	if same {
+		return first
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
 }
 
 func childPath(path, k string) string {
@@ -304,42 +450,71 @@ func childPath(path, k string) string {
 	return path + "." + k
 }
 
-func consensusOf(f *field, valid []int) (any, bool) {
+func consensusOf(f *field, valid []int, pd []float64) (any, bool) {
 	if len(valid) < 2 {
 		return nil, false
 	}
-	first := valid[0]
+	n, first := len(f.vals), valid[0]
 	for _, i := range valid {
-		if !f.has[i] || (i != first && dist(f.vals[first], f.vals[i], f.n, 0, nil) != 0) {
+		if !f.has[i] || (i != first && pd[first*n+i] != 0) {
 			return nil, false
 		}
 	}
 	return f.vals[first], true
 }
 
-func disagreementOf(f *field, withData []int, in []Input, opts *Options) (Disagreement, bool) {
+// slabs hands out the small slices of a summary from shared chunks, to allocate less.
+type slabs struct {
+	vals  []any
+	ids   []string
+	stats []float64
+}
+
+func (s *slabs) values(n int) []any {
+	if len(s.vals) < n {
+		s.vals = make([]any, max(n, 256))
+	}
+	v := s.vals[:0:n]
+	s.vals = s.vals[n:]
+	return v
+}
+
+func (s *slabs) names(n int) []string {
+	if len(s.ids) < n {
+		s.ids = make([]string, max(n, 256))
+	}
+	v := s.ids[:0:n]
+	s.ids = s.ids[n:]
+	return v
+}
+
+func (s *slabs) four() []float64 {
+	if len(s.stats) < 4 {
+		s.stats = make([]float64, 256)
+	}
+	v := s.stats[:4:4]
+	s.stats = s.stats[4:]
+	return v
+}
+
+func disagreementOf(f *field, withData []int, in []Input, pd []float64, opts *Options, sl *slabs) (Disagreement, bool) {
 	if len(withData) < 2 {
 		return Disagreement{}, false
 	}
+	n := len(f.vals)
 	var sum float64
 	pairs := 0
 	for a := range withData {
 		for b := a + 1; b < len(withData); b++ {
-			i, j := withData[a], withData[b]
+			sum += pd[withData[a]*n+withData[b]]
 			pairs++
-			switch {
-			case f.has[i] && f.has[j]:
-				sum += dist(f.vals[i], f.vals[j], f.n, 0, nil)
-			case f.has[i] || f.has[j]:
-				sum++
-			}
 		}
 	}
 	if sum == 0 {
 		return Disagreement{}, false
 	}
 	d := Disagreement{Field: f.path, Distance: round(sum / float64(pairs)),
-		Values: make([]any, 0, len(withData)), Replicates: make([]string, 0, len(withData))}
+		Values: sl.values(len(withData)), Replicates: sl.names(len(withData))}
 	for _, i := range withData {
 		if f.has[i] {
 			d.Values = append(d.Values, opts.present(f.vals[i]))
@@ -351,53 +526,57 @@ func disagreementOf(f *field, withData []int, in []Input, opts *Options) (Disagr
 	return d, true
 }
 
-func distributionOf(f *field, valid []int, opts *Options) (Distribution, bool) {
+func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slabs) (Distribution, bool) {
+	n := len(f.vals)
 	var buf [8]float64
 	nums := buf[:0]
-	var counts map[string]int
-	count := func(v any) {
-		if counts == nil {
-			counts = map[string]int{}
-		}
-		counts[categoryName(v, opts)]++
-	}
 	var d Distribution
-	var first any
-	unanimous := true
+	first, unanimous := -1, true
+	categorical := false
 	for _, i := range valid {
 		if !f.has[i] {
 			continue
 		}
-		v := f.vals[i]
 		d.N++
-		if d.N == 1 {
-			first = v
-		} else if unanimous && dist(first, v, f.n, 0, nil) != 0 {
+		if first < 0 {
+			first = i
+		} else if pd[first*n+i] != 0 {
 			unanimous = false
 		}
-		if x, ok := number(v); ok && f.n.mode != "categorical" {
+		if x, ok := number(f.vals[i]); ok && f.n.mode != "categorical" {
 			if !math.IsNaN(x) && !math.IsInf(x, 0) {
 				nums = append(nums, x)
 			}
 			continue
 		}
-		if arr, ok := v.([]any); ok {
-			for j, e := range arr {
-				if indexOf(arr[:j], e) < 0 { // each element once per replicate
-					count(e)
-				}
-			}
-			continue
-		}
-		count(v)
+		categorical = true
 	}
 	if len(nums) > 0 {
-		mean, sd, lo, hi := describe(nums)
-		d.Mean, d.Stdev, d.Min, d.Max = &mean, &sd, &lo, &hi
+		st := sl.four()
+		st[0], st[1], st[2], st[3] = describe(nums)
+		d.Mean, d.Stdev, d.Min, d.Max = &st[0], &st[1], &st[2], &st[3]
 	}
 	// Counts of values every valid replicate agrees on say nothing the consensus does not.
-	if len(counts) > 0 && !unanimous {
-		d.Counts = counts
+	if categorical && !unanimous {
+		d.Counts = map[string]int{}
+		for _, i := range valid {
+			if !f.has[i] {
+				continue
+			}
+			v := f.vals[i]
+			if _, ok := number(v); ok && f.n.mode != "categorical" {
+				continue
+			}
+			if arr, ok := v.([]any); ok {
+				for j, e := range arr {
+					if indexOf(arr[:j], e) < 0 { // each element once per replicate
+						d.Counts[categoryName(e, opts)]++
+					}
+				}
+				continue
+			}
+			d.Counts[categoryName(v, opts)]++
+		}
 	}
 	return d, d.Mean != nil || d.Counts != nil
 }
