@@ -146,3 +146,32 @@ func TestOrchestratorCitesBundle(t *testing.T) {
 		t.Errorf("lab-platform: %v\n%s", d2.AgentResult["decision"], d2.Summary())
 	}
 }
+
+// TestOwnProposal: a request may bring its own proposal; a malformed one fails the run with
+// INVALID_INPUT naming the field.
+func TestOwnProposal(t *testing.T) {
+	eng := newEngine(t)
+	proposal := map[string]any{"id": "kiosk", "question": "Can we ship the kiosk app for 90k in 12 weeks?", "category": "software",
+		"estimated_cost_k": 60, "budget_k": 90, "estimated_weeks": 8, "deadline_weeks": 12, "risks": []any{"new_technology"}}
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{ParsedQuery: map[string]any{"proposal": proposal}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
+		t.Fatalf("run ended %s", last.Kind)
+	}
+	done := troupetest.Find(evs, troupe.KindDispatchCompleted, feasibility.OrchestratorAgent)
+	if len(done) != 1 || !strings.HasPrefix(done[0].Data.(*troupe.Result).Summary(), "Can we ship the kiosk app for 90k in 12 weeks?: ") {
+		t.Errorf("orchestrator results: %v", done)
+	}
+
+	proposal["budget_k"] = -1
+	evs, err = troupetest.Collect(eng.Run(t.Context(), troupe.Request{ParsedQuery: map[string]any{"proposal": proposal}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := troupetest.Last(evs).Data.(*troupe.Outcome)
+	if out.Status != troupe.RunFailed || out.Error == nil || !strings.Contains(out.Error.Message, "parsed_query.proposal.budget_k: must be positive, got -1") {
+		t.Errorf("outcome %+v, error %+v", out, out.Error)
+	}
+}
