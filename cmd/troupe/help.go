@@ -18,6 +18,10 @@ func runHelp(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		for _, c := range commands() {
+			if c.name == args[0] && c.usage != "" {
+				commandUsage(stdout, c.name)
+				return exitOK
+			}
 			if c.name == args[0] {
 				fmt.Fprintf(stdout, "troupe %s: %s\n\nExamples:\n", c.name, c.summary)
 				writeExamples(stdout, c)
@@ -46,7 +50,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-6s  %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-8s  %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nExamples:\n")
 	for _, c := range commands() {
@@ -64,3 +68,68 @@ func writeExamples(w io.Writer, c command) {
 const exitCodes = `Exit codes: 0 the run completed, 1 it failed, 2 usage error,
 3 it paused waiting for a human, 130 it was cancelled (Ctrl-C).
 `
+
+// commandUsage prints a command's usage, its examples and the exit codes.
+func commandUsage(w io.Writer, name string) {
+	for _, c := range commands() {
+		if c.name == name {
+			fmt.Fprint(w, c.usage)
+			fmt.Fprint(w, "\nExamples:\n")
+			writeExamples(w, c)
+			fmt.Fprint(w, "\n"+exitCodes)
+		}
+	}
+}
+
+const configArg = `CONFIG is a workflow file (see docs/config.md), or a directory holding troupe.yaml.
+`
+
+const runUsage = `Usage: troupe run [--output text|json] [--input FILE.json] [--state key=value]... [--seed N] CONFIG [query...]
+
+Runs a query through the workflow CONFIG describes: the query is parsed by the file's parser
+(if it has one), planned by its routing rules (or routed by its coordinator), and its agents
+run stage by stage. On a terminal the stages and agents are drawn live, each with a spinner,
+then its duration and outcome, bundle replicates as they finish, and at the end the
+aggregated answer with its confidence, conflicts and warnings. Elsewhere each step is one
+plain line. Ctrl-C cancels the run and shows what had finished.
+
+` + configArg + `
+Flags:
+  --output text|json   json prints the run record instead: the request, every event, every
+                       result and the aggregation, as docs/run-record.md describes (version 1)
+  --input FILE.json    the request from a file: {"query": ..., "parsed_query": {...}, "state": {...}}
+  --state key=value    session state (repeatable; the value is JSON, or else a string)
+  --seed N             seed of the run: fixes its ids (0 picks one)
+`
+
+const planUsage = `Usage: troupe plan [--format text|mermaid|dot] [--input FILE.json] [--state key=value]... CONFIG [query...]
+
+Shows what a run of the query would do, without running anything: the parsed query, the
+stages of agents (with each selected agent's score, and why every candidate was selected or
+skipped), and, for a coordinator, the agent each message is routed to and the rule that
+decided it.
+
+` + configArg + `
+Flags:
+  --format text|mermaid|dot   text for people, a Mermaid flowchart, or a Graphviz digraph
+  --input FILE.json           the request from a file: {"query": ..., "parsed_query": {...}, "state": {...}}
+  --state key=value           session state (repeatable; the value is JSON, or else a string)
+`
+
+const validateUsage = `Usage: troupe validate CONFIG
+
+Checks a workflow file: its YAML, its fields against the schema (config/troupe.schema.json;
+unknown fields are errors), and that everything it names exists — agents in rules, pairs,
+composites and fallbacks, builtin agents, schema files — with no composite containing
+itself and no cycle in after. Every problem is reported at once, as
+file:line:column: field: problem. Then it builds every agent, without running any.
+
+` + configArg
+
+const agentsUsage = `Usage: troupe agents CONFIG
+
+Lists the agents of a workflow file, in the order it declares them: each agent's kind (and
+command, URL or members), what it declares to the planner (reads, writes, after, timeout,
+schemas) and what it does; then the file's example queries.
+
+` + configArg

@@ -22,6 +22,7 @@ type command struct {
 	name     string
 	summary  string
 	examples [][2]string
+	usage    string // the command's usage and flags, for its --help; "" for commands printing their own
 	run      func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
@@ -38,13 +39,44 @@ func commands() []command {
 			run: runDemo,
 		},
 		{
-			name:    "help",
-			summary: "show help for troupe or one of its commands",
+			name:    "run",
+			summary: "run a query through a workflow file and watch its agents work",
 			examples: [][2]string{
-				{"troupe help", "this overview"},
-				{"troupe help demo", "the flags of demo"},
+				{`troupe run examples/e2i "What caused the drop in NRx for Kisqali in Midwest?"`, "plan, run and answer a question with seed 000's 17 agents"},
+				{`troupe run --output json examples/e2i "Why did NRx drop?" > run.json`, "the full run record (events, results, aggregation) as JSON"},
+				{"troupe run --input request.json my-workflow.yaml", "run a request whose parsed query (or whole request) is in a file"},
 			},
-			run: runHelp,
+			usage: runUsage,
+			run:   runRun,
+		},
+		{
+			name:    "plan",
+			summary: "show the stages and routing decisions a query would get, without running anything",
+			examples: [][2]string{
+				{`troupe plan examples/e2i "Show me market trends and opportunities for Kisqali"`, "the stages, scores and reasons seed 000's rules give the question"},
+				{`troupe plan --state quiz_paused=true examples/tutor "continue quiz"`, "which agent seed 003's coordinator routes a message to, in a session state"},
+				{`troupe plan --format mermaid examples/e2i "Why did NRx drop?"`, "the plan as a Mermaid flowchart (or --format dot for Graphviz)"},
+			},
+			usage: planUsage,
+			run:   runPlan,
+		},
+		{
+			name:    "validate",
+			summary: "check a workflow file, reporting every problem with its line and column",
+			examples: [][2]string{
+				{"troupe validate examples/e2i", "check examples/e2i/troupe.yaml and build its agents without running them"},
+			},
+			usage: validateUsage,
+			run:   runValidate,
+		},
+		{
+			name:    "agents",
+			summary: "list a workflow file's agents: kind, declarations, description",
+			examples: [][2]string{
+				{"troupe agents examples/tutor", "seed 003's five specialists and its two composites"},
+			},
+			usage: agentsUsage,
+			run:   runAgents,
 		},
 		{
 			name:    "chat",
@@ -54,6 +86,15 @@ func commands() []command {
 				{"troupe chat --script examples/tutor/testdata/fractions.chat examples/tutor", "replay a scripted conversation"},
 			},
 			run: runChat,
+		},
+		{
+			name:    "help",
+			summary: "show help for troupe or one of its commands",
+			examples: [][2]string{
+				{"troupe help", "this overview"},
+				{"troupe help demo", "the flags of demo"},
+			},
+			run: runHelp,
 		},
 	}
 }

@@ -20,7 +20,7 @@ func TestUsageErrors(t *testing.T) {
 		wantStderr []string
 	}{
 		{nil, []string{"Usage:", "troupe demo"}},
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "Commands: demo, help", "troupe help"}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "Commands: demo, run, plan, validate, agents, chat, help", "troupe help"}},
 		{[]string{"dmeo"}, []string{`unknown command "dmeo"`, `Did you mean "demo"?`}},
 		{[]string{"demo", "--nope"}, []string{"flag provided but not defined: -nope", "troupe help demo"}},
 		{[]string{"demo", "--seed", "x"}, []string{`invalid value "x" for flag -seed`}},

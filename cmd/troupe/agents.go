@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/troupehq/troupe/config"
+)
+
+// runAgents is `troupe agents CONFIG`: the file's agents, one a line, with their kind, what
+// they declare and what they do, then the example questions the file gives.
+func runAgents(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	words, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		commandUsage(stdout, "agents")
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "troupe agents: %v\nRun 'troupe agents --help' for usage.\n", err)
+		return exitUsage
+	case len(words) != 1:
+		fmt.Fprintf(stderr, "troupe agents: want one CONFIG (a file, or a directory holding troupe.yaml), got %d arguments\n", len(words))
+		return exitUsage
+	}
+	f, ok := loadConfig("agents", words[0], stderr)
+	if !ok {
+		return exitUsage
+	}
+	b, err := builtins()
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe agents: %v\n", err)
+		return exitFailed
+	}
+	title := f.Name
+	if title == "" {
+		title = f.Path
+	}
+	fmt.Fprintf(stdout, "%s: %d agents", title, len(f.Order))
+	if f.Description != "" {
+		fmt.Fprintf(stdout, " — %s", f.Description)
+	}
+	fmt.Fprint(stdout, "\n\n")
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tKIND\tDESCRIPTION, DECLARATIONS")
+	for _, n := range f.Order {
+		a := f.Agents[n]
+		desc := a.Description
+		if desc == "" && a.Kind == config.KindBuiltin {
+			name := n
+			if a.Builtin != nil && a.Builtin.Name != "" {
+				name = a.Builtin.Name
+			}
+			if s, ok := b.Spec(name); ok {
+				desc = s.Description
+			} else {
+				desc = "(no builtin agent " + name + " in this program)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, kindDetail(a), desc)
+		if d := declares(a); d != "" {
+			fmt.Fprintf(tw, "\t\t%s\n", d)
+		}
+	}
+	tw.Flush()
+	if len(f.Examples) > 0 {
+		fmt.Fprintln(stdout, "\nexamples")
+		for _, ex := range f.Examples {
+			fmt.Fprintf(stdout, "  troupe plan %s %q\n", words[0], ex.Query)
+		}
+	}
+	return exitOK
+}
+
+// kindDetail is the kind with what its block says in a few words.
+func kindDetail(a *config.Agent) string {
+	switch {
+	case a.Exec != nil:
+		return "exec " + strings.Join(a.Exec.Command, " ")
+	case a.HTTP != nil:
+		return "http " + a.HTTP.URL
+	case a.Builtin != nil && a.Builtin.Name != "":
+		return "builtin " + a.Builtin.Name
+	case a.Loop != nil:
+		return fmt.Sprintf("loop %s ×%d", a.Loop.Agent, a.Loop.MaxIterations)
+	case a.Bundle != nil:
+		return fmt.Sprintf("bundle %s ×%d", a.Bundle.Agent, a.Bundle.Replicates)
+	case a.Sequential != nil:
+		return "sequential " + strings.Join(a.Sequential.Agents, " → ")
+	case a.Parallel != nil:
+		return "parallel " + strings.Join(a.Parallel.Agents, " ‖ ")
+	}
+	return a.Kind
+}
+
+// declares lists what an agent declares to the planner.
+func declares(a *config.Agent) string {
+	var parts []string
+	if len(a.Reads) > 0 {
+		parts = append(parts, "reads "+strings.Join(a.Reads, ", "))
+	}
+	if len(a.Writes) > 0 {
+		parts = append(parts, "writes "+strings.Join(a.Writes, ", "))
+	}
+	if len(a.After) > 0 {
+		parts = append(parts, "after "+strings.Join(a.After, ", "))
+	}
+	if a.Timeout > 0 {
+		parts = append(parts, "timeout "+time.Duration(a.Timeout).String())
+	}
+	if len(a.InputSchema) > 0 || len(a.OutputSchema) > 0 {
+		parts = append(parts, "schemas")
+	}
+	return strings.Join(parts, "; ")
+}

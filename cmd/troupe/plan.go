@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/config"
+	"github.com/troupehq/troupe/engine"
+)
+
+// runPlan is `troupe plan CONFIG "query"`: the stage plan and the routing decisions a run of
+// the query would make, without running anything.
+func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	format := fs.String("format", "text", "text, mermaid or dot")
+	input := fs.String("input", "", "read the request (query, parsed_query, state, …) from a JSON `FILE`")
+	state := stateFlag{}
+	fs.Var(state, "state", "session state `key=value` (repeatable; the value is JSON or a string)")
+	words, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		commandUsage(stdout, "plan")
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "troupe plan: %v\nRun 'troupe plan --help' for usage.\n", err)
+		return exitUsage
+	case len(words) == 0:
+		fmt.Fprintln(stderr, "troupe plan: want CONFIG and a query, as in: troupe plan examples/e2i \"What caused the drop in NRx for Kisqali in Midwest?\"")
+		return exitUsage
+	case len(words) == 1 && *input == "":
+		fmt.Fprintln(stderr, "troupe plan: want a query after CONFIG, or --input FILE.json")
+		return exitUsage
+	}
+	switch *format {
+	case "text", "mermaid", "dot":
+	default:
+		fmt.Fprintf(stderr, "troupe plan: --format %q: want text, mermaid or dot\n", *format)
+		return exitUsage
+	}
+	f, ok := loadConfig("plan", words[0], stderr)
+	if !ok {
+		return exitUsage
+	}
+	req, err := request(f, strings.Join(words[1:], " "), *input, state, 0)
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
+		return exitUsage
+	}
+	pl, err := planOf(f, req)
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
+		return exitFailed
+	}
+	switch *format {
+	case "mermaid":
+		fmt.Fprint(stdout, pl.mermaid())
+	case "dot":
+		fmt.Fprint(stdout, pl.dot())
+	default:
+		fmt.Fprint(stdout, pl.text())
+	}
+	return exitOK
+}
+
+// planned is what a run of a request would do: its plan and, for each task the router
+// decides, the decision.
+type planned struct {
+	file      *config.File
+	req       troupe.Request
+	plan      *troupe.Plan
+	decisions map[string]troupe.RoutingDecision // task id → decision
+}
+
+// planOf plans req over f's declared agents, without building or running any, and routes
+// the tasks a router decides.
+func planOf(f *config.File, req troupe.Request) (*planned, error) {
+	cat, err := config.Catalog(f)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(engineConfig(f, cat))
+	if err != nil {
+		return nil, err
+	}
+	p, err := eng.Plan(req)
+	if err != nil {
+		return nil, err
+	}
+	out := &planned{file: f, req: req, plan: p, decisions: map[string]troupe.RoutingDecision{}}
+	if r := f.Router(); r != nil {
+		for _, st := range p.Stages {
+			for _, task := range st.Tasks {
+				d, err := r.Route(troupe.RouteInput{Task: task, Query: req.Query, ParsedQuery: req.ParsedQuery, State: req.State, Available: cat.Names()}, troupe.Context{})
+				if err != nil {
+					return nil, err
+				}
+				out.decisions[task.ID] = d
+			}
+		}
+	}
+	return out, nil
+}
+
+// target is the agent a task runs: its own, or the router's choice.
+func (p *planned) target(t troupe.Task) string {
+	if d, ok := p.decisions[t.ID]; ok {
+		return d.Target
+	}
+	return t.Agent
+}
+
+func (p *planned) text() string {
+	var b strings.Builder
+	title := p.file.Name
+	if title == "" {
+		title = p.file.Path
+	}
+	fmt.Fprintf(&b, "%s: %d agents (%s)\n\n", title, len(p.file.Order), p.file.Path)
+	fmt.Fprintf(&b, "query     %s\n", p.req.Query)
+	if len(p.req.ParsedQuery) > 0 {
+		fmt.Fprintf(&b, "parsed    %s\n", formatParsed(p.req.ParsedQuery))
+	}
+	if len(p.req.State) > 0 {
+		fmt.Fprintf(&b, "state     %s\n", formatParsed(p.req.State))
+	}
+	if c := p.plan.Criteria; c != nil && c.IntentType != "" {
+		fmt.Fprintf(&b, "criteria  intent %s, complexity %s, confidence threshold %.2f\n", c.IntentType, c.ComplexityLevel(), c.Threshold())
+	}
+	fmt.Fprintf(&b, "\nplan: %d stage%s\n", len(p.plan.Stages), plural(len(p.plan.Stages)))
+	for i, st := range p.plan.Stages {
+		mode := "sequential"
+		if len(st.Tasks) > 1 {
+			mode = fmt.Sprintf("parallel, at most %d at once", st.MaxConcurrency)
+		}
+		fmt.Fprintf(&b, "  stage %d (%s)\n", i+1, mode)
+		for _, t := range st.Tasks {
+			if d, ok := p.decisions[t.ID]; ok {
+				fmt.Fprintf(&b, "    %s → %s\n", t.ID, d.Target)
+				continue
+			}
+			line := fmt.Sprintf("    %s  %.2f", t.Agent, t.Priority)
+			if len(t.DependsOn) > 0 {
+				line += "  after " + strings.Join(t.DependsOn, ", ")
+			}
+			fmt.Fprintln(&b, line)
+		}
+	}
+	if len(p.decisions) > 0 {
+		fmt.Fprintln(&b, "\nrouting")
+		for _, id := range slices.Sorted(maps.Keys(p.decisions)) {
+			d := p.decisions[id]
+			fmt.Fprintf(&b, "  %s → %s: %s\n", id, d.Target, d.Reason)
+			for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
+				fmt.Fprintf(&b, "    %-10s %v\n", k, d.Metadata[k])
+			}
+			if d.Fallback != "" {
+				fmt.Fprintf(&b, "    %-10s %s\n", "fallback", d.Fallback)
+			}
+		}
+	}
+	if len(p.plan.Selected) > 0 {
+		fmt.Fprintln(&b, "\nselected")
+		for _, s := range p.plan.Selected {
+			fmt.Fprintf(&b, "  %-24s %.2f  %s\n", s.Agent, s.Score, strings.Join(s.Reasons, "; "))
+		}
+	}
+	if len(p.plan.Skipped) > 0 {
+		fmt.Fprintln(&b, "\nskipped")
+		for _, s := range p.plan.Skipped {
+			fmt.Fprintf(&b, "  %-24s %.2f  %s\n", s.Agent, s.Score, strings.Join(s.Reasons, "; "))
+		}
+	}
+	return b.String()
+}
+
+// mermaid draws the plan as a Mermaid flowchart: a subgraph a stage, an edge a dependency
+// (or, between stages without declared dependencies, from every task of one stage to every
+// task of the next).
+func (p *planned) mermaid() string {
+	var b strings.Builder
+	b.WriteString("flowchart LR\n")
+	b.WriteString("  query([\"" + mermaidText(cut(p.req.Query, 60)) + "\"])\n")
+	for i, st := range p.plan.Stages {
+		fmt.Fprintf(&b, "  subgraph stage%d [\"stage %d\"]\n", i+1, i+1)
+		for _, t := range st.Tasks {
+			fmt.Fprintf(&b, "    %s[\"%s\"]\n", nodeID(p.target(t)), mermaidText(p.target(t)))
+		}
+		b.WriteString("  end\n")
+	}
+	for _, e := range p.edges() {
+		if e.label != "" {
+			fmt.Fprintf(&b, "  %s -- \"%s\" --> %s\n", e.from, mermaidText(e.label), e.to)
+		} else {
+			fmt.Fprintf(&b, "  %s --> %s\n", e.from, e.to)
+		}
+	}
+	return b.String()
+}
+
+// dot draws the plan as a Graphviz digraph, a cluster a stage.
+func (p *planned) dot() string {
+	var b strings.Builder
+	b.WriteString("digraph plan {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n")
+	fmt.Fprintf(&b, "  query [shape=oval, label=%q];\n", cut(p.req.Query, 60))
+	for i, st := range p.plan.Stages {
+		fmt.Fprintf(&b, "  subgraph cluster_stage%d {\n    label=\"stage %d\";\n", i+1, i+1)
+		for _, t := range st.Tasks {
+			fmt.Fprintf(&b, "    %s [label=%q];\n", nodeID(p.target(t)), p.target(t))
+		}
+		b.WriteString("  }\n")
+	}
+	for _, e := range p.edges() {
+		if e.label != "" {
+			fmt.Fprintf(&b, "  %s -> %s [label=%q];\n", e.from, e.to, e.label)
+		} else {
+			fmt.Fprintf(&b, "  %s -> %s;\n", e.from, e.to)
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+type edge struct{ from, to, label string }
+
+// edges are the plan's dependencies: the query to the first stage (labelled with the routing
+// decision's reason when a router chose), then each task's DependsOn, or, for a task that
+// declares none after the first stage, every task of the stage before.
+func (p *planned) edges() []edge {
+	var out []edge
+	for i, st := range p.plan.Stages {
+		for _, t := range st.Tasks {
+			to := nodeID(p.target(t))
+			switch {
+			case i == 0:
+				label := ""
+				if d, ok := p.decisions[t.ID]; ok {
+					label = d.Reason
+				}
+				out = append(out, edge{"query", to, label})
+			case len(t.DependsOn) > 0:
+				for _, d := range t.DependsOn {
+					out = append(out, edge{nodeID(d), to, ""})
+				}
+			default:
+				for _, prev := range p.plan.Stages[i-1].Tasks {
+					out = append(out, edge{nodeID(p.target(prev)), to, ""})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// nodeID makes an agent name safe as a Mermaid and Graphviz identifier.
+func nodeID(name string) string {
+	var b strings.Builder
+	b.WriteString("a_")
+	for _, r := range name {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+func mermaidText(s string) string { return strings.ReplaceAll(s, `"`, "#quot;") }

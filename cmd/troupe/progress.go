@@ -1,0 +1,434 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/config"
+)
+
+// progress shows a run for people. On a terminal it keeps a live view — the stages, each
+// agent with a spinner while it runs, then its duration and outcome, replicates of a bundle
+// as they finish — and redraws it in place with ANSI escapes as events arrive and the spinner
+// turns. Elsewhere it prints one plain line a step. Either way it ends with the aggregated
+// answer. Its methods are safe for concurrent use (the spinner redraws from its own
+// goroutine, which close stops and waits for).
+type progress struct {
+	w    io.Writer
+	term bool
+	now  func() time.Time
+
+	mu      sync.Mutex
+	file    *config.File
+	req     troupe.Request
+	plan    *troupe.Plan
+	rows    []*row          // in the order they appeared
+	byID    map[string]*row // by dispatch id
+	pending map[string]*row // planned agents not yet dispatched, by agent
+	notes   []string        // warnings, retries, questions, routing decisions
+	agg     *troupe.Aggregation
+	confs   []string
+	drawn   int // lines of the live view on screen
+	frame   int
+	ended   bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// row is one dispatch (or a planned agent not yet dispatched).
+type row struct {
+	agent, id, parent string
+	stage, depth      int
+	status            string // "waiting", "running", or the result's status
+	start, end        time.Time
+	detail            string
+	subs              []string // replicates and progress lines, latest last
+}
+
+// spinner frames, and how often the live view turns them.
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+const spinEvery = 100 * time.Millisecond
+
+// maxSubs bounds the progress lines kept per agent in the live view.
+const maxSubs = 4
+
+func newProgress(w io.Writer, f *config.File, req troupe.Request, term bool, now func() time.Time) *progress {
+	p := &progress{w: w, term: term, now: now, file: f, req: req, byID: map[string]*row{}, pending: map[string]*row{}}
+	title := f.Name
+	if title == "" {
+		title = f.Path
+	}
+	fmt.Fprintf(w, "troupe run: %s, %d agents (%s)\n", title, len(f.Order), f.Path)
+	fmt.Fprintf(w, "query   %s\n", req.Query)
+	if len(req.ParsedQuery) > 0 {
+		fmt.Fprintf(w, "parsed  %s\n", formatParsed(req.ParsedQuery))
+	}
+	fmt.Fprintln(w)
+	if term {
+		p.stop, p.done = make(chan struct{}), make(chan struct{})
+		go p.spin()
+	}
+	return p
+}
+
+// spin turns the spinner until close.
+func (p *progress) spin() {
+	defer close(p.done)
+	t := time.NewTicker(spinEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if !p.ended {
+				p.frame++
+				p.redraw()
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *progress) close() {
+	if p.stop != nil {
+		close(p.stop)
+		<-p.done
+		p.stop = nil
+	}
+}
+
+func (p *progress) event(ev troupe.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var line string // the plain line of the event, if it has one
+	switch d := ev.Data.(type) {
+	case *troupe.Plan:
+		p.plan = d
+		var stages []string
+		for i, st := range d.Stages {
+			var names []string
+			for _, t := range st.Tasks {
+				agent := t.Agent
+				if agent == "" {
+					agent = t.ID + " (routed)"
+				}
+				names = append(names, agent)
+				r := &row{agent: agent, stage: i + 1, status: "waiting"}
+				p.rows = append(p.rows, r)
+				p.pending[t.ID] = r
+			}
+			stages = append(stages, "["+strings.Join(names, ", ")+"]")
+		}
+		line = fmt.Sprintf("plan    %d stage%s: %s", len(d.Stages), plural(len(d.Stages)), strings.Join(stages, " → "))
+	case *troupe.RoutingDecision:
+		if r, ok := p.pending[routedTask(ev)]; ok {
+			r.agent = d.Target
+		}
+		if d.Metadata["source"] == "task" {
+			break // the planner chose; the plan line said so
+		}
+		line = fmt.Sprintf("route   → %s: %s", d.Target, d.Reason)
+		p.notes = append(p.notes, line)
+	case *troupe.Dispatch:
+		r := p.byID[ev.DispatchID]
+		if r == nil {
+			if ev.Parent == "" {
+				r = p.claimPending(ev.Agent)
+			}
+			if r == nil {
+				r = &row{stage: ev.Step}
+				p.insert(r, ev.Parent)
+			}
+			r.id, r.parent = ev.DispatchID, ev.Parent
+			p.byID[ev.DispatchID] = r
+		}
+		r.agent, r.status, r.start, r.subs = ev.Agent, "running", ev.Time, nil
+		line = fmt.Sprintf("%s▸ %s started", indent2(r.depth), ev.Agent)
+		if r.stage > 0 && r.depth == 0 && p.plan != nil {
+			line = fmt.Sprintf("▸ stage %d/%d  %s started", r.stage, len(p.plan.Stages), ev.Agent)
+		}
+	case *troupe.Result:
+		r := p.byID[ev.DispatchID]
+		if r == nil {
+			r = &row{agent: ev.Agent, stage: ev.Step, start: ev.Time}
+			p.insert(r, ev.Parent)
+			p.byID[ev.DispatchID] = r
+		}
+		r.status, r.end = string(d.Status), ev.Time
+		r.detail = resultDetail(d)
+		if d.Status == troupe.StatusCompleted && d.Confidence != nil && r.depth == 0 {
+			p.confs = append(p.confs, fmt.Sprintf("%s %.2f", d.AgentName, *d.Confidence))
+		}
+		line = fmt.Sprintf("%s%s %s %s in %s", indent2(r.depth), mark(r.status), r.agent, r.status, duration(r.end.Sub(r.start)))
+		if r.detail != "" {
+			line += ": " + r.detail
+		}
+	case *troupe.Progress:
+		sub := progressLine(d)
+		if r := p.byID[ev.DispatchID]; r != nil && sub != "" {
+			r.subs = append(r.subs, sub)
+			if len(r.subs) > maxSubs {
+				r.subs = r.subs[len(r.subs)-maxSubs:]
+			}
+			line = fmt.Sprintf("%s  · %s %s", indent2(r.depth), r.agent, sub)
+		}
+	case *troupe.RetryScheduled:
+		line = fmt.Sprintf("↻ %s: attempt %d in %v: %s", ev.Agent, d.Attempt, d.Backoff, d.Reason)
+		p.notes = append(p.notes, line)
+	case *troupe.Warning:
+		line = "! " + d.Message
+		if ev.Agent != "" {
+			line = "! " + ev.Agent + ": " + d.Message
+		}
+		p.notes = append(p.notes, line)
+	case *troupe.Question:
+		line = fmt.Sprintf("? %s asks: %s", ev.Agent, d.Prompt)
+		p.notes = append(p.notes, line)
+	case *troupe.Answer:
+		line = fmt.Sprintf("  answered %s", d.QuestionID)
+	case *troupe.Aggregation:
+		p.agg = d
+	}
+	if p.term {
+		p.redraw()
+	} else if line != "" {
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// routedTask is the task id a route_decided event is about: the routed task's, which the
+// engine records as the event's agent until the router names one.
+func routedTask(ev troupe.Event) string {
+	if ev.Agent != "" {
+		return ev.Agent
+	}
+	return "route"
+}
+
+// claimPending takes the planned row of agent, so a dispatch of it fills the row the plan
+// drew.
+func (p *progress) claimPending(agent string) *row {
+	for id, r := range p.pending {
+		if r.agent == agent {
+			delete(p.pending, id)
+			return r
+		}
+	}
+	return nil
+}
+
+// insert adds r after its parent's last descendant, one level deeper, or at the end.
+func (p *progress) insert(r *row, parent string) {
+	par := p.byID[parent]
+	if par == nil {
+		p.rows = append(p.rows, r)
+		return
+	}
+	r.depth, r.stage = par.depth+1, par.stage
+	i := slices.Index(p.rows, par) + 1
+	for i < len(p.rows) && p.rows[i].depth > par.depth {
+		i++
+	}
+	p.rows = slices.Insert(p.rows, i, r)
+}
+
+// redraw replaces the live view on the terminal.
+func (p *progress) redraw() {
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", p.drawn)
+	}
+	b.WriteString("\x1b[J")
+	lines := p.view()
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	p.drawn = len(lines)
+	io.WriteString(p.w, b.String())
+}
+
+// view is the live view's lines: a line a stage, a line an agent under it, its progress
+// lines under that, then the latest notes.
+func (p *progress) view() []string {
+	var out []string
+	stage := -1
+	width := 10
+	for _, r := range p.rows {
+		width = max(width, len(r.agent)+2*r.depth)
+	}
+	for _, r := range p.rows {
+		if r.depth == 0 && r.stage != stage {
+			stage = r.stage
+			n := 0
+			if p.plan != nil {
+				n = len(p.plan.Stages)
+			}
+			out = append(out, fmt.Sprintf("stage %d/%d", stage, n))
+		}
+		m := mark(r.status)
+		var tail string
+		switch r.status {
+		case "waiting":
+			m, tail = "·", "waiting"
+		case "running":
+			m = spinner[p.frame%len(spinner)]
+			tail = "running " + duration(p.now().Sub(r.start))
+			if p.ended {
+				m, tail = "◌", "did not finish"
+			}
+		default:
+			tail = fmt.Sprintf("%-9s %7s", r.status, duration(r.end.Sub(r.start)))
+			if r.detail != "" {
+				tail += "  " + r.detail
+			}
+		}
+		pad := strings.Repeat("  ", r.depth)
+		out = append(out, cut(fmt.Sprintf("  %s%s %-*s  %s", pad, m, width-2*r.depth, r.agent, tail), eventWidth))
+		for _, s := range r.subs {
+			out = append(out, cut(fmt.Sprintf("  %s    · %s", pad, s), eventWidth))
+		}
+	}
+	notes := p.notes
+	if len(notes) > 5 {
+		notes = notes[len(notes)-5:]
+	}
+	if len(notes) > 0 {
+		out = append(out, "")
+		for _, n := range notes {
+			out = append(out, cut(n, eventWidth))
+		}
+	}
+	return out
+}
+
+func (p *progress) end(o *troupe.Outcome, code int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended = true
+	if p.term {
+		p.redraw()
+	}
+	if o.Status == troupe.RunCancelled {
+		var finished, unfinished []string
+		for _, r := range p.rows {
+			if r.depth > 0 {
+				continue
+			}
+			switch r.status {
+			case "waiting", "running", string(troupe.StatusCancelled):
+				unfinished = append(unfinished, r.agent)
+			default:
+				finished = append(finished, r.agent+" "+r.status)
+			}
+		}
+		fmt.Fprintln(p.w)
+		fmt.Fprintf(p.w, "finished     %s\n", listOrNone(finished))
+		fmt.Fprintf(p.w, "unfinished   %s\n", listOrNone(unfinished))
+	}
+	tw := &textWriter{w: p.w, agg: p.agg, confs: p.confs}
+	if o.Status == troupe.RunPaused {
+		for _, q := range o.Questions {
+			fmt.Fprintf(p.w, "\nwaiting for a human: %s (%s)\n", q.Prompt, q.ID)
+		}
+	}
+	tw.end(o, code)
+	return code
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func indent2(depth int) string { return strings.Repeat("  ", depth) }
+
+// mark is a result status's symbol.
+func mark(status string) string {
+	switch status {
+	case string(troupe.StatusCompleted):
+		return "✓"
+	case string(troupe.StatusTimeout):
+		return "⏱"
+	case string(troupe.StatusCancelled):
+		return "⊘"
+	case "running", "waiting":
+		return "·"
+	}
+	return "✗"
+}
+
+// resultDetail says what a result is in a few words: its confidence and summary, or its error.
+func resultDetail(r *troupe.Result) string {
+	if r.Status != troupe.StatusCompleted {
+		if len(r.Errors) > 0 {
+			return r.Errors[0].Code + " " + r.Errors[0].Message
+		}
+		return ""
+	}
+	var parts []string
+	if r.Confidence != nil {
+		parts = append(parts, fmt.Sprintf("confidence %.2f", *r.Confidence))
+	}
+	if s := r.Summary(); s != "" {
+		parts = append(parts, fmt.Sprintf("%q", cut(s, 70)))
+	}
+	return strings.Join(parts, "  ")
+}
+
+// progressLine renders an agent_progress payload: a bundle's replicate events by what they
+// say, anything else as its kind and data.
+func progressLine(d *troupe.Progress) string {
+	m, _ := d.Data.(map[string]any)
+	get := func(k string) string {
+		if v, ok := m[k]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return "?"
+	}
+	switch d.Kind {
+	case "replicate_started":
+		return ""
+	case "replicate_done":
+		s := fmt.Sprintf("replicate %s (seed %s) %s", get("replicate"), get("seed"), get("status"))
+		if v, ok := m["valid"].(bool); ok && !v {
+			s += ", invalid"
+		}
+		return s
+	case "partial_summary":
+		return fmt.Sprintf("first two replicates: distance %s, confidence %s, early stop %s", get("distance"), get("confidence"), get("early_stop"))
+	case "bundle_ready":
+		return fmt.Sprintf("bundle ready: %s replicates, confidence %s, early stop %s", get("k"), get("confidence"), get("early_stop"))
+	case "stderr":
+		if s, ok := d.Data.(string); ok {
+			return s
+		}
+		if l, ok := m["line"]; ok {
+			return fmt.Sprint(l)
+		}
+	}
+	b, _ := json.Marshal(d.Data)
+	return d.Kind + " " + cut(string(b), 100)
+}
+
+// duration formats a duration short: 850µs, 12ms, 1.3s.
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/troupehq/troupe/config"
+)
+
+// runValidate is `troupe validate CONFIG`: it loads the file, reporting every problem at once
+// with its position, then builds every agent (without running any) to catch what only
+// building finds: a builtin the program does not have, an exec program that is not there.
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	words, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		commandUsage(stdout, "validate")
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "troupe validate: %v\nRun 'troupe validate --help' for usage.\n", err)
+		return exitUsage
+	case len(words) != 1:
+		fmt.Fprintf(stderr, "troupe validate: want one CONFIG (a file, or a directory holding troupe.yaml), got %d arguments\n", len(words))
+		return exitUsage
+	}
+	f, ok := loadConfig("validate", words[0], stderr)
+	if !ok {
+		return exitUsage
+	}
+	b, err := builtins()
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe validate: %v\n", err)
+		return exitFailed
+	}
+	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories()}); err != nil {
+		var es config.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				fmt.Fprintln(stderr, e)
+			}
+		} else {
+			fmt.Fprintln(stderr, err)
+		}
+		fmt.Fprintf(stderr, "troupe validate: %s: its agents cannot be built\n", f.Path)
+		return exitUsage
+	}
+	how := "every agent, in the stages their declarations imply"
+	switch {
+	case f.Routing != nil:
+		how = fmt.Sprintf("planned by %d intent rules", len(f.Routing.Intents))
+	case f.Coordinator != nil:
+		how = fmt.Sprintf("routed by a coordinator of %d triggers", len(f.Coordinator.Triggers))
+	}
+	fmt.Fprintf(stdout, "%s: ok — %d agents, %s\n", f.Path, len(f.Order), how)
+	return exitOK
+}

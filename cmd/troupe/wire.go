@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/execagent"
+	"github.com/troupehq/troupe/agent/httpagent"
+	"github.com/troupehq/troupe/config"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/evidence"
+	"github.com/troupehq/troupe/examples/e2i"
+	"github.com/troupehq/troupe/examples/tutor"
+	"github.com/troupehq/troupe/flow"
+	"github.com/troupehq/troupe/internal/jsonvalue"
+)
+
+// This file is where troupe's command line wires concrete parts to a configuration file: the
+// factories of each kind of agent, the builtin Go agents a file may name, and the query parser.
+
+// factories builds every kind of agent a file can declare except builtin, which package
+// config builds from builtins.
+func factories() config.Factories {
+	return config.Factories{
+		config.KindExec:       buildExec,
+		config.KindHTTP:       buildHTTP,
+		config.KindSequential: buildSequential,
+		config.KindParallel:   buildParallel,
+		config.KindLoop:       buildLoop,
+		config.KindBundle:     buildBundle,
+	}
+}
+
+func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	cmd := append([]string(nil), a.Exec.Command...)
+	// A program written as a path ("./fetch.sh", "bin/agent") is relative to the file; a bare
+	// name ("python3") is looked up in PATH.
+	if strings.ContainsRune(cmd[0], '/') {
+		cmd[0] = b.Path(cmd[0])
+	}
+	dir := b.File.Dir
+	if a.Exec.Dir != "" {
+		dir = b.Path(a.Exec.Dir)
+	}
+	var env []string
+	for k, v := range a.Exec.Env {
+		env = append(env, k+"="+v)
+	}
+	return execagent.New(execagent.Config{Command: cmd, Dir: dir, Env: env, Timeout: time.Duration(a.Timeout)})
+}
+
+func buildHTTP(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	return httpagent.New(httpagent.Config{URL: a.HTTP.URL, Headers: a.HTTP.Headers, Timeout: time.Duration(a.Timeout)})
+}
+
+// members builds the named agents as members of a composite, with what each declares.
+func members(ctx context.Context, b *config.Builder, names []string) ([]*troupe.AgentSpec, error) {
+	var out []*troupe.AgentSpec
+	for _, n := range names {
+		a, err := b.Agent(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		decl := b.File.Agents[n]
+		var opts []troupe.Option
+		if len(decl.Reads) > 0 {
+			opts = append(opts, troupe.Reads(decl.Reads...))
+		}
+		if len(decl.Writes) > 0 {
+			opts = append(opts, troupe.Writes(decl.Writes...))
+		}
+		if decl.Timeout > 0 {
+			opts = append(opts, troupe.WithTimeout(time.Duration(decl.Timeout)))
+		}
+		out = append(out, flow.Named(n, a, opts...))
+	}
+	return out, nil
+}
+
+func buildSequential(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	ms, err := members(ctx, b, a.Sequential.Agents)
+	if err != nil {
+		return nil, err
+	}
+	return flow.Sequential(flow.SequentialConfig{}, ms...), nil
+}
+
+func buildParallel(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	ms, err := members(ctx, b, a.Parallel.Agents)
+	if err != nil {
+		return nil, err
+	}
+	return flow.Parallel(flow.ParallelConfig{MaxConcurrent: a.Parallel.MaxConcurrency}, ms...), nil
+}
+
+func buildLoop(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	ms, err := members(ctx, b, []string{a.Loop.Agent})
+	if err != nil {
+		return nil, err
+	}
+	cfg := flow.LoopConfig{MaxIterations: a.Loop.MaxIterations}
+	if u := a.Loop.Until; u != nil {
+		cfg.Until = func(it flow.Iteration) bool {
+			v, ok := it.State(u.Key)
+			return ok && jsonvalue.Equal(v, u.Equals)
+		}
+	}
+	return flow.Loop(cfg, ms[0]), nil
+}
+
+func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	sub, err := b.Agent(ctx, a.Bundle.Agent)
+	if err != nil {
+		return nil, err
+	}
+	cfg := evidence.Config{Name: a.Name, K: a.Bundle.Replicates}
+	if decl := b.File.Agents[a.Bundle.Agent]; len(decl.OutputSchema) > 0 {
+		// The replicates' schema is the sub-agent's output schema.
+		var s string
+		if json.Unmarshal(decl.OutputSchema, &s) == nil {
+			raw, err := os.ReadFile(b.Path(s))
+			if err != nil {
+				return nil, fmt.Errorf("bundle %s: %w", a.Name, err)
+			}
+			cfg.Schema = raw
+		} else {
+			cfg.Schema = decl.OutputSchema
+		}
+	}
+	return evidence.Bundle(sub, cfg), nil
+}
+
+// builtins returns the Go agents a file may name as builtin: the agents of troupe's
+// examples (seed 000's e2i and seed 003's tutor).
+func builtins() (*troupe.Registry, error) {
+	reg := troupe.NewRegistry()
+	e, err := e2i.Registry()
+	if err != nil {
+		return nil, err
+	}
+	t, err := tutor.Registry(tutor.NewSpecialists(nil, tutor.Config{}))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range []*troupe.Registry{e, t} {
+		for _, n := range r.Names() {
+			s, _ := r.Spec(n)
+			if err := reg.Add(n, s.Agent, troupe.Describe(s.Description)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return reg, nil
+}
+
+// parser returns the file's query parser, or nil when it declares none.
+func parser(f *config.File) func(string) map[string]any {
+	p := f.Parser
+	if p == nil {
+		return nil
+	}
+	conv := func(k config.Keywords) e2i.Keywords {
+		return e2i.Keywords{Words: k.Words, Stems: k.Stems, Phrases: k.Phrases}
+	}
+	r := e2i.ParserRules{DefaultIntent: p.DefaultIntent}
+	for _, ik := range p.Intents {
+		r.Intents = append(r.Intents, e2i.IntentKeywords{Intent: ik.Intent, Keywords: conv(ik.Keywords)})
+	}
+	for _, ik := range p.SecondaryIntents {
+		r.Secondary = append(r.Secondary, e2i.IntentKeywords{Intent: ik.Intent, Keywords: conv(ik.Keywords)})
+	}
+	for _, ak := range p.PreferredAgents {
+		r.Prefer = append(r.Prefer, e2i.AgentKeywords{Agent: ak.Agent, Keywords: conv(ak.Keywords)})
+	}
+	for _, g := range p.Gazetteers {
+		eg := e2i.Gazetteer{Key: g.Key}
+		for _, t := range g.Terms {
+			eg.Terms = append(eg.Terms, e2i.Term{Name: t.Name, Phrases: t.Phrases})
+		}
+		r.Gazetteers = append(r.Gazetteers, eg)
+	}
+	return r.Parse
+}
+
+// loadConfig loads CONFIG, printing every problem to stderr; ok is false when it could not.
+func loadConfig(cmd, path string, stderr io.Writer) (*config.File, bool) {
+	f, err := config.Load(path)
+	if err != nil {
+		var es config.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				fmt.Fprintln(stderr, e)
+			}
+			n := len(es)
+			fmt.Fprintf(stderr, "troupe %s: %s: %d problem%s\n", cmd, path, n, plural(n))
+		} else {
+			fmt.Fprintf(stderr, "troupe %s: %v\n", cmd, err)
+		}
+		return nil, false
+	}
+	return f, true
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// engineConfig is the engine a file describes, over reg.
+func engineConfig(f *config.File, reg *troupe.Registry) engine.Config {
+	cfg := engine.Config{Registry: reg, Planner: f.Planner(), Router: f.Router(), Policy: f.Policy()}
+	if b := f.Budget; b != nil {
+		cfg.TimeBudget = time.Duration(b.Time)
+		cfg.MaxCostDollars = b.MaxCostDollars
+		cfg.MaxDispatches = b.MaxDispatches
+		cfg.MaxConcurrency = b.MaxConcurrency
+		cfg.DefaultTimeout = time.Duration(b.DefaultTimeout)
+	}
+	return cfg
+}
+
+// request builds the request of a command line: the query (parsed by the file's parser),
+// or --input's request, with --state's session state and the seed.
+func request(f *config.File, query, input string, state map[string]any, seed uint64) (troupe.Request, error) {
+	var req troupe.Request
+	if input != "" {
+		b, err := os.ReadFile(input)
+		if err != nil {
+			return req, fmt.Errorf("--input: %w", err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return req, fmt.Errorf("--input %s: not a request (query, parsed_query, state, …): %w", filepath.Base(input), err)
+		}
+		if query != "" {
+			req.Query = query
+		}
+	} else {
+		req.Query = query
+	}
+	if req.ParsedQuery == nil {
+		if p := parser(f); p != nil {
+			req.ParsedQuery = p(req.Query)
+		}
+	}
+	for k, v := range state {
+		if req.State == nil {
+			req.State = map[string]any{}
+		}
+		req.State[k] = v
+	}
+	if seed != 0 {
+		req.Seed = seed
+	}
+	return req, nil
+}
+
+// stateFlag collects --state key=value pairs; a value is read as JSON when it is JSON
+// (true, 3, "x", [1]) and as a string otherwise.
+type stateFlag map[string]any
+
+func (s stateFlag) String() string { return "" }
+
+func (s stateFlag) Set(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", kv)
+	}
+	var val any
+	if json.Unmarshal([]byte(v), &val) != nil {
+		val = v
+	}
+	s[k] = val
+	return nil
+}
