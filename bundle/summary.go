@@ -92,8 +92,7 @@ func (o *Options) root() *node {
 	return o.Schema.root
 }
 
-// field is one leaf path and what each replicate holds there; pd holds the pairwise distances
-// of its values, pd[i*n+j], filled by Summarize.
+// field is one leaf path and what each replicate holds there.
 type field struct {
 	path string
 	n    *node
