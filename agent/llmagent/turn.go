@@ -43,15 +43,23 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	if a.c.cfg.Stream {
 		return a.stream(ctx, d, p, opts)
 	}
-	resp, err := a.svc.New(ctx, p, opts...)
-	if err != nil {
+	// The SDK builds, sends and retries the request and turns error statuses into errors; the
+	// answer is decoded here into just what the agent reads, which costs a fraction of
+	// decoding the SDK's complete ChatCompletion.
+	var raw []byte
+	if _, err := a.svc.New(ctx, p, append(opts, option.WithResponseBodyInto(&raw))...); err != nil {
 		return nil, apiError(a.c.cfg.Model, err)
+	}
+	var resp wireCompletion
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Recoverable: true,
+			Message: fmt.Sprintf("llmagent: %s: the response is not a chat completion: %v: %s", a.c.cfg.Model, err, cut(string(raw), 200))}
 	}
 	t := &turn{model: resp.Model, promptTokens: resp.Usage.PromptTokens, completionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
 		return t, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: "llmagent: " + a.c.cfg.Model + ": response has no choices"}
 	}
-	msg := resp.Choices[0].Message
+	msg := &resp.Choices[0].Message
 	t.content, t.refusal = msg.Content, msg.Refusal
 	for _, tc := range msg.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
@@ -60,6 +68,30 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 		t.toolCalls = append(t.toolCalls, toolCall{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
 	}
 	return t, nil
+}
+
+// wireCompletion is the part of a chat.completion object (OpenAI API reference) the agent
+// reads. Null content and refusal decode as "".
+type wireCompletion struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   string `json:"content"`
+			Refusal   string `json:"refusal"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
 }
 
 // stream asks for a streamed completion, emitting each piece of text as a "token" progress
