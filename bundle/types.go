@@ -1,5 +1,11 @@
 package bundle
 
+// PromptHint is seed 004's instruction for the orchestrator that reads a bundle; put it in the
+// orchestrator's prompt beside the bundle.
+const PromptHint = "Use replicates[] as ground evidence; treat summary as statistics. " +
+	"If disagreements exist, cite them and justify your choice. " +
+	"Agreement between replicates is agreement, not verification."
+
 // Bundle is seed 004's Evidence Bundle: the raw replicates and the statistics computed over
 // them, for an orchestrator to read in one turn. Its JSON encoding is deterministic: the same
 // inputs encode to the same bytes (maps encode with sorted keys, slices keep their order, and

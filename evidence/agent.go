@@ -377,7 +377,7 @@ func (r *run) stopReason() string {
 	}
 	if r.s.Stop.Confidence > 0 {
 		if c := bundle.Confidence(bundle.Matrix(valid, r.s.schema), valid); c >= r.s.Stop.Confidence {
-			return fmt.Sprintf("confidence %v of %d valid replicates reached the stop threshold %v", c, len(valid), r.s.Stop.Confidence)
+			return fmt.Sprintf("confidence %.4g of %d valid replicates reached the stop threshold %v", c, len(valid), r.s.Stop.Confidence)
 		}
 	}
 	return ""
