@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -179,7 +180,7 @@ func (s *Schema) Validate(v any) []string {
 	return out
 }
 
-// number reads a JSON number in any of the forms decoders produce.
+// number reads a JSON number in any of the forms decoders and Go code produce.
 func number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
@@ -191,34 +192,18 @@ func number(v any) (float64, bool) {
 		return float64(x), true
 	case int64:
 		return float64(x), true
-	case int32:
-		return float64(x), true
-	case float32:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case int16, int8, uint16, uint8:
-		return float64(reflectInt(x)), true
+	case string, bool, nil, map[string]any, []any:
+		return 0, false
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return float64(rv.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), true
 	}
 	return 0, false
-}
-
-func reflectInt(v any) int64 {
-	switch x := v.(type) {
-	case int16:
-		return int64(x)
-	case int8:
-		return int64(x)
-	case uint16:
-		return int64(x)
-	case uint8:
-		return int64(x)
-	}
-	return 0
 }
 
 func escapePointer(k string) string {

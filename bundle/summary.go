@@ -469,30 +469,17 @@ type slabs struct {
 	stats []float64
 }
 
-func (s *slabs) values(n int) []any {
-	if len(s.vals) < n {
-		s.vals = make([]any, max(n, 256))
-	}
-	v := s.vals[:0:n]
-	s.vals = s.vals[n:]
-	return v
-}
+func (s *slabs) values(n int) []any   { return carve(&s.vals, n) }
+func (s *slabs) names(n int) []string { return carve(&s.ids, n) }
+func (s *slabs) four() []float64      { return carve(&s.stats, 4)[:4] }
 
-func (s *slabs) names(n int) []string {
-	if len(s.ids) < n {
-		s.ids = make([]string, max(n, 256))
+// carve returns an empty slice of capacity n cut from the front of *slab, refilled in chunks.
+func carve[T any](slab *[]T, n int) []T {
+	if len(*slab) < n {
+		*slab = make([]T, max(n, 256))
 	}
-	v := s.ids[:0:n]
-	s.ids = s.ids[n:]
-	return v
-}
-
-func (s *slabs) four() []float64 {
-	if len(s.stats) < 4 {
-		s.stats = make([]float64, 256)
-	}
-	v := s.stats[:4:4]
-	s.stats = s.stats[4:]
+	v := (*slab)[:0:n]
+	*slab = (*slab)[n:]
 	return v
 }
 
