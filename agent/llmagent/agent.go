@@ -80,9 +80,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	}
 	msgs = append(msgs, openai.UserMessage(user))
 	params := c.params()
-	opts := []option.RequestOption{option.WithAPIKey(key)}
+	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMiddleware(attempts(d))}
 	if key == "" {
-		opts = []option.RequestOption{option.WithHeaderDel("authorization")}
+		opts[0] = option.WithHeaderDel("authorization")
 	}
 
 	var u usage
@@ -302,6 +302,25 @@ func redact(err error, key string) error {
 		return &cp
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
+}
+
+// attempts reports every HTTP attempt the server refused as an "http_error" progress event
+// (status and Retry-After, never headers or bodies, which may echo the key), so a run's log
+// shows the retries the SDK makes.
+func attempts(d *troupe.Dispatch) option.Middleware {
+	n := 0
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		n++
+		res, err := next(req)
+		if res != nil && res.StatusCode >= 400 {
+			ev := map[string]any{"attempt": n, "status": res.StatusCode}
+			if ra := res.Header.Get("Retry-After"); ra != "" {
+				ev["retry_after"] = ra
+			}
+			d.Progress("http_error", ev)
+		}
+		return res, err
+	}
 }
 
 // apiError classifies a failed call: rate limits, server errors and lost connections are

@@ -105,7 +105,10 @@ type Config struct {
 	// longer wait is not retried.
 	MaxRetries    int
 	MaxRetryDelay time.Duration
-	// CallTimeout bounds each HTTP attempt; 0 means DefaultCallTimeout.
+	// CallTimeout bounds each HTTP attempt (for a stream, until its last chunk); 0 means
+	// DefaultCallTimeout. An attempt that times out fails the dispatch with code TIMEOUT,
+	// recoverable: retrying it is the error policy's call, not the transport's. Every refused
+	// attempt is reported as an "http_error" progress event (status, Retry-After).
 	CallTimeout time.Duration
 
 	// HTTPClient sends the requests; nil means a client over http.DefaultTransport. Plug a

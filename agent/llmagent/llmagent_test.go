@@ -329,12 +329,17 @@ func TestRetryAfter429(t *testing.T) {
 		reply{content: "done", usage: [2]int{1, 1}},
 	)
 	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
-	if _, err := a.Run(t.Context(), dispatch("hi", nil)); err != nil {
+	rt := &runtime{}
+	if _, err := a.Run(t.Context(), dispatch("hi", rt)); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	want := []progress{{"http_error", map[string]any{"attempt": 1, "status": 429, "retry_after": "1"}}}
+	if diff := cmp.Diff(want, rt.Events()); diff != "" {
+		t.Errorf("progress events (-want +got):\n%s", diff)
 	}
 	if gap := reqs[1].At.Sub(reqs[0].At); gap < 900*time.Millisecond {
 		t.Errorf("retried after %v, want Retry-After's 1s honoured", gap)
@@ -378,6 +383,18 @@ func TestRetriesAreBounded(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 3 {
 		t.Errorf("%d requests, want 1 + 2 retries", n)
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	srv := newCompletionServer(t, reply{hang: true}, reply{hang: true})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), CallTimeout: 50 * time.Millisecond, MaxRetries: 1})
+	_, err := a.Run(t.Context(), dispatch("hi", nil))
+	if ae := agentError(t, err); ae.Code != troupe.CodeTimeout || !ae.Recoverable || !errors.Is(err, troupe.ErrTimeout) {
+		t.Errorf("error = %v", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d requests: a timed-out attempt is not retried by the SDK, the error policy decides", n)
 	}
 }
 

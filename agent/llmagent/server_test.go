@@ -40,6 +40,7 @@ type reply struct {
 	status int
 	header map[string]string
 	body   string
+	hang   bool // answer only when the client gives up
 
 	content   string
 	toolCalls []wireToolCall
@@ -87,6 +88,10 @@ func (s *completionServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.replies = s.replies[1:]
 	s.mu.Unlock()
 
+	if rep.hang {
+		<-r.Context().Done()
+		return
+	}
 	for k, v := range rep.header {
 		w.Header().Set(k, strings.ReplaceAll(v, "$AUTH", r.Header.Get("Authorization")))
 	}
