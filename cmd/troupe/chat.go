@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
+	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/examples/tutor"
 )
 
-// chatExamples are the examples that hold a conversation, by directory name.
-var chatExamples = []string{"tutor"}
+// chatExample is the example that holds a conversation.
+const chatExample = "examples/tutor"
 
 // runChat is `troupe chat`: a conversation with a conversational example on the terminal.
 func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -44,10 +43,19 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitUsage
 	}
 	dir := words[0]
-	if name := filepath.Base(filepath.Clean(dir)); name != "tutor" {
-		fmt.Fprintf(stderr, "troupe chat: %s is not a conversational example; chat knows: examples/%s\n", dir, strings.Join(chatExamples, ", examples/"))
+	// The file's coordinator and error policy drive the conversation, so editing the table in
+	// troupe.yaml changes how messages are routed; its agents are the tutor's Go agents.
+	f, err := config.Load(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe chat: %v\n", err)
 		return exitUsage
 	}
+	rules := f.RouteRules()
+	if rules == nil {
+		fmt.Fprintf(stderr, "troupe chat: %s has no coordinator section, so it routes no conversation; try %s\n", dir, chatExample)
+		return exitUsage
+	}
+	policy := f.Policy()
 	in, echo := stdin, false
 	if *script != "" {
 		f, err := os.Open(*script)
@@ -60,7 +68,14 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	} else {
 		fmt.Fprintln(stdout, `Chatting with the tutor (seed 003). Try "teach me fractions", "explain why", "quiz me", "what's next"; answer "pause" to pause a quiz, "continue quiz" to resume it; "/master fractions" runs the mastery loop. End with Ctrl-D.`)
 	}
-	cfg := tutor.ConverseConfig{Echo: echo, Session: tutor.SessionConfig{Seed: *seed, Specialists: tutor.Config{NumQuestions: *questions}}}
+	cfg := tutor.ConverseConfig{Echo: echo, Session: tutor.SessionConfig{Seed: *seed, Specialists: tutor.Config{NumQuestions: *questions},
+		Coordinator: rules, Policy: &policy}}
+	check, err := tutor.NewSession(cfg.Session) // the file's table must route among the tutor's agents
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe chat: %s: %v\n", dir, err)
+		return exitUsage
+	}
+	check.Close(ctx)
 	if _, err := tutor.Converse(ctx, cfg, in, stdout); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "troupe chat: cancelled")
@@ -76,7 +91,8 @@ func chatUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: troupe chat [--script FILE] [--seed N] [--questions N] EXAMPLE
 
 Holds a conversation with a conversational example — today seed 003's tutor. Each message is
-routed by the coordinator's table to the diagnostic, tutor, quiz, feedback or pathplanner agent,
+routed by the coordinator table of EXAMPLE's troupe.yaml (edit it to change the routing) to the
+diagnostic, tutor, quiz, feedback or pathplanner agent,
 with the session state (current topic, paused quiz, mastery, last agent) carried from message to
 message. When the tutor asks a question (a quiz, the diagnostic's quick checks) the next line
 answers it; answer "pause" to pause a quiz and say "continue quiz" later to resume it.

@@ -134,7 +134,11 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 			return s.State(), err
 		}
 		for _, t := range r.Turns {
-			fmt.Fprintf(out, "[%s ← %s]\n%s\n", t.Agent, t.Reason, t.Text)
+			who := t.Agent
+			if t.Fallback && t.Agent != t.Routed {
+				who += " for " + t.Routed // seed 003's fallback: the routed agent failed
+			}
+			fmt.Fprintf(out, "[%s ← %s]\n%s\n", who, t.Reason, t.Text)
 		}
 	}
 	return s.State(), nil

@@ -57,6 +57,12 @@ type SessionConfig struct {
 	Human troupe.HumanHandler
 	// Seed draws the quiz questions and the run ids; 0 means 1.
 	Seed uint64
+	// Coordinator routes each message; nil means Coordinator(), seed 003's table. A table
+	// loaded from troupe.yaml lets a user change the routing without changing Go code.
+	Coordinator *route.Rules
+	// Policy is the error policy of every run; nil means seed 003's error table: fall back
+	// along the coordinator's fallbacks, then to the diagnostic ("run diagnostic first").
+	Policy *troupe.ErrorPolicy
 }
 
 // Session is one learner's conversation with the tutor: each message is routed by seed 003's
@@ -64,6 +70,7 @@ type SessionConfig struct {
 // message. A Session is not safe for concurrent use: a conversation is one message at a time.
 type Session struct {
 	agents *Specialists
+	coord  *route.Rules
 	eng    *engine.Engine
 	loop   *engine.Engine // plans the mastery loop instead of routing
 	human  troupe.HumanHandler
@@ -105,9 +112,12 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	coord := Coordinator()
+	coord := cfg.Coordinator
+	if coord == nil {
+		coord = Coordinator()
+	}
 	if err := coord.Validate(reg); err != nil {
-		return nil, fmt.Errorf("tutor: %w", err)
+		return nil, fmt.Errorf("tutor: coordinator: %w", err)
 	}
 	seed := cfg.Seed
 	if seed == 0 {
@@ -116,14 +126,17 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	// Seed 003's error table: STATE_MISSING → run diagnostic first. The coordinator's own
 	// fallbacks go first (tutor → diagnostic, the others → tutor); the diagnostic is every
 	// agent's last resort.
-	fallbacks := map[string][]string{}
+	policy := troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{}}
 	for _, n := range Agents() {
-		fallbacks[n] = []string{"diagnostic"}
+		policy.FallbackAgents[n] = []string{"diagnostic"}
 	}
-	eng, err := engine.New(engine.Config{
-		Registry: reg, Planner: route.Planner(coord), Router: coord, Seed: seed,
-		Policy: troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: fallbacks},
-	})
+	if cfg.Policy != nil {
+		policy = *cfg.Policy
+	}
+	if err := policy.Validate(reg); err != nil {
+		return nil, fmt.Errorf("tutor: error policy: %w", err)
+	}
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: route.Planner(coord), Router: coord, Seed: seed, Policy: policy})
 	if err != nil {
 		return nil, fmt.Errorf("tutor: %w", err)
 	}
@@ -135,7 +148,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tutor: %w", err)
 	}
-	return &Session{agents: a, eng: eng, loop: loop, human: cfg.Human, seed: seed, state: map[string]any{}}, nil
+	return &Session{agents: a, coord: coord, eng: eng, loop: loop, human: cfg.Human, seed: seed, state: map[string]any{}}, nil
 }
 
 // Close waits for the session's engines to stop.
@@ -195,10 +208,12 @@ func (s *Session) State() map[string]any { return maps.Clone(s.state) }
 // Corpus returns the session's corpus.
 func (s *Session) Corpus() *Corpus { return s.agents.corpus }
 
-// Send routes msg, runs the agent it is routed to and returns its reply. After a completed
-// quiz it runs the coordinator once more with no message, so its "after quiz" row sends the
-// results to feedback. The error is non-nil only when the run could not be recorded or ctx
-// ended; an agent's failure is explained in the reply, per seed 003's fallback actions.
+// Send routes msg, runs the agent it is routed to and returns its reply. Then, while a row of
+// the coordinator's table with no message condition fires on the new state — seed 003's "after
+// quiz completion", which is automatic — it runs that row too (at most twice), so feedback
+// follows a completed quiz in the same reply. The error is non-nil only when the run could not
+// be recorded or ctx ended; an agent's failure is explained in the reply, per seed 003's
+// fallback actions.
 func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 	var r Reply
 	t, err := s.turn(ctx, msg)
@@ -206,10 +221,10 @@ func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 		return r, err
 	}
 	r.Turns = append(r.Turns, t)
-	// The automatic row has no message condition: ask the coordinator what an empty message
-	// would do now. It cannot chain, since feedback becomes last_routed_to.
-	d, err := Coordinator().Route(troupe.RouteInput{State: s.state, Available: Agents()}, troupe.NewContext("tutor", ""))
-	if err == nil && d.Metadata["rule"] == "after_quiz" {
+	for range 2 {
+		if !s.automatic() {
+			break
+		}
 		t, err := s.turn(ctx, "")
 		if err != nil {
 			return r, err
@@ -217,6 +232,17 @@ func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 		r.Turns = append(r.Turns, t)
 	}
 	return r, nil
+}
+
+// automatic reports whether a trigger without patterns fires on the current state: one that
+// needs no message from the learner.
+func (s *Session) automatic() bool {
+	d, err := s.coord.Route(troupe.RouteInput{State: s.state, Available: s.eng.Registry().Names()}, troupe.NewContext("tutor", ""))
+	if err != nil || d.Metadata["source"] != "trigger" {
+		return false
+	}
+	i, ok := d.Metadata["rule_index"].(int)
+	return ok && i < len(s.coord.Triggers) && len(s.coord.Triggers[i].Patterns) == 0
 }
 
 // turn runs one message and carries its state forward.
