@@ -327,9 +327,15 @@ func (t *textWriter) cancelled(cause error) {
 func (t *textWriter) end(o *troupe.Outcome, code int) {
 	if a := t.agg; a != nil {
 		fmt.Fprintln(t.w, "\nanswer")
-		fmt.Fprint(t.w, wrap(a.Synthesis, "  ", answerWidth))
-		fmt.Fprintln(t.w)
-		fmt.Fprintf(t.w, "  %-12s %.2f, the lowest of %s\n", "confidence", a.OverallConfidence, strings.Join(t.confs, ", "))
+		if a.Synthesis != "" {
+			fmt.Fprint(t.w, wrap(a.Synthesis, "  ", answerWidth))
+			fmt.Fprintln(t.w)
+		}
+		if len(t.confs) > 0 {
+			fmt.Fprintf(t.w, "  %-12s %.2f, the lowest of %s\n", "confidence", a.OverallConfidence, strings.Join(t.confs, ", "))
+		} else {
+			fmt.Fprintf(t.w, "  %-12s %.2f\n", "confidence", a.OverallConfidence)
+		}
 		if len(a.ConflictsDetected) == 0 {
 			fmt.Fprintf(t.w, "  %-12s none (consistency %.2f)\n", "conflicts", a.ConsistencyScore)
 		} else {

@@ -131,11 +131,12 @@ func (p *progress) event(ev troupe.Event) {
 		}
 		line = fmt.Sprintf("plan    %d stage%s: %s", len(d.Stages), plural(len(d.Stages)), strings.Join(stages, " → "))
 	case *troupe.RoutingDecision:
-		if r, ok := p.pending[routedTask(ev)]; ok {
-			r.agent = d.Target
-		}
-		if d.Metadata["source"] == "task" {
+		r, ok := p.pending[routedTask(ev)]
+		if ok && r.agent == d.Target || d.Metadata["source"] == "task" {
 			break // the planner chose; the plan line said so
+		}
+		if ok {
+			r.agent = d.Target
 		}
 		line = fmt.Sprintf("route   → %s: %s", d.Target, d.Reason)
 		p.notes = append(p.notes, line)

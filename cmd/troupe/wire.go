@@ -44,7 +44,11 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 	// A program written as a path ("./fetch.sh", "bin/agent") is relative to the file; a bare
 	// name ("python3") is looked up in PATH.
 	if strings.ContainsRune(cmd[0], '/') {
-		cmd[0] = b.Path(cmd[0])
+		abs, err := filepath.Abs(b.Path(cmd[0]))
+		if err != nil {
+			return nil, err
+		}
+		cmd[0] = abs
 	}
 	dir := b.File.Dir
 	if a.Exec.Dir != "" {
