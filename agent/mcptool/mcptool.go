@@ -40,9 +40,13 @@ type Config struct {
 	// Transport is any MCP transport, for in-process servers and tests.
 	Transport mcp.Transport
 
-	// Include, when not empty, keeps only the tools it names; a name the server does not offer
-	// is an error of Connect.
+	// Include, when not empty, keeps only the tools it names (as the server names them); a
+	// name the server does not offer is an error of Connect.
 	Include []string
+	// Prefix is put before every tool's name as offered to agents ("fs_" makes the server's
+	// read_text_file fs_read_text_file), so tools of several servers can be offered together.
+	// The server is called with its own names. Tool and Include take the server's names.
+	Prefix string
 	// CallTimeout bounds each tool call; 0 means DefaultCallTimeout.
 	CallTimeout time.Duration
 	// ClientName is how troupe introduces itself to the server; "" means "troupe".
@@ -97,7 +101,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		if desc == "" {
 			desc = tool.Title
 		}
-		c.tools = append(c.tools, &Tool{c: c, info: troupe.ToolInfo{Name: tool.Name, Description: desc, InputSchema: schema}})
+		c.tools = append(c.tools, &Tool{c: c, name: tool.Name, info: troupe.ToolInfo{Name: cfg.Prefix + tool.Name, Description: desc, InputSchema: schema}})
 	}
 	for _, want := range cfg.Include {
 		if _, ok := c.Tool(want); !ok {
@@ -148,7 +152,7 @@ func describe(cfg Config) string {
 func (c *Client) names() []string {
 	out := make([]string, len(c.tools))
 	for i, t := range c.tools {
-		out[i] = t.info.Name
+		out[i] = t.name
 	}
 	return out
 }
@@ -163,10 +167,10 @@ func (c *Client) Tools() []troupe.Tool {
 	return out
 }
 
-// Tool returns the tool called name.
+// Tool returns the tool the server calls name.
 func (c *Client) Tool(name string) (*Tool, bool) {
 	for _, t := range c.tools {
-		if t.info.Name == name {
+		if t.name == name {
 			return t, true
 		}
 	}
@@ -190,6 +194,7 @@ func (c *Client) Close() error {
 // Tool is one tool of an MCP server. It implements troupe.Tool and is safe for concurrent use.
 type Tool struct {
 	c    *Client
+	name string // the server's name for it
 	info troupe.ToolInfo
 }
 
@@ -236,7 +241,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
 	defer cancel()
-	res, err := t.c.session.CallTool(ctx, &mcp.CallToolParams{Name: t.info.Name, Arguments: in})
+	res, err := t.c.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: in})
 	if err != nil {
 		return nil, fmt.Errorf("mcptool: %s: %w", t.info.Name, err)
 	}

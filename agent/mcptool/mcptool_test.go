@@ -126,6 +126,18 @@ func TestInMemoryServer(t *testing.T) {
 	}
 }
 
+func TestPrefix(t *testing.T) {
+	c := connect(t, mcptool.Config{Command: []string{peers.Bin(t, "mcp-server-everything"), "stdio"}, StopTimeout: 200 * time.Millisecond,
+		Include: []string{"echo"}, Prefix: "ev_"})
+	tools := c.Tools()
+	if len(tools) != 1 || tools[0].Info().Name != "ev_echo" {
+		t.Fatalf("tools = %v", tools)
+	}
+	if got := call(t, tools[0], `{"message":"x"}`); got != `"Echo: x"` {
+		t.Errorf("ev_echo = %s", got)
+	}
+}
+
 func TestIncludeFilters(t *testing.T) {
 	c, err := inMemory(t, "shout")
 	if err != nil {
