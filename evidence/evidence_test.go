@@ -615,3 +615,55 @@ func TestSeeds(t *testing.T) {
 		seen[x] = true
 	}
 }
+
+// An agent as a lint: it gets the replicate's data under user_context.lint_target, and its
+// warnings and agent_result.findings come back as findings.
+func TestLintAgent(t *testing.T) {
+	checker := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		data := d.UserContext["lint_target"].(map[string]any)
+		res := &troupe.Result{Status: troupe.StatusCompleted, AgentResult: map[string]any{"findings": []any{}}}
+		if data["score"].(float64) > 0.5 {
+			res.Warnings = []string{"score above 0.5"}
+			res.AgentResult["findings"] = []any{fmt.Sprintf("replicate %s is optimistic", d.UserContext["replicate"])}
+		}
+		return res, nil
+	})
+	scores := map[int64]float64{11: 0.2, 23: 0.9, 47: 0.4}
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		return ok(map[string]any{"score": scores[seed]}, 1, 0), nil
+	}}
+	d := dispatch(&recorder{})
+	res, err := evidence.Bundle(sub, evidence.Config{Lints: []evidence.Lint{evidence.LintAgent("optimism", checker, d)}}).Run(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"lint optimism on r2: score above 0.5", "lint optimism on r2: replicate r2 is optimistic"}
+	if !cmp.Equal(res.Warnings, want) {
+		t.Errorf("warnings %q, want %q", res.Warnings, want)
+	}
+}
+
+type lifecycle struct {
+	troupe.AgentFunc
+	setup, teardown int
+}
+
+func (l *lifecycle) Setup(context.Context) error    { l.setup++; return nil }
+func (l *lifecycle) Teardown(context.Context) error { l.teardown++; return nil }
+
+func TestSetupTeardownReachTheSubAgent(t *testing.T) {
+	sub := &lifecycle{AgentFunc: func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return nil, nil }}
+	a, err := evidence.New(sub, evidence.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if sub.setup != 1 || sub.teardown != 1 {
+		t.Errorf("setup %d teardown %d", sub.setup, sub.teardown)
+	}
+}

@@ -79,6 +79,9 @@ func LintAgent(name string, a troupe.Agent, d *troupe.Dispatch) Lint {
 		ld.UserContext = map[string]any{"lint_target": data, ReplicateKey: replicate}
 		res, err := a.Run(ctx, ld)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // cut off by its budget or the bundle being ready: nothing to say
+			}
 			return []string{"lint agent failed: " + err.Error()}
 		}
 		if res == nil {
