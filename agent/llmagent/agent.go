@@ -130,10 +130,17 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		}
 		reasks++
 		d.Progress("reask", map[string]any{"attempt": reasks, "errors": verr.Error()})
-		msgs = append(msgs, t.assistant(), openai.UserMessage(
-			"Your answer does not satisfy the required JSON Schema:\n"+verr.Error()+
-				"\nAnswer again with a single JSON value that satisfies the schema, and nothing else."))
+		msgs = append(msgs, t.assistant(), openai.UserMessage(c.reask(verr)))
 	}
+}
+
+// reask is the message asking again after an invalid answer.
+func (c *compiled) reask(verr error) string {
+	if c.schema == nil {
+		return "Your answer was empty. Answer the request above."
+	}
+	return "Your answer does not satisfy the required JSON Schema:\n" + verr.Error() +
+		"\nAnswer again with a single JSON value that satisfies the schema, and nothing else."
 }
 
 func (c *compiled) params() openai.ChatCompletionNewParams {

@@ -516,3 +516,16 @@ func TestTokenBoundStops(t *testing.T) {
 		t.Errorf("%d requests, %d tokens; want 3 and 1050", n, *res.TokensUsed)
 	}
 }
+
+func TestEmptyTextAnswerIsAskedAgain(t *testing.T) {
+	srv := newCompletionServer(t, reply{content: "  ", usage: [2]int{1, 1}}, reply{content: "now with words", usage: [2]int{1, 1}})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
+	res, err := a.Run(t.Context(), dispatch("say something", nil))
+	if err != nil || res.AgentResult["text"] != "now with words" {
+		t.Fatalf("result %v, err %v", res, err)
+	}
+	msgs := messages(srv.Requests()[1])
+	if got := msgs[len(msgs)-1]["content"]; got != "Your answer was empty. Answer the request above." {
+		t.Errorf("re-ask = %q", got)
+	}
+}
