@@ -1,0 +1,40 @@
+package llmroute_test
+
+import (
+	"testing"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/route"
+	"github.com/troupehq/troupe/troupetest"
+)
+
+// In the engine, as seed 003's message-routing coordinator runs: the planner leaves the agent
+// to the router, the rules do not place the message, the model's intent does.
+func TestThroughEngine(t *testing.T) {
+	rt, cl := newRouter(t, map[string]string{"why did NRx fall after the price change?": `{"intent":"causal"}`}, rules())
+	reg := troupe.NewRegistry()
+	agents := map[string]*troupetest.Script{}
+	for _, name := range available {
+		agents[name] = troupetest.NewScript(troupetest.OK(nil))
+		reg.MustAdd(name, agents[name])
+	}
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: route.Planner(rt), Router: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(t.Context()) })
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "why did NRx fall after the price change?", Context: troupe.NewContext("s", "q")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	routed := troupetest.Find(evs, troupe.KindRouteDecided, "")
+	if len(routed) != 1 {
+		t.Fatalf("%d route_decided events", len(routed))
+	}
+	if agents["causal_impact"].Calls() != 1 || agents["explainer"].Calls() != 0 || cl.requests() != 1 {
+		t.Errorf("causal_impact ran %d times, explainer %d, model asked %d times; route event %+v",
+			agents["causal_impact"].Calls(), agents["explainer"].Calls(), cl.requests(), routed[0].Data)
+	}
+}
