@@ -1,0 +1,252 @@
+package httpagent
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/internal/wire"
+)
+
+// Bounds a zero Config field takes.
+const (
+	DefaultTimeout          = time.Minute
+	DefaultMaxResponseBytes = 4 << 20
+	excerptBytes            = 512
+)
+
+// Config configures an HTTP agent. Only URL is required. Secrets never appear in a Config: they
+// are named by environment variable and read once, by New.
+type Config struct {
+	// URL is where each dispatch is POSTed; http or https.
+	URL string
+	// Headers are sent with every request as they are (non-secret values: a tenant, a version).
+	Headers map[string]string
+	// HeadersFromEnv maps a header name to the environment variable holding its value, e.g.
+	// {"X-Api-Key": "SUMMARIZER_KEY"}. A variable that is not set fails New.
+	HeadersFromEnv map[string]string
+	// BearerTokenEnv names the environment variable holding a token sent as
+	// "Authorization: Bearer <token>"; "" sends none. A variable that is not set fails New.
+	BearerTokenEnv string
+	// Timeout bounds one dispatch, connection to last byte; 0 means DefaultTimeout. A shorter
+	// deadline on the context (the dispatch's timeout_seconds, the run's budget) wins.
+	Timeout time.Duration
+	// MaxResponseBytes bounds the response body; 0 means DefaultMaxResponseBytes. A longer
+	// response fails the dispatch.
+	MaxResponseBytes int64
+	// TLS configures the agent's own transport (a private CA, client certificates); nil is Go's
+	// default. It cannot be combined with Client.
+	TLS *tls.Config
+	// Client, when set, sends the requests — e.g. one whose transport is a cassette's. Nil is a
+	// client of the agent's own that does not follow redirects (a redirected POST would lose
+	// its body).
+	Client *http.Client
+	// Agents, when set, checks a result's next_agent names a known agent (the engine checks it
+	// again in any case).
+	Agents troupe.AgentSet
+	// LookupEnv reads the environment; nil is os.LookupEnv.
+	LookupEnv func(key string) (string, bool)
+}
+
+// Agent POSTs each dispatch to a service. It is immutable and safe for concurrent use.
+type Agent struct {
+	url     string
+	header  http.Header
+	timeout time.Duration
+	max     int64
+	client  *http.Client
+	agents  troupe.AgentSet
+}
+
+// New validates cfg, reads the secrets it names from the environment and returns the agent.
+func New(cfg Config) (*Agent, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("httpagent: Config.URL %q is not an http or https URL", cfg.URL)
+	}
+	if cfg.Timeout < 0 || cfg.MaxResponseBytes < 0 {
+		return nil, errors.New("httpagent: Config.Timeout and Config.MaxResponseBytes cannot be negative")
+	}
+	if cfg.TLS != nil && cfg.Client != nil {
+		return nil, errors.New("httpagent: Config.TLS and Config.Client are exclusive: configure TLS in the client's transport")
+	}
+	lookup := cfg.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	a := &Agent{url: u.String(), header: make(http.Header), timeout: cfg.Timeout, max: cfg.MaxResponseBytes, client: cfg.Client, agents: cfg.Agents}
+	if a.timeout == 0 {
+		a.timeout = DefaultTimeout
+	}
+	if a.max == 0 {
+		a.max = DefaultMaxResponseBytes
+	}
+	for k, v := range cfg.Headers {
+		a.header.Set(k, v)
+	}
+	env := func(what, name string) (string, error) {
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return "", fmt.Errorf("httpagent: %s: environment variable %s is not set", what, name)
+		}
+		return v, nil
+	}
+	for h, name := range cfg.HeadersFromEnv {
+		v, err := env("Config.HeadersFromEnv["+h+"]", name)
+		if err != nil {
+			return nil, err
+		}
+		a.header.Set(h, v)
+	}
+	if cfg.BearerTokenEnv != "" {
+		v, err := env("Config.BearerTokenEnv", cfg.BearerTokenEnv)
+		if err != nil {
+			return nil, err
+		}
+		a.header.Set("Authorization", "Bearer "+v)
+	}
+	a.header.Set("Content-Type", "application/json")
+	a.header.Set("Accept", "application/json")
+	if a.client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg.TLS
+		a.client = &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return a, nil
+}
+
+// CloseIdleConnections closes the idle keep-alive connections of the agent's client.
+func (a *Agent) CloseIdleConnections() { a.client.CloseIdleConnections() }
+
+// StatusError is the cause of the error an HTTP agent returns for a response that is not 2xx.
+type StatusError struct {
+	StatusCode int
+	RetryAfter time.Duration // from Retry-After; 0 when absent
+	Excerpt    string        // the start of the body, quoted
+}
+
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("httpagent: status %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.RetryAfter > 0 {
+		s += fmt.Sprintf(", retry after %v", e.RetryAfter)
+	}
+	if e.Excerpt != "" {
+		s += ": " + e.Excerpt
+	}
+	return s
+}
+
+// Run POSTs d as JSON with headers Idempotency-Key (the dispatch id, the same on every send of
+// the dispatch) and, inside a run, W3C traceparent and X-Troupe-Trace-Id; it reads and
+// validates a Result from a 2xx response. Other statuses fail the dispatch: 408, 429 and 5xx
+// recoverable (Retry-After in the error's details), any other not.
+func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	body, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("httpagent: encoding the dispatch: %w", err)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, troupe.ErrTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("httpagent: %w", err)
+	}
+	for k, v := range a.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Idempotency-Key", d.DispatchID)
+	if tid := d.TraceID(); tid != "" {
+		req.Header.Set("Traceparent", wire.Traceparent(tid, d.DispatchID))
+		req.Header.Set("X-Troupe-Trace-Id", tid)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, a.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, a.max+1))
+	if err != nil {
+		return nil, a.transportError(ctx, err)
+	}
+	details := map[string]any{"url": a.url, "http_status": resp.StatusCode}
+	if int64(len(data)) > a.max {
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
+			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes", a.url, a.max)}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, a.statusError(resp, data, details)
+	}
+	return wire.DecodeResult("httpagent: POST "+a.url, data, d, a.agents, details)
+}
+
+func (a *Agent) statusError(resp *http.Response, data []byte, details map[string]any) error {
+	se := &StatusError{StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	if len(bytes.TrimSpace(data)) > 0 {
+		se.Excerpt = wire.Head(bytes.TrimSpace(data), excerptBytes)
+		details["body_excerpt"] = se.Excerpt
+	}
+	code := resp.StatusCode
+	recoverable := code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
+	if se.RetryAfter > 0 {
+		details["retry_after_seconds"] = se.RetryAfter.Seconds()
+	}
+	if loc := resp.Header.Get("Location"); code >= 300 && code < 400 && loc != "" {
+		details["location"] = loc
+	}
+	errCode := troupe.CodeAgentError
+	if code == http.StatusRequestTimeout || code == http.StatusGatewayTimeout {
+		errCode = troupe.CodeTimeout
+	}
+	return &troupe.AgentError{Code: errCode, Recoverable: recoverable, Cause: se, Details: details,
+		Message: "httpagent: POST " + a.url}
+}
+
+// retryAfter reads Retry-After as seconds or an HTTP date; anything else, or a time already
+// past, is 0.
+func retryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > 1<<31 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t).Round(time.Second), 0)
+	}
+	return 0
+}
+
+// transportError classifies a failure to get a response: a deadline is TIMEOUT, a cancelled
+// run CANCELLED, a certificate that does not verify permanent, anything else (refused,
+// reset) recoverable.
+func (a *Agent) transportError(ctx context.Context, err error) error {
+	msg := "httpagent: POST " + a.url
+	details := map[string]any{"url": a.url}
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, troupe.ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
+			return &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true, Message: msg, Cause: cause, Details: details}
+		}
+		return &troupe.AgentError{Code: troupe.CodeCancelled, Message: msg, Cause: cause, Details: details}
+	}
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Cause: err, Details: details}
+	}
+	return &troupe.AgentError{Code: troupe.CodeAgentError, Recoverable: true, Message: msg, Cause: err, Details: details}
+}

@@ -1,0 +1,303 @@
+package httpagent_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/cassette"
+	"github.com/troupehq/troupe/agent/httpagent"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// runtime is a hand-written DispatchRuntime that knows a trace id.
+type runtime struct{ traceID string }
+
+func (r runtime) State(string) (any, bool) { return nil, false }
+func (r runtime) Progress(string, any)     {}
+func (r runtime) Ask(context.Context, troupe.Question) (troupe.Answer, error) {
+	return troupe.Answer{}, troupe.ErrPaused
+}
+func (r runtime) Partial(map[string]any) {}
+func (r runtime) TraceID() string        { return r.traceID }
+
+func dispatch(query string) *troupe.Dispatch {
+	d := troupe.NewDispatch()
+	d.DispatchID, d.SessionID, d.QueryID = troupe.NewDispatchID(9), "sess_1", "qry_1"
+	d.TargetAgent, d.DispatchReason, d.Query = "counter", "test", query
+	d.ParsedQuery, d.DispatchedAt = map[string]any{}, time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	d.Bind(runtime{traceID: "trace_77"})
+	return d
+}
+
+// counter is a service speaking the protocol: it decodes the dispatch and counts its words.
+func counter(t testing.TB, seen func(r *http.Request, d *troupe.Dispatch)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		d, err := troupe.DecodeDispatch(b, nil, time.Now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if seen != nil {
+			seen(r, d)
+		}
+		now := time.Now().UTC()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(&troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
+			Status: troupe.StatusCompleted, AgentResult: map[string]any{"words": len(strings.Fields(d.Query))},
+			Errors: []troupe.ErrorInfo{}, Warnings: []string{}, StartedAt: now, CompletedAt: now})
+	}
+}
+
+func newAgent(t testing.TB, cfg httpagent.Config) *httpagent.Agent {
+	t.Helper()
+	a, err := httpagent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.CloseIdleConnections)
+	return a
+}
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestPostsTheDispatchWithHeaders(t *testing.T) {
+	type seen struct {
+		Auth, Key, Team, Idem, Trace, TraceHdr, ContentType, Query string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(counter(t, func(r *http.Request, d *troupe.Dispatch) {
+		got <- seen{r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"), r.Header.Get("X-Team"), r.Header.Get("Idempotency-Key"),
+			r.Header.Get("Traceparent"), r.Header.Get("X-Troupe-Trace-Id"), r.Header.Get("Content-Type"), d.Query}
+	}))
+	defer srv.Close()
+	a := newAgent(t, httpagent.Config{URL: srv.URL + "/agent", Headers: map[string]string{"X-Team": "search"},
+		HeadersFromEnv: map[string]string{"X-Api-Key": "SVC_KEY"}, BearerTokenEnv: "SVC_TOKEN",
+		LookupEnv: env(map[string]string{"SVC_KEY": "k-123", "SVC_TOKEN": "t-456"})})
+	d := dispatch("four words right here")
+	res, err := a.Run(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AgentResult["words"] != 4.0 || res.DispatchID != d.DispatchID {
+		t.Errorf("result %+v", res)
+	}
+	s := <-got
+	if !strings.HasPrefix(s.Trace, "00-") || len(s.Trace) != 55 {
+		t.Errorf("traceparent %q", s.Trace)
+	}
+	s.Trace = ""
+	want := seen{"Bearer t-456", "k-123", "search", d.DispatchID, "", "trace_77", "application/json", "four words right here"}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("request (-want +got):\n%s", diff)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	type want struct {
+		Code        string
+		Recoverable bool
+		RetryAfter  any
+		Status      any
+		Message     []string
+	}
+	big := strings.Repeat("z", 5000)
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		cfg     httpagent.Config
+		want    want
+	}{
+		{"400 is permanent, with a body excerpt", status(400, nil, `{"error":"query too long"}`), httpagent.Config{},
+			want{troupe.CodeAgentError, false, nil, 400, []string{"status 400 Bad Request", "query too long"}}},
+		{"404 is permanent", status(404, nil, ""), httpagent.Config{}, want{troupe.CodeAgentError, false, nil, 404, []string{"404 Not Found"}}},
+		{"408 is a recoverable timeout", status(408, nil, ""), httpagent.Config{}, want{troupe.CodeTimeout, true, nil, 408, []string{"408"}}},
+		{"429 with Retry-After seconds", status(429, map[string]string{"Retry-After": "7"}, "slow down"), httpagent.Config{},
+			want{troupe.CodeAgentError, true, 7.0, 429, []string{"retry after 7s", "slow down"}}},
+		{"503 with Retry-After as a date", status(503, map[string]string{"Retry-After": time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)}, "maintenance"), httpagent.Config{},
+			want{troupe.CodeAgentError, true, "≈90", 503, []string{"503 Service Unavailable", "maintenance"}}},
+		{"500 with a long body: an excerpt only", status(500, nil, big), httpagent.Config{},
+			want{troupe.CodeAgentError, true, nil, 500, []string{"500 Internal Server Error", `zzz"…`}}},
+		{"a redirect is not followed", status(302, map[string]string{"Location": "/elsewhere"}, ""), httpagent.Config{},
+			want{troupe.CodeAgentError, false, nil, 302, []string{"302 Found"}}},
+		{"garbage JSON", status(200, nil, `{"dispatch_id": oops`), httpagent.Config{},
+			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"invalid result"}}},
+		{"valid JSON, not a valid result", status(200, nil, `{"status":"completed","confidence":3}`), httpagent.Config{},
+			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"invalid result", "more problems"}}},
+		{"huge response", func(w http.ResponseWriter, r *http.Request) {
+			chunk := []byte(strings.Repeat("x", 64<<10))
+			for r.Context().Err() == nil { // until the agent stops reading
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}, httpagent.Config{MaxResponseBytes: 1 << 20},
+			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"response over 1048576 bytes"}}},
+		{"slow server: timeout", func(w http.ResponseWriter, r *http.Request) { hang(r) }, httpagent.Config{Timeout: 100 * time.Millisecond},
+			want{troupe.CodeTimeout, true, nil, nil, []string{"dispatch timed out"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			cfg := tc.cfg
+			cfg.URL = srv.URL
+			res, err := newAgent(t, cfg).Run(t.Context(), dispatch("q"))
+			var ae *troupe.AgentError
+			if res != nil || !errors.As(err, &ae) {
+				t.Fatalf("Run = %+v, %v; want an *AgentError", res, err)
+			}
+			got := want{ae.Code, ae.Recoverable, ae.Details["retry_after_seconds"], ae.Details["http_status"], tc.want.Message}
+			if s, ok := tc.want.RetryAfter.(string); ok && s == "≈90" {
+				if ra, _ := got.RetryAfter.(float64); ra < 85 || ra > 91 {
+					t.Errorf("retry after %v, want about 90", got.RetryAfter)
+				}
+				got.RetryAfter = s
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+			for _, s := range tc.want.Message {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+			if len(err.Error()) > 1500 {
+				t.Errorf("error of %d bytes: the body is not cut", len(err.Error()))
+			}
+			var se *httpagent.StatusError
+			if code, _ := tc.want.Status.(int); code >= 300 && (!errors.As(err, &se) || se.StatusCode != code) {
+				t.Errorf("cause %v is not a StatusError %d", err, code)
+			}
+		})
+	}
+}
+
+// hang blocks until the client goes away. The body is read first: only then does the server
+// watch the connection and cancel the request's context when the client closes it.
+func hang(r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+}
+
+func status(code int, hdr map[string]string, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range hdr {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}
+}
+
+func TestCancelWhileWaiting(t *testing.T) {
+	arrived := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		hang(r)
+	}))
+	defer srv.Close()
+	a := newAgent(t, httpagent.Config{URL: srv.URL})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-arrived; cancel() }()
+	_, err := a.Run(ctx, dispatch("q"))
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeCancelled || ae.Recoverable || !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(counter(t, nil))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake the second agent refuses
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	a := newAgent(t, httpagent.Config{URL: srv.URL, TLS: &tls.Config{RootCAs: pool}})
+	if res, err := a.Run(t.Context(), dispatch("a b")); err != nil || res.AgentResult["words"] != 2.0 {
+		t.Errorf("with the server's CA: %+v, %v", res, err)
+	}
+	_, err := newAgent(t, httpagent.Config{URL: srv.URL}).Run(t.Context(), dispatch("a b"))
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Recoverable || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without it: %v (a certificate that does not verify is permanent)", err)
+	}
+}
+
+func TestConnectionRefusedIsRecoverable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	_, err := newAgent(t, httpagent.Config{URL: url}).Run(t.Context(), dispatch("q"))
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || !ae.Recoverable || ae.Code != troupe.CodeAgentError {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+// The agent's exchanges recorded to a cassette replay offline, byte for byte the same result.
+func TestRecordAndReplayThroughACassette(t *testing.T) {
+	srv := httptest.NewServer(counter(t, nil))
+	path := filepath.Join(t.TempDir(), "counter.json")
+	run := func(mode cassette.Mode) *troupe.Result {
+		c, err := cassette.New(path, cassette.Config{Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newAgent(t, httpagent.Config{URL: srv.URL, Client: &http.Client{Transport: c.Transport(nil)}, BearerTokenEnv: "TOK",
+			LookupEnv: env(map[string]string{"TOK": "very-secret"})})
+		res, err := a.Run(t.Context(), dispatch("one two three"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Save(); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	live := run(cassette.ModeRecord)
+	srv.Close()
+	replayed := run(cassette.ModeReplay)
+	if d := cmp.Diff(live, replayed); d != "" {
+		t.Errorf("(-live +replayed):\n%s", d)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  httpagent.Config
+		want string
+	}{
+		{"no URL", httpagent.Config{}, `Config.URL "" is not`},
+		{"not http", httpagent.Config{URL: "ftp://h/x"}, "not an http or https URL"},
+		{"token variable unset", httpagent.Config{URL: "http://h", BearerTokenEnv: "NOPE_TOKEN", LookupEnv: env(nil)}, "environment variable NOPE_TOKEN is not set"},
+		{"header variable unset", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-K": "NOPE_KEY"}, LookupEnv: env(nil)}, "HeadersFromEnv[X-K]: environment variable NOPE_KEY"},
+		{"TLS and Client", httpagent.Config{URL: "https://h", TLS: &tls.Config{}, Client: http.DefaultClient}, "exclusive"},
+		{"negative timeout", httpagent.Config{URL: "http://h", Timeout: -1}, "negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := httpagent.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "httpagent: ") {
+				t.Errorf("New = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
