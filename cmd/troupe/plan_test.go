@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata")
@@ -104,4 +105,13 @@ func TestPlanTutorGolden(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	golden(t, "tutor_resume_mermaid", stdout)
+}
+
+func loadTestConfig(t *testing.T, path string) *config.File {
+	t.Helper()
+	f, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

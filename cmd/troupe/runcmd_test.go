@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupehq/troupe"
+)
+
+const e2iQuery = "What caused the drop in NRx for Kisqali in Midwest?"
+
+func TestRunE2IPlain(t *testing.T) {
+	code, stdout, stderr := invoke(t, "run", "../../examples/e2i", e2iQuery)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"troupe run: e2i, 17 agents",
+		"parsed  intent=causal brands=[Kisqali] kpis=[NRx] regions=[Midwest]",
+		"plan    3 stages: [causal_impact] → [gap_analyzer] → [explainer]",
+		"▸ stage 1/3  causal_impact started", "✓ causal_impact completed in ",
+		"▸ stage 3/3  explainer started",
+		"\nanswer\n  Kisqali NRx in the Midwest fell 12.",
+		"confidence   0.80, the lowest of causal_impact 0.80",
+		"conflicts    none", "status  completed (exit 0)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "\x1b[") {
+		t.Errorf("plain output has terminal escapes:\n%q", stdout)
+	}
+}
+
+// syncBuffer is a buffer the live view's spinner and the test may touch at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// On a terminal the view is redrawn in place: cursor-up and clear escapes, a line a stage,
+// each agent with its mark, duration and outcome, then the answer below it.
+func TestRunE2ITerminal(t *testing.T) {
+	var out, errOut syncBuffer
+	code := runWorkflow(t.Context(), []string{"../../examples/e2i", e2iQuery}, &out, &errOut, true)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+	s := out.String()
+	if !strings.Contains(s, "\x1b[J") || !regexp.MustCompile(`\x1b\[\d+A`).MatchString(s) {
+		t.Errorf("no redraw escapes in %q", s)
+	}
+	// The last drawing of the view, after the last clear.
+	last := s[strings.LastIndex(s, "\x1b[J")+len("\x1b[J"):]
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^stage 1/3\n  ✓ causal_impact +completed +\d+(µs|ms)  confidence 0\.80  "Kisqali NRx in the Midwest fell`),
+		regexp.MustCompile(`(?m)^stage 2/3\n  ✓ gap_analyzer +completed`),
+		regexp.MustCompile(`(?m)^stage 3/3\n  ✓ explainer +completed`),
+		regexp.MustCompile(`\nanswer\n  Kisqali NRx`),
+		regexp.MustCompile(`status  completed \(exit 0\)\n$`),
+	} {
+		if !want.MatchString(last) {
+			t.Errorf("final view does not match %s:\n%s", want, last)
+		}
+	}
+}
+
+// The live view of a running agent has a spinner and its time so far; a bundle's replicates
+// appear under it as they finish.
+func TestProgressView(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	f := loadTestConfig(t, "testdata/workflow")
+	p := newProgress(&out, f, troupe.Request{Query: "q"}, true, func() time.Time { return now })
+	p.close() // no spinner goroutine: the test turns it
+	p.event(troupe.Event{Kind: troupe.KindPlanCreated, Data: &troupe.Plan{Stages: []troupe.PlanStage{
+		{Tasks: []troupe.Task{{ID: "words", Agent: "words"}, {ID: "letters", Agent: "letters"}}},
+		{Tasks: []troupe.Task{{ID: "report", Agent: "report"}}},
+	}}})
+	p.event(troupe.Event{Kind: troupe.KindDispatchStarted, DispatchID: "d1", Agent: "words", Step: 1, Time: now, Data: &troupe.Dispatch{}})
+	p.event(troupe.Event{Kind: troupe.KindAgentProgress, DispatchID: "d1", Agent: "words", Data: &troupe.Progress{Kind: "replicate_done", Data: map[string]any{"replicate": 2, "seed": 23, "status": "completed", "valid": true}}})
+	now = now.Add(1500 * time.Millisecond)
+	p.frame = 3
+	got := strings.Join(p.view(), "\n")
+	want := "stage 1/2\n" +
+		"  ⠸ words       running 1500ms\n" +
+		"      · replicate 2 (seed 23) completed\n" +
+		"  · letters     waiting\n" +
+		"stage 2/2\n" +
+		"  · report      waiting"
+	if got != want {
+		t.Errorf("view:\n%s\nwant:\n%s", got, want)
+	}
+	c := 0.5
+	p.event(troupe.Event{Kind: troupe.KindDispatchCompleted, DispatchID: "d1", Agent: "words", Step: 1, Time: now, Data: &troupe.Result{AgentName: "words", Status: troupe.StatusCompleted, Confidence: &c}})
+	if got := p.view()[1]; got != "  ✓ words       completed  1500ms  confidence 0.50" {
+		t.Errorf("finished row %q", got)
+	}
+}
+
+func TestRunJSONRecord(t *testing.T) {
+	code, stdout, stderr := invoke(t, "run", "--output", "json", "--seed", "5", "../../examples/e2i", e2iQuery)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var rec struct {
+		Version  int            `json:"version"`
+		Config   map[string]any `json:"config"`
+		Request  troupe.Request `json:"request"`
+		RunID    string         `json:"run_id"`
+		Status   string         `json:"status"`
+		ExitCode int            `json:"exit_code"`
+		Outcome  troupe.Outcome `json:"outcome"`
+		Plan     troupe.Plan    `json:"plan"`
+		Results  []troupe.Result
+		Agg      troupe.Aggregation `json:"aggregation"`
+		Events   []troupe.Event     `json:"events"`
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		t.Fatalf("not a run record: %v\n%s", err, stdout)
+	}
+	if rec.Version != 1 || rec.Status != "completed" || rec.ExitCode != 0 || rec.Config["name"] != "e2i" || rec.Request.Query != e2iQuery || rec.Request.Seed != 5 {
+		t.Errorf("record header: version %d status %s exit %d config %v request %+v", rec.Version, rec.Status, rec.ExitCode, rec.Config, rec.Request)
+	}
+	if got := len(rec.Results); got != 3 {
+		t.Errorf("%d results, want 3", got)
+	}
+	if !strings.HasPrefix(rec.Agg.Synthesis, "Kisqali NRx in the Midwest fell 12.") || len(rec.Plan.Stages) != 3 {
+		t.Errorf("aggregation %q, plan %v", rec.Agg.Synthesis, rec.Plan.ExecutionPlan())
+	}
+	for i, ev := range rec.Events {
+		if ev.Seq != int64(i+1) || ev.RunID != rec.RunID {
+			t.Fatalf("event %d: seq %d run %s", i, ev.Seq, ev.RunID)
+		}
+	}
+	if last := rec.Events[len(rec.Events)-1]; last.Kind != troupe.KindRunCompleted {
+		t.Errorf("last event %s", last.Kind)
+	}
+}
+
+// The exit codes: 0 completed, 1 failed, 2 usage or configuration error, 3 paused for a
+// human, 130 cancelled (TestRunCancelled).
+func TestRunExitCodes(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr []string
+	}{
+		{"completed", []string{"run", "../../examples/e2i", e2iQuery}, exitOK, []string{"status  completed (exit 0)"}, nil},
+		{"failed", []string{"run", "testdata/fail.yaml", "anything"}, exitFailed,
+			[]string{"✗ broken failed in", "AGENT_ERROR", "no data for this question", "status  failed"}, nil},
+		{"no arguments", []string{"run"}, exitUsage, nil, []string{"want CONFIG and a query"}},
+		{"no query", []string{"run", "../../examples/e2i"}, exitUsage, nil, []string{"want a query after CONFIG"}},
+		{"bad output", []string{"run", "--output", "yaml", "../../examples/e2i", "q"}, exitUsage, nil, []string{`--output "yaml": want text or json`}},
+		{"missing config", []string{"run", "testdata/nope.yaml", "q"}, exitUsage, nil, []string{"no such file"}},
+		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{"testdata/bad.yaml:6:7: agents.fetch.exec: missing required field", "16 problems"}},
+		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"--input fail.yaml: not a request"}},
+		{"paused", []string{"run", "--input", "testdata/request.json", "../../examples/tutor"}, exitPaused,
+			[]string{"route   → diagnostic: New topic start", "? diagnostic asks: Quick check on", "waiting for a human:", "status  paused (exit 3)"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := invoke(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			for _, w := range tt.stdout {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// cancelOn is a writer that cancels a context once what was written contains a marker: a
+// Ctrl-C pressed while the run is in a given state.
+type cancelOn struct {
+	syncBuffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	n, err := c.syncBuffer.Write(p)
+	if strings.Contains(c.String(), c.marker) {
+		c.cancel()
+	}
+	return n, err
+}
+
+// Ctrl-C (the context's cancellation) mid-run stops the blocking agent's process, ends the
+// run cancelled with exit 130 and shows what had finished.
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := &cancelOn{marker: "sleeper started", cancel: cancel}
+	var errOut syncBuffer
+	start := time.Now()
+	code := run(ctx, []string{"run", "testdata/cancel.yaml", "count these words"}, out, &errOut)
+	if code != exitCancelled {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitCancelled, out.String(), errOut.String())
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("cancelling took %v: the sleeping agent was not stopped", d)
+	}
+	s := out.String()
+	for _, want := range []string{"✓ words completed", "finished     words completed", "unfinished   sleeper", "(exit 130)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// The three-agent workflow of shell scripts runs end to end: words and letters in parallel,
+// then report, whose figure is computed from theirs.
+func TestExecWorkflow(t *testing.T) {
+	const q = "How long are the words of this question?"
+	code, stdout, stderr := invoke(t, "run", "--output", "json", "testdata/workflow", q)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var rec struct {
+		Plan    troupe.Plan      `json:"plan"`
+		Results []*troupe.Result `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Plan.ExecutionPlan(); len(got) != 2 || len(got[0]) != 2 || got[1][0] != "report" {
+		t.Errorf("plan %v, want [[words letters] [report]]", got)
+	}
+	words := len(strings.Fields(q))
+	letters := 0
+	for _, r := range q {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			letters++
+		}
+	}
+	byAgent := map[string]map[string]any{}
+	for _, r := range rec.Results {
+		if r.Status != troupe.StatusCompleted {
+			t.Errorf("%s: %s %v", r.AgentName, r.Status, r.Errors)
+		}
+		byAgent[r.AgentName] = r.AgentResult
+	}
+	if byAgent["words"]["words"] != float64(words) || byAgent["letters"]["letters"] != float64(letters) {
+		t.Errorf("counts %v %v, want %d words, %d letters", byAgent["words"], byAgent["letters"], words, letters)
+	}
+	want := float64(int(float64(letters)/float64(words)*100+0.5)) / 100
+	if got := byAgent["report"]["mean_word_length"]; got != want {
+		t.Errorf("mean word length %v, want %v", got, want)
+	}
+}
+
+func TestValidateAndAgents(t *testing.T) {
+	code, stdout, stderr := invoke(t, "validate", "../../examples/e2i")
+	if code != exitOK || stdout != "../../examples/e2i/troupe.yaml: ok — 17 agents, planned by 8 intent rules\n" {
+		t.Errorf("validate e2i: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, _ = invoke(t, "validate", "testdata/workflow")
+	if code != exitOK || !strings.Contains(stdout, "ok — 3 agents, every agent") {
+		t.Errorf("validate workflow: exit %d\n%s", code, stdout)
+	}
+	code, stdout, _ = invoke(t, "agents", "../../examples/tutor")
+	for _, want := range []string{"tutor: 7 agents", "quiz ", "reads current_topic; writes quiz_questions", "mastery_loop    loop learning_cycle ×5"} {
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("agents: exit %d, lacks %q:\n%s", code, want, stdout)
+		}
+	}
+}
+
+// A file with many mistakes gets all of them, each with its line and column, and exit 2.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	code, stdout, stderr := invoke(t, "validate", "testdata/bad.yaml")
+	if code != exitUsage || stdout != "" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 17 || lines[16] != "troupe validate: testdata/bad.yaml: 16 problems" {
+		t.Fatalf("%d lines:\n%s", len(lines), stderr)
+	}
+	pos := regexp.MustCompile(`^testdata/bad\.yaml:\d+:\d+: [A-Za-z_.\[\]0-9]+: .+`)
+	for _, l := range lines[:16] {
+		if !pos.MatchString(l) {
+			t.Errorf("problem without file:line:column: field: %q", l)
+		}
+	}
+	for _, want := range []string{
+		`testdata/bad.yaml:11:23: agents.summarize.sequential.agents[1]: unknown agent "sumarize" (did you mean "summarize"?)`,
+		`testdata/bad.yaml:31:1: errorpolicy: unknown field "errorpolicy" (did you mean "error_policy"?)`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+}
+
+func TestCommandHelp(t *testing.T) {
+	for _, name := range []string{"run", "plan", "validate", "agents"} {
+		for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
+			code, stdout, stderr := invoke(t, args...)
+			if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "Usage: troupe "+name) ||
+				!strings.Contains(stdout, "\nExamples:\n  troupe "+name) || !strings.Contains(stdout, "130 it was cancelled") {
+				t.Errorf("%v: exit %d, stderr %q, help:\n%s", args, code, stderr, stdout)
+			}
+		}
+	}
+}
