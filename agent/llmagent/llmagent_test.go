@@ -529,3 +529,33 @@ func TestEmptyTextAnswerIsAskedAgain(t *testing.T) {
 		t.Errorf("re-ask = %q", got)
 	}
 }
+
+func TestConcurrentRuns(t *testing.T) {
+	const n = 8
+	replies := make([]reply, n)
+	for i := range replies {
+		replies[i] = reply{content: fmt.Sprintf("answer %d", i), usage: [2]int{1, 1}}
+	}
+	srv := newCompletionServer(t, replies...)
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: true})
+	results := make(chan any, n)
+	for range n {
+		go func() {
+			res, err := a.Run(t.Context(), dispatch("go", &runtime{}))
+			if err != nil {
+				results <- err
+				return
+			}
+			results <- res.AgentResult["text"]
+		}()
+	}
+	seen := map[any]bool{}
+	for range n {
+		seen[<-results] = true
+	}
+	for i := range n {
+		if !seen[fmt.Sprintf("answer %d", i)] {
+			t.Errorf("answer %d missing; got %v", i, seen)
+		}
+	}
+}
