@@ -65,7 +65,7 @@ func writeExamples(w io.Writer, c command) {
 	}
 }
 
-const exitCodes = `Exit codes: 0 the run completed, 1 it failed, 2 usage error,
+const exitCodes = `Exit codes: 0 the run completed, 1 it failed, 2 usage or configuration error,
 3 it paused waiting for a human, 130 it was cancelled (Ctrl-C).
 `
 

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -331,6 +334,25 @@ func TestCommandHelp(t *testing.T) {
 			if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "Usage: troupe "+name) ||
 				!strings.Contains(stdout, "\nExamples:\n  troupe "+name) || !strings.Contains(stdout, "130 it was cancelled") {
 				t.Errorf("%v: exit %d, stderr %q, help:\n%s", args, code, stderr, stdout)
+			}
+		}
+	}
+}
+
+// docs/run-record.md documents every field of the record.
+func TestRunRecordDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/run-record.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), fmt.Sprintf("# The run record (version %d)", recordVersion)) {
+		t.Errorf("docs/run-record.md does not describe version %d", recordVersion)
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[runRecord](), reflect.TypeFor[recordConfig]()} {
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("docs/run-record.md does not document %s", name)
 			}
 		}
 	}
