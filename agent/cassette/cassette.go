@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/troupehq/troupe/agent/internal/wire"
 )
 
 // Mode says whether a cassette talks to the network.
@@ -381,20 +383,9 @@ func (c *Cassette) replay(req *http.Request, body []byte) (*http.Response, error
 func describe(method, u string, body []byte) string {
 	s := method + " " + u
 	if len(body) > 0 {
-		s += " with body " + excerpt(body, 200)
+		s += " with body " + wire.Head(body, 200)
 	}
 	return s
-}
-
-func excerpt(b []byte, n int) string {
-	if len(b) <= n {
-		return strconv.Quote(string(b))
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
-		cut--
-	}
-	return strconv.Quote(string(b[:cut])) + "…"
 }
 
 // chunks serves a recorded stream one recorded chunk per Read at most, so a streaming reader
