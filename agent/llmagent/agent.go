@@ -79,7 +79,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		msgs = append(msgs, openai.SystemMessage(system))
 	}
 	msgs = append(msgs, openai.UserMessage(user))
-	params := c.params()
+	params := c.base // a copy; only its Messages change, and the SDK does not modify the rest
 	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMiddleware(attempts(d))}
 	if key == "" {
 		opts[0] = option.WithHeaderDel("authorization")
@@ -143,6 +143,7 @@ func (c *compiled) reask(verr error) string {
 		"\nAnswer again with a single JSON value that satisfies the schema, and nothing else."
 }
 
+// params builds the request every dispatch starts from, once, at New.
 func (c *compiled) params() openai.ChatCompletionNewParams {
 	p := openai.ChatCompletionNewParams{
 		Model:               shared.ChatModel(c.cfg.Model),

@@ -8,6 +8,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/internal/schema"
 )
@@ -125,6 +127,7 @@ type compiled struct {
 	rawSch  map[string]any
 	tools   map[string]troupe.Tool
 	toolDef []troupe.ToolInfo
+	base    openai.ChatCompletionNewParams
 }
 
 func compile(cfg Config) (*compiled, error) {
@@ -203,6 +206,7 @@ func compile(cfg Config) (*compiled, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("llmagent: config: %s", strings.Join(problems, "; "))
 	}
+	c.base = c.params()
 	return c, nil
 }
 
