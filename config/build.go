@@ -292,8 +292,9 @@ func (f *File) RouteRules() *route.Rules {
 }
 
 // Planner returns the planner the file describes: its routing rules; or, for a coordinator,
-// a planner of one task the coordinator routes (route.Planner); or nil (every agent, in the
-// stages their declarations imply) when it has neither.
+// a planner of one task the coordinator routes (route.Planner); or, when it has neither,
+// a planner of its top-level agents (TopLevel) in the stages their after, reads and writes
+// imply — the members of composites run inside them, not on their own.
 func (f *File) Planner() troupe.Planner {
 	if r := f.PlanRules(); r != nil {
 		return r
@@ -301,7 +302,48 @@ func (f *File) Planner() troupe.Planner {
 	if r := f.RouteRules(); r != nil {
 		return route.Planner(r)
 	}
-	return nil
+	top := f.TopLevel()
+	return troupe.PlannerFunc(func(_ *troupe.Request, c troupe.Catalog) (*troupe.Plan, error) {
+		var r plan.Rules
+		stages, err := r.ExecutionOrder(top, c)
+		if err != nil {
+			return nil, err
+		}
+		p := &troupe.Plan{}
+		for _, names := range stages {
+			st := troupe.PlanStage{MaxConcurrency: plan.DefaultMaxConcurrency}
+			for _, n := range names {
+				t := troupe.Task{ID: n, Agent: n, Reason: "declared in the workflow file", Priority: 1}
+				if spec, ok := c.Spec(n); ok {
+					for _, d := range spec.DependsOn {
+						if slices.Contains(top, d) {
+							t.DependsOn = append(t.DependsOn, d)
+						}
+					}
+				}
+				st.Tasks = append(st.Tasks, t)
+			}
+			p.Stages = append(p.Stages, st)
+		}
+		return p, nil
+	})
+}
+
+// TopLevel returns the agents no composite of the file contains, in file order.
+func (f *File) TopLevel() []string {
+	member := map[string]bool{}
+	for _, a := range f.Agents {
+		for _, c := range a.Children() {
+			member[c] = true
+		}
+	}
+	var out []string
+	for _, n := range f.Order {
+		if !member[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Router returns the coordinator's routing table as a router, or nil.

@@ -159,3 +159,31 @@ func ExampleLoad() {
 	// gap_analyzer 0.85
 	// explainer 0.80
 }
+
+// A file without routing or coordinator plans its top-level agents only, in the stages
+// their declarations imply; members of composites run inside them.
+func TestPlannerOfTopLevelAgents(t *testing.T) {
+	f := mustParse(t, `
+version: 1
+agents:
+  a: {kind: builtin}
+  b: {kind: builtin, after: [a]}
+  c: {kind: builtin, reads: [x]}
+  w: {kind: builtin, writes: [x]}
+  seq: {kind: sequential, sequential: {agents: [a, b]}}
+`)
+	if got := strings.Join(f.TopLevel(), " "); got != "c w seq" {
+		t.Errorf("top level %q", got)
+	}
+	cat, err := config.Catalog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Planner().Plan(&troupe.Request{Query: "q"}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(p.ExecutionPlan()); got != "[[w seq] [c]]" {
+		t.Errorf("plan %s, want [[w seq] [c]]: c reads what w writes", got)
+	}
+}

@@ -407,6 +407,13 @@ func progressLine(d *troupe.Progress) string {
 			s += ", invalid"
 		}
 		return s
+	case "replicate_progress":
+		inner := m["data"]
+		if s, ok := inner.(string); ok {
+			return fmt.Sprintf("replicate %s: %s", get("replicate"), s)
+		}
+		b, _ := json.Marshal(inner)
+		return fmt.Sprintf("replicate %s: %s %s", get("replicate"), get("kind"), cut(string(b), 80))
 	case "partial_summary":
 		return fmt.Sprintf("first two replicates: distance %s, confidence %s, early stop %s", get("distance"), get("confidence"), get("early_stop"))
 	case "bundle_ready":

@@ -357,3 +357,33 @@ func TestRunRecordDocumented(t *testing.T) {
 		}
 	}
 }
+
+// Composites from the file run as the flow and evidence packages build them: the bundle's
+// replicates show as they finish (and it stops early, its sub-agent ignoring seeds), the loop
+// stops once its state condition holds, members run nested inside their composite, and only
+// top-level agents are planned.
+func TestCompositeWorkflow(t *testing.T) {
+	code, stdout, stderr := invoke(t, "run", "testdata/composite.yaml", "count these words please")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"plan    1 stage: [jury, until_counted]",
+		"  · jury replicate r1 (seed 11) completed",
+		"  · jury replicate r2 (seed 23) completed",
+		"  · jury bundle ready: 2 replicates, confidence 1, early stop true",
+		"  ▸ count_both started\n",
+		"    ✓ words completed",
+		"✓ until_counted completed",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if n := strings.Count(stdout, "▸ count_both started"); n != 1 {
+		t.Errorf("the loop ran %d cycles; its condition (words = 4) holds after the first", n)
+	}
+	if strings.Contains(stdout, "replicate r3") {
+		t.Errorf("the bundle did not stop early:\n%s", stdout)
+	}
+}
