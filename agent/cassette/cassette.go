@@ -469,8 +469,8 @@ func (r *redactor) url(u *url.URL) string {
 	return r.text(v.String())
 }
 
-func (r *redactor) headers(h http.Header) map[string][]string {
-	out := make(map[string][]string, len(h))
+func (r *redactor) headers(h http.Header) Headers {
+	out := make(Headers, len(h))
 	for k, vs := range h {
 		ck := http.CanonicalHeaderKey(k)
 		switch {

@@ -394,6 +394,8 @@ func TestParse(t *testing.T) {
 	}{
 		{"ok", `{"version":1,"interactions":[{"request":{"method":"POST","url":"https://h/p","body_json":{"a":1}},"response":{"status":200,"stream":["data: 1\n\n"]}}]}`, ""},
 		{"empty", `{"version":1,"interactions":[]}`, ""},
+		{"headers, one value or several", `{"version":1,"interactions":[{"request":{"method":"GET","url":"https://h/","headers":{"A":"1","B":["2","3"]}},"response":{"status":200}}]}`, ""},
+		{"header of another type", `{"version":1,"interactions":[{"request":{"method":"GET","url":"https://h/","headers":{"A":1}},"response":{"status":200}}]}`, `header "A": want a string`},
 		{"version", `{"version":2,"interactions":[]}`, "version 2"},
 		{"unknown field", `{"version":1,"interactions":[],"extra":1}`, "unknown field"},
 		{"trailing data", `{"version":1,"interactions":[]} {}`, "data after"},

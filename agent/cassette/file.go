@@ -29,19 +29,59 @@ type Interaction struct {
 
 // Request is the recorded request.
 type Request struct {
-	Method  string              `json:"method"`
-	URL     string              `json:"url"`
-	Headers map[string][]string `json:"headers,omitempty"`
+	Method  string  `json:"method"`
+	URL     string  `json:"url"`
+	Headers Headers `json:"headers,omitempty"`
 	Body
 }
 
 // Response is the recorded response. Truncated says the body was cut at the cassette's
 // MaxBodyBytes.
 type Response struct {
-	Status    int                 `json:"status"`
-	Headers   map[string][]string `json:"headers,omitempty"`
-	Truncated bool                `json:"truncated,omitempty"`
+	Status    int     `json:"status"`
+	Headers   Headers `json:"headers,omitempty"`
+	Truncated bool    `json:"truncated,omitempty"`
 	Body
+}
+
+// Headers are recorded headers, names canonical. In the file a header with one value is a
+// string, one with several a list of strings.
+type Headers map[string][]string
+
+// MarshalJSON writes a single value as a string.
+func (h Headers) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(h))
+	for k, vs := range h {
+		if len(vs) == 1 {
+			m[k] = vs[0]
+		} else {
+			m[k] = vs
+		}
+	}
+	return marshalNoEscape(m) // a Link header's <…> stays readable
+}
+
+// UnmarshalJSON reads a string or a list of strings per header.
+func (h *Headers) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	out := make(Headers, len(m))
+	for k, raw := range m {
+		var one string
+		if err := json.Unmarshal(raw, &one); err == nil {
+			out[k] = []string{one}
+			continue
+		}
+		var many []string
+		if err := json.Unmarshal(raw, &many); err != nil {
+			return fmt.Errorf("header %q: want a string or a list of strings", k)
+		}
+		out[k] = many
+	}
+	*h = out
+	return nil
 }
 
 // Body is a recorded body in the most readable form that keeps it: JSON as JSON, a
