@@ -304,3 +304,17 @@ func TestFilesystemServer(t *testing.T) {
 		t.Errorf("read outside the root: %v", err)
 	}
 }
+
+// Connect's context bounds connecting only: the session outlives it.
+func TestSessionOutlivesConnectContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	c, err := mcptool.Connect(ctx, mcptool.Config{Command: []string{peers.Bin(t, "mcp-server-everything"), "stdio"}, StopTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cancel()
+	if got := call(t, tool(t, c, "echo"), `{"message":"still here"}`); got != `"Echo: still here"` {
+		t.Errorf("echo = %s", got)
+	}
+}
