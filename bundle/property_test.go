@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -97,9 +98,12 @@ func replicates(t *rapid.T) []bundle.Input {
 		if rapid.IntRange(0, 9).Draw(t, "has data") > 0 {
 			m := map[string]any{}
 			for _, k := range rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", "c", "x.y"}), 0, 4).Draw(t, "keys") {
-				m[k] = jsonValue(2).Draw(t, "val")
+				m[k] = jsonValue(3).Draw(t, "val")
 			}
 			in[i].Data = m
+			if rapid.IntRange(0, 5).Draw(t, "not an object") == 0 {
+				in[i].Data = jsonValue(3).Draw(t, "data")
+			}
 		} else {
 			in[i].Status = "failed"
 		}
@@ -128,6 +132,20 @@ func TestSummaryProperties(t *testing.T) {
 			t.Fatalf("%d valid replicates: confidence %v, consensus %v", valid, s.Confidence, s.Consensus)
 		}
 		m := s.PairwiseDistance
+		// The summary's matrix (built while walking the fields) is exactly Matrix's and
+		// Distance's.
+		if want := bundle.Matrix(in, sc); !cmp.Equal(m, want) {
+			t.Fatalf("summary matrix %v, Matrix %v", m, want)
+		}
+		for i := range in {
+			for j := range in {
+				if i != j && in[i].Data != nil && in[j].Data != nil {
+					if d := bundle.Distance(in[i].Data, in[j].Data, sc); math.Round(d*1e6)/1e6 != m[i][j] {
+						t.Fatalf("m[%d][%d] = %v, Distance %v", i, j, m[i][j], d)
+					}
+				}
+			}
+		}
 		for i := range m {
 			if m[i][i] != 0 {
 				t.Fatalf("m[%d][%d] = %v", i, i, m[i][i])
@@ -239,6 +257,9 @@ func FuzzBundle(f *testing.F) {
 		}
 		if c := b.Summary.Confidence; !(c >= 0 && c <= 1) {
 			t.Fatalf("confidence %v", c)
+		}
+		if m := bundle.Matrix(in, nil); !cmp.Equal(b.Summary.PairwiseDistance, m) {
+			t.Fatalf("summary matrix %v, Matrix %v", b.Summary.PairwiseDistance, m)
 		}
 		_, again, err := bundle.Build(bundle.Meta{Task: "fuzz"}, in, bundle.Options{Limits: lim, DiffEncode: maxBytes%2 == 0})
 		if err != nil || string(again) != string(out) {

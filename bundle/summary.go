@@ -92,12 +92,14 @@ func (o *Options) root() *node {
 	return o.Schema.root
 }
 
-// field is one leaf path and what each replicate holds there.
+// field is one leaf path and what each replicate holds there; pd[i*n+j] is the distance
+// between replicates i and j there (1 when one of them lacks the field, 0 when both do).
 type field struct {
 	path string
 	n    *node
 	vals []any
 	has  []bool
+	pd   []float64
 }
 
 // Summarize computes the statistics of a set of replicates, capped by opts.Limits' MaxFields
@@ -105,8 +107,7 @@ type field struct {
 func Summarize(in []Input, opts Options) Summary {
 	lim := opts.Limits.WithDefaults()
 	root := opts.root()
-	kc := keyCache{}
-	fields := flatten(in, root, kc)
+	fields, raw := flatten(in, root)
 
 	valid := make([]int, 0, len(in))
 	withData := make([]int, 0, len(in))
@@ -124,17 +125,14 @@ func Summarize(in []Input, opts Options) Summary {
 		Consensus:     make(map[string]any, hint),
 		Distributions: make(map[string]Distribution, hint),
 	}
-	raw := matrix(in, root, kc)
 	s.Confidence = round(confidence(raw, valid))
 	s.PairwiseDistance = roundMatrix(raw)
 
 	var om Omitted
-	n := len(in)
-	pd := make([]float64, n*n) // one field's pairwise distances, reused field after field
 	disagreements := make([]Disagreement, 0, len(fields))
 	var sl slabs
 	for _, f := range fields {
-		fieldDistances(f, withData, pd)
+		pd := f.pd
 		if v, ok := consensusOf(f, valid, pd); ok {
 			if len(s.Consensus) < lim.MaxFields {
 				s.Consensus[f.path] = opts.present(v)
@@ -181,25 +179,6 @@ func Summarize(in []Input, opts Options) Summary {
 	return s
 }
 
-// fieldDistances fills pd with the distances between the replicates' values of f: 1 between
-// a replicate that has the field and one that lacks it, 0 between two that lack it.
-func fieldDistances(f *field, withData []int, pd []float64) {
-	n := len(f.vals)
-	for a := range withData {
-		for b := a + 1; b < len(withData); b++ {
-			i, j := withData[a], withData[b]
-			var d float64
-			switch {
-			case f.has[i] && f.has[j]:
-				d = dist(f.vals[i], f.vals[j], f.n, 0, nil)
-			case f.has[i] || f.has[j]:
-				d = 1
-			}
-			pd[i*n+j], pd[j*n+i] = d, d
-		}
-	}
-}
-
 // Matrix returns the pairwise distances between the replicates' data (see Distance). A
 // replicate without data is at distance 1 from every other.
 func Matrix(in []Input, s *Schema) [][]float64 {
@@ -207,7 +186,7 @@ func Matrix(in []Input, s *Schema) [][]float64 {
 	if s != nil {
 		root = s.root
 	}
-	return roundMatrix(matrix(in, root, keyCache{}))
+	return roundMatrix(matrix(in, root))
 }
 
 func roundMatrix(m [][]float64) [][]float64 {
@@ -219,7 +198,8 @@ func roundMatrix(m [][]float64) [][]float64 {
 	return m
 }
 
-func matrix(in []Input, root *node, kc keyCache) [][]float64 {
+func matrix(in []Input, root *node) [][]float64 {
+	kc := keyCache{}
 	n := len(in)
 	cells := make([]float64, n*n)
 	m := make([][]float64, n)
@@ -273,36 +253,60 @@ func round(x float64) float64 {
 	return math.Round(x*1e6) / 1e6
 }
 
-// flatten lists the leaf paths of every replicate's data, sorted by path. It walks all the
-// replicates together, so each path is built once and each field's values are gathered on the
-// way: a leaf is a scalar, an array compared as a set, an empty container, or whatever lies
-// deeper than maxDepth. Where replicates differ in kind at a path, each is walked by its own
-// kind (an object's members below the path, a scalar at it).
-func flatten(in []Input, root *node, kc keyCache) []*field {
-	fl := &flattener{n: len(in), kc: kc}
-	vals := make([]any, len(in))
-	has := make([]bool, len(in))
+// flatten lists the leaf paths of every replicate's data, sorted by path, and returns the
+// pairwise distance matrix of the replicates' data. It walks all the replicates together, so
+// each path is built once, each field's values are gathered on the way, and each leaf distance
+// is computed once and serves both the field's statistics and the whole documents' distances
+// (which come out the same, bit for bit, as Distance's: the same sums in the same order).
+//
+// A leaf is a scalar, an array compared as a set, an empty container, or whatever lies deeper
+// than maxDepth. Where replicates differ in kind at a path, each is walked by its own kind (an
+// object's members below the path, a scalar at it).
+func flatten(in []Input, root *node) ([]*field, [][]float64) {
+	n := len(in)
+	fl := &flattener{n: n, kc: keyCache{}, withData: make([]bool, n)}
+	vals := make([]any, n)
+	has := make([]bool, n)
 	some := false
 	for i := range in {
 		if in[i].Data != nil {
-			vals[i], has[i], some = in[i].Data, true, true
+			vals[i], has[i], fl.withData[i], some = in[i].Data, true, true, true
+		}
+	}
+	cells := make([]float64, n*n)
+	m := make([][]float64, n)
+	for i := range m {
+		m[i] = cells[i*n : (i+1)*n : (i+1)*n]
+		for j := range m[i] {
+			if i != j {
+				m[i][j] = 1 // a replicate without data is at distance 1 from every other
+			}
 		}
 	}
 	if some {
-		fl.walk(vals, has, "", root, 0)
+		top := fl.walk(vals, has, "", root, 0)
+		for i := range n {
+			for j := range n {
+				if i != j && has[i] && has[j] {
+					m[i][j] = top[i*n+j]
+				}
+			}
+		}
 	}
 	slices.SortFunc(fl.fields, func(a, b *field) int { return strings.Compare(a.path, b.path) })
-	return fl.fields
+	return fl.fields, m
 }
 
 type flattener struct {
-	n      int
-	kc     keyCache
-	fields []*field
-	// Slabs: fields and their value vectors are carved out of chunks, not allocated one by one.
+	n        int
+	kc       keyCache
+	withData []bool
+	fields   []*field
+	// Slabs: fields and their vectors are carved out of chunks, not allocated one by one.
 	fslab []field
 	vslab []any
 	hslab []bool
+	dslab []float64
 }
 
 const (
@@ -328,40 +332,74 @@ func (fl *flattener) kind(v any, n *node, depth int) int {
 	return kindLeaf
 }
 
-func (fl *flattener) emit(path string, n *node, vals []any, has []bool) {
+// emit records a leaf field and its pairwise distances.
+func (fl *flattener) emit(path string, nd *node, vals []any, has []bool, depth int) *field {
+	n := fl.n
 	if len(fl.fslab) == 0 {
 		fl.fslab = make([]field, 64)
-		fl.vslab = make([]any, 64*fl.n)
-		fl.hslab = make([]bool, 64*fl.n)
+		fl.vslab = make([]any, 64*n)
+		fl.hslab = make([]bool, 64*n)
 	}
 	f := &fl.fslab[0]
 	fl.fslab = fl.fslab[1:]
-	f.path, f.n = path, n
-	f.vals, fl.vslab = fl.vslab[:fl.n:fl.n], fl.vslab[fl.n:]
-	f.has, fl.hslab = fl.hslab[:fl.n:fl.n], fl.hslab[fl.n:]
+	f.path, f.n = path, nd
+	f.vals, fl.vslab = fl.vslab[:n:n], fl.vslab[n:]
+	f.has, fl.hslab = fl.hslab[:n:n], fl.hslab[n:]
+	f.pd = fl.floats()
 	copy(f.vals, vals)
 	copy(f.has, has)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			if !fl.withData[i] || !fl.withData[j] {
+				continue
+			}
+			var d float64
+			switch {
+			case has[i] && has[j]:
+				d = dist(vals[i], vals[j], nd, depth, nil)
+			case has[i] || has[j]:
+				d = 1
+			}
+			f.pd[i*n+j], f.pd[j*n+i] = d, d
+		}
+	}
 	fl.fields = append(fl.fields, f)
+	return f
 }
 
-func (fl *flattener) walk(vals []any, has []bool, path string, n *node, depth int) {
-	if n == nil {
-		n = defaultNode
+// floats returns a zeroed n×n matrix from the slab.
+func (fl *flattener) floats() []float64 {
+	nn := fl.n * fl.n
+	if len(fl.dslab) < nn {
+		fl.dslab = make([]float64, max(nn, 64*nn))
 	}
+	m := fl.dslab[:nn:nn]
+	fl.dslab = fl.dslab[nn:]
+	return m
+}
+
+// walk gathers the fields at and below path and returns the distances between the replicates'
+// values at path, m[i*n+j], for the pairs that both have a value there.
+func (fl *flattener) walk(vals []any, has []bool, path string, nd *node, depth int) []float64 {
+	if nd == nil {
+		nd = defaultNode
+	}
+	n := fl.n
 	var kinds [3]int
 	var buf [8]int
 	kind := buf[:0]
-	if fl.n > len(buf) {
-		kind = make([]int, 0, fl.n)
+	if n > len(buf) {
+		kind = make([]int, 0, n)
 	}
 	for i := range vals {
 		k := kindLeaf
 		if has[i] {
-			k = fl.kind(vals[i], n, depth)
+			k = fl.kind(vals[i], nd, depth)
 			kinds[k]++
 		}
 		kind = append(kind, k)
 	}
+	var leaf *field
 	if kinds[kindLeaf] > 0 {
 		lv, lh := fl.scratch()
 		for i := range vals {
@@ -369,7 +407,15 @@ func (fl *flattener) walk(vals []any, has []bool, path string, n *node, depth in
 				lv[i], lh[i] = vals[i], true
 			}
 		}
-		fl.emit(path, n, lv, lh)
+		leaf = fl.emit(path, nd, lv, lh, depth)
+		if kinds[kindObject] == 0 && kinds[kindArray] == 0 {
+			return leaf.pd // every pair here is a pair of leaves
+		}
+	}
+	// Per pair of objects (or arrays): the weighted sum and total of their members' distances.
+	var sum, total []float64
+	if kinds[kindObject] > 1 || kinds[kindArray] > 1 {
+		sum, total = fl.floats(), fl.floats()
 	}
 	if kinds[kindObject] > 0 {
 		cv, ch := fl.scratch()
@@ -380,30 +426,86 @@ func (fl *flattener) walk(vals []any, has []bool, path string, n *node, depth in
 					cv[i], ch[i] = vals[i].(map[string]any)[k]
 				}
 			}
-			fl.walk(cv, ch, childPath(path, k), n.prop(k), depth+1)
+			c := nd.prop(k)
+			cm := fl.walk(cv, ch, childPath(path, k), c, depth+1)
+			if kinds[kindObject] < 2 || c.weight == 0 {
+				continue
+			}
+			for i := range n {
+				for j := i + 1; j < n; j++ {
+					if kind[i] != kindObject || kind[j] != kindObject || !has[i] || !has[j] || (!ch[i] && !ch[j]) {
+						continue
+					}
+					d := 1.0
+					if ch[i] && ch[j] {
+						d = cm[i*n+j]
+					}
+					sum[i*n+j] += c.weight * d
+					total[i*n+j] += c.weight
+				}
+			}
 		}
 	}
+	longest := 0
 	if kinds[kindArray] > 0 {
 		cv, ch := fl.scratch()
-		longest := 0
 		for i := range vals {
 			if has[i] && kind[i] == kindArray {
 				longest = max(longest, len(vals[i].([]any)))
 			}
 		}
-		it := n.item()
-		for j := range longest {
+		it := nd.item()
+		for p := range longest {
 			for i := range vals {
 				cv[i], ch[i] = nil, false
 				if has[i] && kind[i] == kindArray {
-					if a := vals[i].([]any); j < len(a) {
-						cv[i], ch[i] = a[j], true
+					if a := vals[i].([]any); p < len(a) {
+						cv[i], ch[i] = a[p], true
 					}
 				}
 			}
-			fl.walk(cv, ch, path+"["+strconv.Itoa(j)+"]", it, depth+1)
+			cm := fl.walk(cv, ch, path+"["+strconv.Itoa(p)+"]", it, depth+1)
+			if kinds[kindArray] < 2 {
+				continue
+			}
+			for i := range n {
+				for j := i + 1; j < n; j++ {
+					if kind[i] != kindArray || kind[j] != kindArray || !has[i] || !has[j] || (!ch[i] && !ch[j]) {
+						continue
+					}
+					if ch[i] && ch[j] {
+						sum[i*n+j] += cm[i*n+j]
+					} else {
+						sum[i*n+j]++
+					}
+				}
+			}
 		}
 	}
+	m := fl.floats()
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			if !has[i] || !has[j] {
+				continue
+			}
+			var d float64
+			switch ki, kj := kind[i], kind[j]; {
+			case ki == kindLeaf && kj == kindLeaf:
+				d = leaf.pd[i*n+j]
+			case ki == kindObject && kj == kindObject:
+				if t := total[i*n+j]; t != 0 {
+					d = clamp01(sum[i*n+j] / t)
+				}
+			case ki == kindArray && kj == kindArray:
+				l := max(len(vals[i].([]any)), len(vals[j].([]any)))
+				d = clamp01(sum[i*n+j] / float64(l))
+			default: // different kinds of value: compare them directly
+				d = dist(vals[i], vals[j], nd, depth, fl.kc)
+			}
+			m[i*n+j], m[j*n+i] = d, d
+		}
+	}
+	return m
 }
 
 func (fl *flattener) scratch() ([]any, []bool) {
