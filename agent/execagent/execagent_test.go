@@ -314,3 +314,41 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// One agent value serves concurrent dispatches, each in its own process, from its own Dir.
+func TestConcurrentDispatches(t *testing.T) {
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "agent.sh"}, Dir: "testdata"})
+	var wg sync.WaitGroup
+	words := []string{"a", "a b", "a b c", "a b c d", "a b c d e", "a b c d e f"}
+	got := make([]any, len(words))
+	for i, q := range words {
+		wg.Go(func() {
+			res, err := a.Run(t.Context(), dispatch(q, nil, &runtime{}))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[i] = res.AgentResult["words"]
+		})
+	}
+	wg.Wait()
+	if d := cmp.Diff([]any{1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+// An agent that reports its own failure as a result (status failed, errors) is passed on as
+// it is: the failure is the agent's answer, not a protocol error.
+func TestAFailedResultIsPassedOn(t *testing.T) {
+	script := `cat >/dev/null; printf '{"dispatch_id":"%s","session_id":"s","query_id":"q","agent_name":"%s","status":"failed",` +
+		`"errors":[{"code":"RAG_EMPTY","message":"no documents","recoverable":false}],"warnings":[],` +
+		`"execution_time_ms":0,"started_at":"2026-01-01T00:00:00Z","completed_at":"2026-01-01T00:00:00Z"}' "$TROUPE_DISPATCH_ID" "$TROUPE_AGENT"`
+	res, err := newAgent(t, execagent.Config{Command: []string{"sh", "-c", script}}).Run(t.Context(), dispatch("q", nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []troupe.ErrorInfo{{Code: troupe.CodeRAGEmpty, Message: "no documents"}}
+	if d := cmp.Diff(want, res.Errors); d != "" || res.Status != troupe.StatusFailed {
+		t.Errorf("status %s, errors (-want +got):\n%s", res.Status, d)
+	}
+}
