@@ -122,7 +122,13 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		if verr == nil {
 			// The answer is complete: what it cost is reported, and the engine's budget takes it
 			// from here.
-			return u.result(c, out), nil
+			res := u.result(c, out)
+			if u.prompt+u.completion == 0 {
+				// Budgets count on usage: say so when a server reports none (some omit it
+				// from streams).
+				res.Warnings = []string{"llmagent: " + c.cfg.Model + ": the server reported no token usage; tokens_used and cost_dollars are 0"}
+			}
+			return res, nil
 		}
 		if reasks >= c.cfg.MaxReasks {
 			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),

@@ -19,12 +19,14 @@
 //   - Accounting: prompt and completion tokens of every completion are summed into
 //     tokens_used, the model the server named into model_used, and their price from
 //     Config.Prices into cost_dollars — also on failure, so a run's totals count every call
-//     once. When the cost reaches the dispatch's max_cost_dollars the dispatch stops with
-//     code BUDGET.
+//     once. Before each completion the dispatch stops with code BUDGET once its cost has
+//     reached the dispatch's max_cost_dollars or its tokens MaxTotalTokens. A server that
+//     reports no usage gets a warning on the result.
 //   - Transport: 408, 409, 429, 5xx and lost connections are retried at most MaxRetries
 //     times, honouring Retry-After (up to MaxRetryDelay) and otherwise backing off; each
 //     attempt is bounded by CallTimeout. HTTPClient is the seam for a recording or
-//     replaying transport.
+//     replaying transport (see package cassette). Refused attempts appear as "http_error"
+//     progress events.
 //
 // The API key is read on each call from the environment variable Config.APIKeyEnv names; it
 // is never part of the configuration, and an error that echoes it is redacted before it

@@ -130,6 +130,10 @@ func TestAgainstMockLLM(t *testing.T) {
 	if got := res.AgentResult["text"]; got != "echo: hello from a stream" {
 		t.Errorf("streamed answer = %q", got)
 	}
+	// mock-llm's streams carry no usage chunk: the result says so instead of claiming 0 tokens silently.
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "no token usage") || *res.TokensUsed != 0 {
+		t.Errorf("warnings %q tokens %d", res.Warnings, *res.TokensUsed)
+	}
 	var pieces []string
 	for _, e := range rt.Events() {
 		if e.Kind == "token" {
