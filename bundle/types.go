@@ -134,7 +134,8 @@ type Omitted struct {
 	ReplicateData int `json:"replicate_data,omitempty"`
 }
 
-// Input is one replicate as the caller ran it, before statistics.
+// Input is one replicate as the caller ran it, before statistics. The zero value is a
+// completed replicate without data, hence invalid.
 type Input struct {
 	ID     string
 	Seed   int64

@@ -50,7 +50,8 @@ func ReplicateFrom(ctx context.Context) (Replicate, bool) {
 }
 
 // Agent runs a sub-agent as K isolated replicates and returns their Evidence Bundle. Build it
-// with New or Bundle; it is immutable and safe for concurrent use.
+// with New or Bundle (the zero value is not usable); it is immutable and safe for concurrent
+// use, provided the sub-agent is.
 type Agent struct {
 	sub troupe.Agent
 	s   *settings
