@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/troupehq/troupe"
@@ -191,7 +189,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 }
 
 func (a *Agent) statusError(resp *http.Response, data []byte, details map[string]any) error {
-	se := &StatusError{StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	se := &StatusError{StatusCode: resp.StatusCode, RetryAfter: wire.RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	if len(bytes.TrimSpace(data)) > 0 {
 		se.Excerpt = wire.Head(bytes.TrimSpace(data), excerptBytes)
 		details["body_excerpt"] = se.Excerpt
@@ -210,25 +208,6 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 	}
 	return &troupe.AgentError{Code: errCode, Recoverable: recoverable, Cause: se, Details: details,
 		Message: "httpagent: POST " + a.url}
-}
-
-// retryAfter reads Retry-After as seconds or an HTTP date; anything else, or a time already
-// past, is 0.
-func retryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > 1<<31 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t).Round(time.Second), 0)
-	}
-	return 0
 }
 
 // transportError classifies a failure to get a response: a deadline is TIMEOUT, a cancelled

@@ -8,7 +8,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
@@ -100,6 +103,24 @@ func (t *Tail) String() string {
 	}
 	return string(b)
 }
+
+// RetryAfter reads an HTTP Retry-After value, delay-seconds or an HTTP date (relative to now).
+// Anything else or a time already past is 0; more than a day is a day.
+func RetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		d = time.Duration(min(max(n, 0), maxRetryAfter)) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now).Round(time.Second)
+	}
+	return min(max(d, 0), maxRetryAfter*time.Second)
+}
+
+const maxRetryAfter = 24 * 60 * 60
 
 // Traceparent returns a W3C traceparent header value (version 00, sampled) for a dispatch of
 // the run with traceID. A trace id that already is 32 lower-case hex digits is used as is;

@@ -2,8 +2,10 @@ package wire_test
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -103,4 +105,43 @@ func TestDecodeResult(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"7", 7 * time.Second},
+		{" 120 ", 2 * time.Minute},
+		{"0", 0},
+		{"-5", 0},
+		{"86400", 24 * time.Hour},
+		{"86401", 24 * time.Hour},
+		{"9999999999", 24 * time.Hour},
+		{"99999999999999999999", 0}, // not an int64: not delay-seconds
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+		{"Sunday, 22-Nov-26 12:01:00 GMT", time.Minute}, // RFC 850, which HTTP dates also allow
+		{"soon", 0},
+		{"1.5", 0},
+	} {
+		if got := wire.RetryAfter(tc.in, now); got != tc.want {
+			t.Errorf("RetryAfter(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzRetryAfter(f *testing.F) {
+	for _, s := range []string{"7", "Sun, 22 Nov 2026 12:01:30 GMT", "-1", "x", "86400"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		if d := wire.RetryAfter(v, now); d < 0 || d > 24*time.Hour {
+			t.Errorf("RetryAfter(%q) = %v, outside [0, 24h]", v, d)
+		}
+	})
 }
