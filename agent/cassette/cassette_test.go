@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -466,4 +467,46 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("not stable:\n%s\n%s", out, out2)
 		}
 	})
+}
+
+// Many goroutines through one cassette, recording and then replaying: each gets its own answer.
+func TestConcurrentRecordAndReplay(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(append([]byte("re: "), b...))
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "c.json")
+	const n = 16
+	round := func(c *cassette.Cassette) []string {
+		got := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, b, err := do(t, c.Client(), "POST", srv.URL+"/q", strconv.Itoa(i), nil)
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = b
+			})
+		}
+		wg.Wait()
+		return got
+	}
+	rec, _ := cassette.New(path, cassette.Config{Mode: cassette.ModeRecord})
+	live := round(rec)
+	if err := rec.Save(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	rep, err := cassette.New(path, cassette.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(live, round(rep)); d != "" {
+		t.Errorf("(-live +replayed):\n%s", d)
+	}
+	if live[3] != "re: 3" {
+		t.Errorf("live[3] = %q", live[3])
+	}
 }
