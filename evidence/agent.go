@@ -32,6 +32,9 @@ const (
 const (
 	SeedKey      = "seed"
 	ReplicateKey = "replicate"
+	// BundleDispatchKey holds the bundle's own dispatch id: each replicate's dispatch has an
+	// id of its own, derived from it (see replicaID).
+	BundleDispatchKey = "bundle_dispatch_id"
 )
 
 // Replicate identifies the replicate a sub-agent is running as.
@@ -320,6 +323,10 @@ func (r *run) replicaDispatch(i int, id string, seed int64) (*troupe.Dispatch, e
 	}
 	sub.UserContext[SeedKey] = seed
 	sub.UserContext[ReplicateKey] = id
+	sub.UserContext[BundleDispatchKey] = r.d.DispatchID
+	// A dispatch id of its own: a sub-agent (or the service behind it) that caches or
+	// deduplicates by dispatch id must not hand one replicate's answer to another.
+	sub.DispatchID = replicaID(r.d.DispatchID, i)
 	secs := r.s.Replicate.Timeout.Seconds()
 	if rem := r.d.Timeout(); rem > 0 && rem.Seconds() < secs {
 		secs = rem.Seconds()
@@ -329,6 +336,19 @@ func (r *run) replicaDispatch(i int, id string, seed int64) (*troupe.Dispatch, e
 	sub.MaxCostDollars = &share
 	sub.Bind(&replicaRuntime{r: r, id: id})
 	return sub, nil
+}
+
+// replicaID derives replicate i's dispatch id from the bundle's, deterministically: an FNV-1a
+// hash of the bundle's id and the replicate's index, mixed by a SplitMix64 step.
+func replicaID(parent string, i int) string {
+	h := uint64(14695981039346656037)
+	for j := 0; j < len(parent); j++ {
+		h = (h ^ uint64(parent[j])) * 1099511628211
+	}
+	z := h + uint64(i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return troupe.NewDispatchID(z ^ (z >> 31))
 }
 
 // collect receives outcomes until none is pending (or until min replicates have finished, when

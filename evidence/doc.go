@@ -15,9 +15,11 @@
 // # Isolation and seeds
 //
 // Every replicate runs on its own deep copy of the dispatch (a JSON round trip: no map or
-// slice is shared), and never sees another replicate's output. Its seed is in
-// Dispatch.UserContext["seed"] (an int64) with its id in UserContext["replicate"], and in the
-// context: ReplicateFrom(ctx). A sub-agent that cannot use a seed ignores it; replicates then
+// slice is shared), with a dispatch id of its own derived from the bundle's, and never sees
+// another replicate's output. Its seed is in Dispatch.UserContext["seed"] (an int64), with its
+// id in UserContext["replicate"] and the bundle's dispatch id in
+// UserContext["bundle_dispatch_id"], and in the context: ReplicateFrom(ctx). (troupe.Context,
+// the run's execution context, is not reachable from an agent, so it carries no seed.) A sub-agent that cannot use a seed ignores it; replicates then
 // differ only as the sub-agent's own sampling makes them. The copy's timeout_seconds is the
 // replicate timeout and its max_cost_dollars an equal share of the cost budget. Its runtime
 // reads session state and asks humans through the bundle's dispatch, forwards progress as

@@ -204,10 +204,12 @@ func TestDisagreeingRunToK(t *testing.T) {
 func TestReplicatesAreIsolated(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{}
+	ids := map[string]bool{}
 	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		rep, found := evidence.ReplicateFrom(ctx)
 		mu.Lock()
-		seen[rep.ID] = fmt.Sprintf("%v %v %v %v %v %v", found, rep.Seed, d.UserContext["seed"], d.UserContext["replicate"], d.ParsedQuery, d.UserContext["tenant"])
+		seen[rep.ID] = fmt.Sprintf("%v %v %v %v %v %v %v", found, rep.Seed, d.UserContext["seed"], d.UserContext["replicate"], d.ParsedQuery, d.UserContext["tenant"], d.UserContext["bundle_dispatch_id"])
+		ids[d.DispatchID] = troupe.IsDispatchID(d.DispatchID)
 		mu.Unlock()
 		// Scribble on everything shared-looking.
 		d.ParsedQuery["scribbled"] = rep.ID
@@ -218,13 +220,23 @@ func TestReplicatesAreIsolated(t *testing.T) {
 	if _, err := evidence.Bundle(sub, evidence.Config{}).Run(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
+	parent := d.DispatchID
 	want := map[string]string{
-		"r1": "true 11 11 r1 map[topic:feasibility] acme",
-		"r2": "true 23 23 r2 map[topic:feasibility] acme",
-		"r3": "true 47 47 r3 map[topic:feasibility] acme",
+		"r1": "true 11 11 r1 map[topic:feasibility] acme " + parent,
+		"r2": "true 23 23 r2 map[topic:feasibility] acme " + parent,
+		"r3": "true 47 47 r3 map[topic:feasibility] acme " + parent,
 	}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("what replicates saw (-want +got):\n%s", diff)
+	}
+	// Each replicate has a dispatch id of its own, well-formed, not the bundle's.
+	if len(ids) != 3 || ids[parent] {
+		t.Errorf("replicate dispatch ids %v (bundle's %s)", ids, parent)
+	}
+	for id, valid := range ids {
+		if !valid {
+			t.Errorf("replicate dispatch id %q is malformed", id)
+		}
 	}
 	if len(d.ParsedQuery) != 1 || d.UserContext["tenant"] != "acme" || d.UserContext["seed"] != nil {
 		t.Errorf("the bundle's own dispatch changed: %v %v", d.ParsedQuery, d.UserContext)
