@@ -35,6 +35,7 @@ type progress struct {
 	agg     *troupe.Aggregation
 	confs   []string
 	drawn   int // lines of the live view on screen
+	width   int // of the terminal: longer lines are cut, or they would wrap and break the redraw
 	frame   int
 	ended   bool
 
@@ -61,7 +62,10 @@ const spinEvery = 100 * time.Millisecond
 const maxSubs = 4
 
 func newProgress(w io.Writer, f *config.File, req troupe.Request, term bool, now func() time.Time) *progress {
-	p := &progress{w: w, term: term, now: now, file: f, req: req, byID: map[string]*row{}, pending: map[string]*row{}}
+	p := &progress{w: w, term: term, now: now, file: f, req: req, byID: map[string]*row{}, pending: map[string]*row{}, width: eventWidth}
+	if tw := termWidth(w); tw > 0 {
+		p.width = tw - 1
+	}
 	title := f.Name
 	if title == "" {
 		title = f.Path
@@ -294,9 +298,9 @@ func (p *progress) view() []string {
 			}
 		}
 		pad := strings.Repeat("  ", r.depth)
-		out = append(out, cut(fmt.Sprintf("  %s%s %-*s  %s", pad, m, width-2*r.depth, r.agent, tail), eventWidth))
+		out = append(out, cut(fmt.Sprintf("  %s%s %-*s  %s", pad, m, width-2*r.depth, r.agent, tail), p.width))
 		for _, s := range r.subs {
-			out = append(out, cut(fmt.Sprintf("  %s    · %s", pad, s), eventWidth))
+			out = append(out, cut(fmt.Sprintf("  %s    · %s", pad, s), p.width))
 		}
 	}
 	notes := p.notes
@@ -306,7 +310,7 @@ func (p *progress) view() []string {
 	if len(notes) > 0 {
 		out = append(out, "")
 		for _, n := range notes {
-			out = append(out, cut(n, eventWidth))
+			out = append(out, cut(n, p.width))
 		}
 	}
 	return out
