@@ -138,6 +138,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	cmd.WaitDelay = a.cfg.KillGrace
 
 	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return nil, a.stopped(ctx, nil, "")
+		}
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: fmt.Sprintf("execagent: starting %s", a.name), Cause: err}
 	}
 	waitErr := cmd.Wait() // waits for the stdin, stdout and stderr copying goroutines too
@@ -157,13 +160,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		return m
 	}
 	if ctx.Err() != nil {
-		cause := context.Cause(ctx)
-		code, rec := troupe.CodeCancelled, false
-		if errors.Is(cause, troupe.ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
-			code, rec = troupe.CodeTimeout, true
-		}
-		return nil, &troupe.AgentError{Code: code, Recoverable: rec, Cause: cause, Details: details(),
-			Message: fmt.Sprintf("execagent: %s stopped: %v%s", a.name, cause, a.quoteTail(errw))}
+		return nil, a.stopped(ctx, details(), a.quoteTail(errw))
 	}
 	if out.over {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details(),
@@ -192,6 +189,18 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		return nil, err
 	}
 	return res, nil
+}
+
+// stopped is the error of a dispatch whose context ended: TIMEOUT (recoverable) for a deadline,
+// CANCELLED otherwise.
+func (a *Agent) stopped(ctx context.Context, details map[string]any, tail string) error {
+	cause := context.Cause(ctx)
+	code, rec := troupe.CodeCancelled, false
+	if errors.Is(cause, troupe.ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
+		code, rec = troupe.CodeTimeout, true
+	}
+	return &troupe.AgentError{Code: code, Recoverable: rec, Cause: cause, Details: details,
+		Message: fmt.Sprintf("execagent: %s stopped: %v%s", a.name, cause, tail)}
 }
 
 func (a *Agent) quoteTail(e *stderr) string {

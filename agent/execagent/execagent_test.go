@@ -352,3 +352,12 @@ func TestAFailedResultIsPassedOn(t *testing.T) {
 		t.Errorf("status %s, errors (-want +got):\n%s", res.Status, d)
 	}
 }
+
+func TestAlreadyCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/agent.sh"}}).Run(ctx, dispatch("q", nil, nil))
+	if ae := agentError(t, err); ae.Code != troupe.CodeCancelled || !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v", err)
+	}
+}
