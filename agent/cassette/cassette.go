@@ -82,8 +82,9 @@ type Config struct {
 	MaxBodyBytes int64
 }
 
-// Cassette records HTTP exchanges to a file or replays them from it. Build one with New. It is
-// safe for concurrent use; its Transport may serve many goroutines at once.
+// Cassette records HTTP exchanges to a file or replays them from it. The zero value is not
+// usable; build one with New. It is safe for concurrent use; its Transport may serve many
+// goroutines at once.
 type Cassette struct {
 	path string
 	mode Mode // resolved: never ModeAuto

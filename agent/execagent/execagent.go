@@ -63,7 +63,7 @@ type Config struct {
 }
 
 // Agent runs a command per dispatch. It is immutable and safe for concurrent use: each Run
-// starts its own process.
+// starts its own process. The zero value is not usable; build one with New.
 type Agent struct {
 	cfg  Config
 	name string // the command, quoted, for messages

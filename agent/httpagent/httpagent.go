@@ -57,7 +57,8 @@ type Config struct {
 	LookupEnv func(key string) (string, bool)
 }
 
-// Agent POSTs each dispatch to a service. It is immutable and safe for concurrent use.
+// Agent POSTs each dispatch to a service. It is immutable and safe for concurrent use. The zero
+// value is not usable; build one with New.
 type Agent struct {
 	url     string
 	header  http.Header
