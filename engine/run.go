@@ -12,6 +12,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/aggregate"
+	"github.com/troupehq/troupe/executor/local"
 	"github.com/troupehq/troupe/policy"
 )
 
@@ -28,6 +29,7 @@ type Run struct {
 	cancel context.CancelCauseFunc
 	bg     context.Context // never cancelled: for appends and teardown
 	scope  troupe.Scope
+	watch  scopeCtx // r.ctx as the executor's scope sees it
 	guards []troupe.Guardrail
 	human  troupe.HumanHandler
 	replay *replayIndex
@@ -36,6 +38,10 @@ type Run struct {
 	costBudget float64
 	tokBudget  int64
 	traceID    *string // shared by every result of the run
+
+	onDoneMu sync.Mutex
+	onDone   []func() // what scopeCtx.OnDone registered; run once r.ctx is done
+	ended    bool     // onDone has run
 
 	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
 	draining atomic.Bool          // a goroutine is recording finished calls
@@ -172,8 +178,58 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	}
 	e.live[r.id] = r
 	e.mu.Unlock()
-	r.scope = e.exec.Scope(r.ctx)
+	r.watch = scopeCtx{Context: r.ctx, r: r}
+	if ctx.Done() != nil {
+		// The caller can cancel the run: learn of it through the context package. A caller
+		// that cannot (context.Background) costs no registration at all.
+		context.AfterFunc(r.ctx, r.ctxDone)
+	}
+	r.scope = e.exec.Scope(&r.watch)
 	return r, nil
+}
+
+// scopeCtx is the run's context as its executor scope sees it. It implements
+// local.DoneNotifier: the local executor registers with OnDone instead of context.AfterFunc,
+// which would make the run's context allocate a Done channel, a child and a map of children.
+// Other executors see an ordinary context (std propagation through r.ctx).
+type scopeCtx struct {
+	context.Context
+	r *Run
+}
+
+// OnDone registers f to run once the run's context is done; at once if it is already.
+func (s *scopeCtx) OnDone(f func()) {
+	r := s.r
+	r.onDoneMu.Lock()
+	if !r.ended {
+		r.onDone = append(r.onDone, f)
+		r.onDoneMu.Unlock()
+		return
+	}
+	r.onDoneMu.Unlock()
+	f()
+}
+
+// stop cancels the run's context with cause and tells the scope.
+func (r *Run) stop(cause error) {
+	r.cancel(cause)
+	r.ctxDone()
+}
+
+// ctxDone runs what OnDone registered, once, after r.ctx is done.
+func (r *Run) ctxDone() {
+	r.onDoneMu.Lock()
+	if r.ended {
+		r.onDoneMu.Unlock()
+		return
+	}
+	r.ended = true
+	fs := r.onDone
+	r.onDone = nil
+	r.onDoneMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -186,7 +242,7 @@ func (r *Run) Context() troupe.Context { return *r.tc }
 
 // Cancel cancels the run: in-flight dispatches are cancelled, nothing new starts, and the run
 // ends CANCELLED.
-func (r *Run) Cancel() { r.cancel(troupe.ErrCancelled) }
+func (r *Run) Cancel() { r.stop(troupe.ErrCancelled) }
 
 // Done is closed when the run has appended its last event.
 func (r *Run) Done() <-chan struct{} { return r.done }
@@ -379,7 +435,7 @@ func (r *Run) flushLocked() {
 		if err := r.e.store.Append(r.bg, batch...); err != nil {
 			r.seq = batch[0].Seq - 1
 			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: *r.tc, Cause: err}
-			r.cancel(r.err)
+			r.stop(r.err)
 		}
 		clear(batch) // the store has its copy; drop the payload references
 		*r.pending = batch[:0]
@@ -760,7 +816,7 @@ func (r *Run) failLocked(stage troupe.Stage, info troupe.ErrorInfo, reason strin
 	r.failure = &info
 	r.failReason = reason
 	r.failStage = stage
-	r.cancel(errFailFast)
+	r.stop(errFailFast)
 }
 
 var errFailFast = errors.New("engine: run failed")
@@ -845,7 +901,7 @@ func (r *Run) finish() {
 	r.e.mu.Lock()
 	delete(r.e.live, r.id)
 	r.e.mu.Unlock()
-	r.cancel(nil) // release the run's context
+	r.stop(nil) // release the run's context
 	close(r.done)
 }
 
@@ -990,3 +1046,5 @@ func (r *Run) Err() error {
 	defer r.mu.Unlock()
 	return r.err
 }
+
+var _ local.DoneNotifier = (*scopeCtx)(nil) // the local executor's cheap way to watch a run

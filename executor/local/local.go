@@ -92,10 +92,24 @@ type job struct {
 	delay    *time.Timer
 }
 
+// DoneNotifier is a context that reports its own end. Scope registers with OnDone instead of
+// context.AfterFunc, which spares the context package's registration (a child context, a
+// Done channel and a map of children on the watched context). OnDone must call f exactly once,
+// after Err returns non-nil (at once if it already does); f does not block, so it may be called
+// by whoever cancels the context, with that caller's locks held.
+type DoneNotifier interface {
+	context.Context
+	OnDone(f func())
+}
+
 // Scope returns a new scope whose jobs are cancelled with ctx.
 func (e *Executor) Scope(ctx context.Context) troupe.Scope {
 	s := &scope{e: e, ctx: ctx, cancelDone: make(chan struct{})}
-	context.AfterFunc(ctx, s.cancelAll)
+	if n, ok := ctx.(DoneNotifier); ok {
+		n.OnDone(s.cancelAll)
+	} else {
+		context.AfterFunc(ctx, s.cancelAll)
+	}
 	return s
 }
 
