@@ -59,6 +59,21 @@ func TestImportArrows(t *testing.T) {
 		// Composite agents run their members themselves: the contracts and pure helpers only,
 		// never the engine, an executor or a store.
 		"flow": {"", "internal/jsonvalue", "internal/schema", "policy", "aggregate"},
+		// Evidence bundles: pure statistics, and the agent that replicates and decides.
+		"bundle":   {"internal/jsonvalue"},
+		"redact":   {},
+		"evidence": {"", "bundle", "redact"},
+		// Adapters reach the outside world; they know the contracts and the composites they
+		// nest in, never the engine, an executor or a store.
+		"agent/internal/wire": {""},
+		"agent/cassette":      {"agent/internal/wire"},
+		"agent/execagent":     {"", "agent/internal/wire"},
+		"agent/httpagent":     {"", "agent/internal/wire"},
+		"agent/llmagent":      {"", "flow", "internal/schema"},
+		"agent/mcptool":       {""},
+		"route/llmroute":      {"", "agent/llmagent"},
+		// The config turns a file into specs; concrete adapters are wired by cmd/troupe.
+		"config": {"", "internal/schema", "plan", "route"},
 	}
 	for name, ok := range allowed {
 		p, found := pkgs[name]
@@ -91,7 +106,7 @@ func contains(list []string, s string) bool {
 // math/rand, no go statement. That is what lets the same engine run inside a workflow engine.
 func TestCoreHasNoClocksRandOrGoroutines(t *testing.T) {
 	pkgs := listPackages(t)
-	for _, name := range []string{"", "plan", "route", "aggregate", "policy", "engine", "internal/jsonvalue", "internal/schema"} {
+	for _, name := range []string{"", "plan", "route", "aggregate", "policy", "engine", "internal/jsonvalue", "internal/schema", "bundle", "redact"} {
 		p := pkgs[name]
 		for _, imp := range p.Imports {
 			if imp == "math/rand" || imp == "math/rand/v2" || imp == "crypto/rand" {
