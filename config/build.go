@@ -91,6 +91,17 @@ func (b *Builder) builtin(decl *Agent) (troupe.Agent, error) {
 	return spec.Agent, nil
 }
 
+// Options returns the registration options of the agent name: what it declares (reads,
+// writes, after, timeout, input and output schemas) and its description. Build registers
+// agents with them; a composite's factory gives them to its members.
+func (b *Builder) Options(name string) ([]troupe.Option, error) {
+	a, ok := b.File.Agents[name]
+	if !ok {
+		return nil, fmt.Errorf("config: %w %q", troupe.ErrUnknownAgent, name)
+	}
+	return specOptions(b.File, a, b.Builtins)
+}
+
 // Path resolves p, relative to the file's directory.
 func (b *Builder) Path(p string) string {
 	if filepath.IsAbs(p) {
@@ -112,7 +123,7 @@ func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error)
 			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: strings.TrimPrefix(err.Error(), "config: ")})
 			continue
 		}
-		opts, err := specOptions(f, f.Agents[n], b.Builtins)
+		opts, err := b.Options(n)
 		if err != nil {
 			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: err.Error()})
 			continue

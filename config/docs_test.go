@@ -41,23 +41,7 @@ func reference(t *testing.T) string {
 	if err := json.Unmarshal(config.Schema, &root); err != nil {
 		t.Fatal(err)
 	}
-	defs := root["$defs"].(map[string]any)
-	resolve := func(s map[string]any) map[string]any {
-		if ref, ok := s["$ref"].(string); ok {
-			r := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
-			merged := map[string]any{}
-			for k, v := range r {
-				merged[k] = v
-			}
-			for k, v := range s {
-				if k != "$ref" {
-					merged[k] = v
-				}
-			}
-			return merged
-		}
-		return s
-	}
+	resolve := resolver(root)
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Configuration reference
 

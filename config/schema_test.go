@@ -192,13 +192,7 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 	if err := json.Unmarshal(config.Schema, &root); err != nil {
 		t.Fatal(err)
 	}
-	defs := root["$defs"].(map[string]any)
-	resolve := func(s map[string]any) map[string]any {
-		if ref, ok := s["$ref"].(string); ok {
-			return defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
-		}
-		return s
-	}
+	resolve := resolver(root)
 	checked := 0
 	var match func(path string, s map[string]any, typ reflect.Type)
 	match = func(path string, s map[string]any, typ reflect.Type) {
@@ -291,4 +285,26 @@ func jsonFields(typ reflect.Type) map[string]reflect.Type {
 		out[name] = f.Type
 	}
 	return out
+}
+
+// resolver returns a function that replaces a schema holding a "$ref" to root's $defs with the
+// definition, the referring schema's own keywords (a description) kept over it.
+func resolver(root map[string]any) func(map[string]any) map[string]any {
+	defs := root["$defs"].(map[string]any)
+	return func(s map[string]any) map[string]any {
+		ref, ok := s["$ref"].(string)
+		if !ok {
+			return s
+		}
+		merged := map[string]any{}
+		for k, v := range defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any) {
+			merged[k] = v
+		}
+		for k, v := range s {
+			if k != "$ref" {
+				merged[k] = v
+			}
+		}
+		return merged
+	}
 }

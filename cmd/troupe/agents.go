@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,18 +16,9 @@ import (
 // they declare and what they do, then the example questions the file gives.
 func runAgents(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	words, err := parseInterleaved(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		commandUsage(stdout, "agents")
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "troupe agents: %v\nRun 'troupe agents --help' for usage.\n", err)
-		return exitUsage
-	case len(words) != 1:
-		fmt.Fprintf(stderr, "troupe agents: want one CONFIG (a file, or a directory holding troupe.yaml), got %d arguments\n", len(words))
-		return exitUsage
+	words, code, done := parseCommand("agents", fs, args, 1, 1, "one CONFIG (a file, or a directory holding troupe.yaml)", stdout, stderr)
+	if done {
+		return code
 	}
 	f, ok := loadConfig("agents", words[0], stderr)
 	if !ok {

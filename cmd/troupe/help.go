@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 )
@@ -133,3 +135,24 @@ command, URL or members), what it declares to the planner (reads, writes, after,
 schemas) and what it does; then the file's example queries.
 
 ` + configArg
+
+// parseCommand parses the flags of subcommand name, wherever they are among its arguments,
+// and checks it was given between minArgs and maxArgs other arguments (maxArgs < 0: any
+// number). done says the command is over — it printed its help, or a usage error — and
+// code is its exit code.
+func parseCommand(name string, fs *flag.FlagSet, args []string, minArgs, maxArgs int, want string, stdout, stderr io.Writer) (words []string, code int, done bool) {
+	fs.SetOutput(io.Discard) // errors are reported here, usage on request
+	words, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		commandUsage(stdout, name)
+		return nil, exitOK, true
+	case err != nil:
+		fmt.Fprintf(stderr, "troupe %s: %v\nRun 'troupe %s --help' for usage.\n", name, err, name)
+		return nil, exitUsage, true
+	case len(words) < minArgs || maxArgs >= 0 && len(words) > maxArgs:
+		fmt.Fprintf(stderr, "troupe %s: want %s, got %d argument%s\nRun 'troupe %s --help' for usage.\n", name, want, len(words), plural(len(words)), name)
+		return nil, exitUsage, true
+	}
+	return words, exitOK, false
+}

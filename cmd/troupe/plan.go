@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,23 +18,15 @@ import (
 // the query would make, without running anything.
 func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	format := fs.String("format", "text", "text, mermaid or dot")
 	input := fs.String("input", "", "read the request (query, parsed_query, state, …) from a JSON `FILE`")
 	state := stateFlag{}
 	fs.Var(state, "state", "session state `key=value` (repeatable; the value is JSON or a string)")
-	words, err := parseInterleaved(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		commandUsage(stdout, "plan")
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "troupe plan: %v\nRun 'troupe plan --help' for usage.\n", err)
-		return exitUsage
-	case len(words) == 0:
-		fmt.Fprintln(stderr, "troupe plan: want CONFIG and a query, as in: troupe plan examples/e2i \"What caused the drop in NRx for Kisqali in Midwest?\"")
-		return exitUsage
-	case len(words) == 1 && *input == "":
+	words, code, done := parseCommand("plan", fs, args, 1, -1, `CONFIG and a query, as in: troupe plan examples/e2i "What caused the drop in NRx for Kisqali in Midwest?"`, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(words) == 1 && *input == "" {
 		fmt.Fprintln(stderr, "troupe plan: want a query after CONFIG, or --input FILE.json")
 		return exitUsage
 	}

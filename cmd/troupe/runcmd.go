@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,24 +25,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // view into a buffer.
 func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, term bool) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	output := fs.String("output", "text", "text or json")
 	input := fs.String("input", "", "read the request from a JSON `FILE`")
 	seed := fs.Uint64("seed", 0, "seed of the run (0 picks one)")
 	state := stateFlag{}
 	fs.Var(state, "state", "session state `key=value` (repeatable)")
-	words, err := parseInterleaved(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		commandUsage(stdout, "run")
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "troupe run: %v\nRun 'troupe run --help' for usage.\n", err)
-		return exitUsage
-	case len(words) == 0:
-		fmt.Fprintln(stderr, "troupe run: want CONFIG and a query, as in: troupe run examples/e2i \"What caused the drop in NRx for Kisqali in Midwest?\"")
-		return exitUsage
-	case len(words) == 1 && *input == "":
+	words, code, done := parseCommand("run", fs, args, 1, -1, `CONFIG and a query, as in: troupe run examples/e2i "What caused the drop in NRx for Kisqali in Midwest?"`, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(words) == 1 && *input == "" {
 		fmt.Fprintln(stderr, "troupe run: want a query after CONFIG, or --input FILE.json")
 		return exitUsage
 	}

@@ -15,18 +15,9 @@ import (
 // building finds: a builtin the program does not have, an exec program that is not there.
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	words, err := parseInterleaved(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		commandUsage(stdout, "validate")
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "troupe validate: %v\nRun 'troupe validate --help' for usage.\n", err)
-		return exitUsage
-	case len(words) != 1:
-		fmt.Fprintf(stderr, "troupe validate: want one CONFIG (a file, or a directory holding troupe.yaml), got %d arguments\n", len(words))
-		return exitUsage
+	words, code, done := parseCommand("validate", fs, args, 1, 1, "one CONFIG (a file, or a directory holding troupe.yaml)", stdout, stderr)
+	if done {
+		return code
 	}
 	f, ok := loadConfig("validate", words[0], stderr)
 	if !ok {

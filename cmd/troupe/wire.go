@@ -65,7 +65,8 @@ func buildHTTP(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Ag
 	return httpagent.New(httpagent.Config{URL: a.HTTP.URL, Headers: a.HTTP.Headers, Timeout: time.Duration(a.Timeout)})
 }
 
-// members builds the named agents as members of a composite, with what each declares.
+// members builds the named agents as members of a composite, with what each declares: the
+// composite applies a member's reads, writes, timeout and schemas as the engine would.
 func members(ctx context.Context, b *config.Builder, names []string) ([]*troupe.AgentSpec, error) {
 	var out []*troupe.AgentSpec
 	for _, n := range names {
@@ -73,16 +74,9 @@ func members(ctx context.Context, b *config.Builder, names []string) ([]*troupe.
 		if err != nil {
 			return nil, err
 		}
-		decl := b.File.Agents[n]
-		var opts []troupe.Option
-		if len(decl.Reads) > 0 {
-			opts = append(opts, troupe.Reads(decl.Reads...))
-		}
-		if len(decl.Writes) > 0 {
-			opts = append(opts, troupe.Writes(decl.Writes...))
-		}
-		if decl.Timeout > 0 {
-			opts = append(opts, troupe.WithTimeout(time.Duration(decl.Timeout)))
+		opts, err := b.Options(n)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, flow.Named(n, a, opts...))
 	}
