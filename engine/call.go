@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/executor/local"
 	"github.com/troupehq/troupe/internal/schema"
 )
 
@@ -33,6 +34,7 @@ type call struct {
 	expiredDone bool  // Done's argument, published with the call
 
 	children atomic.Uint64 // ordinals of nested calls made on its behalf (troupe.Emitter)
+	slot     local.Slot    // the local executor's record of this job, lent to spare an allocation
 
 	// guarded by r.mu
 	partial  map[string]any
@@ -366,6 +368,9 @@ func (c *call) Emit(ev troupe.Event) {
 
 // ExecutionContext is the run's execution context: a planned dispatch's.
 func (c *call) ExecutionContext() troupe.Context { return *c.r.tc }
+
+// LocalSlot lends the local executor the call's job record (local.Slotted).
+func (c *call) LocalSlot() *local.Slot { return &c.slot }
 
 // NextChild numbers the nested calls made on behalf of the dispatch.
 func (c *call) NextChild() uint64 { return c.children.Add(1) - 1 }

@@ -131,8 +131,25 @@ type scope struct {
 	cancelDone chan struct{} // closed when cancelAll has run
 }
 
+// Slot is the executor's record of one job. A job that implements Slotted lends the executor
+// its own Slot, so handing it over allocates nothing. A Slot is used by one Go only: it is part
+// of the job's memory until the job's Done has been called and its Run has returned.
+type Slot struct{ jb job }
+
+// Slotted is a job that carries its own Slot (the engine's dispatches do).
+type Slotted interface {
+	troupe.Job
+	LocalSlot() *Slot
+}
+
 func (s *scope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
-	jb := &job{j: j, deadline: deadline, heapIdx: -1}
+	var jb *job
+	if sj, ok := j.(Slotted); ok {
+		jb = &sj.LocalSlot().jb
+	} else {
+		jb = new(job)
+	}
+	jb.j, jb.deadline, jb.heapIdx = j, deadline, -1
 	jb.ctx.parent = s.ctx
 	jb.ctx.deadline = deadline
 	if delay > 0 {

@@ -338,3 +338,87 @@ func BenchmarkFanOutJobs(b *testing.B) {
 		})
 	}
 }
+
+// slotted is a job that lends the executor its record.
+type slotted struct {
+	executortest.JobFuncs
+	slot  local.Slot
+	lent  atomic.Int32
+	ended chan bool
+}
+
+func (j *slotted) LocalSlot() *local.Slot { j.lent.Add(1); return &j.slot }
+
+// TestSlottedJob: a job that carries its own Slot runs, gets its deadline and is done like any
+// other, with the record it lent.
+func TestSlottedJob(t *testing.T) {
+	e := local.New(local.Config{})
+	s := e.Scope(t.Context())
+	deadline := time.Now().Add(time.Hour)
+	j := &slotted{ended: make(chan bool, 1)}
+	var got time.Time
+	j.RunFunc = func(ctx context.Context) { got, _ = ctx.Deadline() }
+	j.DoneFunc = func(expired bool) { j.ended <- expired }
+	s.Go(j, 0, deadline)
+	if expired := executortest.Recv(t, j.ended, "Done"); expired {
+		t.Fatal("job reported expired")
+	}
+	s.Wait()
+	if !got.Equal(deadline) {
+		t.Errorf("Run saw deadline %v, want %v", got, deadline)
+	}
+	if n := j.lent.Load(); n != 1 {
+		t.Errorf("LocalSlot called %d times, want 1", n)
+	}
+}
+
+// notifier is a context that reports its own end (local.DoneNotifier).
+type notifier struct {
+	context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	fs     []func()
+	calls  atomic.Int32
+}
+
+func (n *notifier) OnDone(f func()) {
+	n.calls.Add(1)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fs = append(n.fs, f)
+}
+
+func (n *notifier) end() {
+	n.cancel()
+	n.mu.Lock()
+	fs := n.fs
+	n.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// TestDoneNotifier: a scope over a DoneNotifier registers with OnDone, and a job running when
+// the notifier reports its end is cancelled.
+func TestDoneNotifier(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &notifier{Context: ctx, cancel: cancel}
+	e := local.New(local.Config{})
+	s := e.Scope(n)
+	if c := n.calls.Load(); c != 1 {
+		t.Fatalf("OnDone called %d times, want 1", c)
+	}
+	started, sawCancel := make(chan struct{}), make(chan error, 1)
+	j := &executortest.JobFuncs{RunFunc: func(ctx context.Context) {
+		close(started)
+		<-ctx.Done()
+		sawCancel <- ctx.Err()
+	}}
+	s.Go(j, 0, time.Time{})
+	executortest.Recv(t, started, "job start")
+	n.end()
+	if err := executortest.Recv(t, sawCancel, "job cancel"); !errors.Is(err, context.Canceled) {
+		t.Errorf("job's ctx.Err() = %v, want context.Canceled", err)
+	}
+	s.Wait()
+}
