@@ -117,19 +117,24 @@ func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error)
 	b := &Builder{File: f, Builtins: opts.Builtins, kinds: opts.Factories, built: map[string]troupe.Agent{}, building: map[string]bool{}}
 	reg := troupe.NewRegistry()
 	var errs Errors
+	fail := func(n string, err error) {
+		ptr := pointer("agents", n)
+		line, col := f.Position(ptr)
+		errs = append(errs, &Error{File: f.Path, Line: line, Column: col, Path: displayPath(ptr), Problem: strings.TrimPrefix(err.Error(), "config: ")})
+	}
 	for _, n := range f.Order {
 		a, err := b.Agent(ctx, n)
 		if err != nil {
-			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: strings.TrimPrefix(err.Error(), "config: ")})
+			fail(n, err)
 			continue
 		}
 		opts, err := b.Options(n)
 		if err != nil {
-			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: err.Error()})
+			fail(n, err)
 			continue
 		}
 		if err := reg.Add(n, a, opts...); err != nil {
-			errs = append(errs, &Error{File: f.Path, Path: "agents." + n, Problem: err.Error()})
+			fail(n, err)
 		}
 	}
 	if len(errs) > 0 {

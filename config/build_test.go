@@ -80,7 +80,7 @@ agents:
 
 	// What the program does not have is an error naming the agent.
 	_, err = config.Build(t.Context(), f, config.Options{Builtins: troupe.NewRegistry()})
-	for _, want := range []string{`agents.judge: no builtin agent "judge_v2"`, "agents.pair: kind sequential is not supported by this program"} {
+	for _, want := range []string{`testdata/t.yaml:4:3: agents.judge: no builtin agent "judge_v2"`, "testdata/t.yaml:6:3: agents.pair: kind sequential is not supported by this program"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,27 @@ type File struct {
 	Budget      *Budget      `json:"budget,omitempty"`
 	Parser      *Parser      `json:"parser,omitempty"`
 	Examples    []Example    `json:"examples,omitempty"`
+
+	// where maps a field's JSON pointer to its place in the file, for errors found after
+	// loading (building an agent).
+	where map[string]pos
+}
+
+// Position returns the line and column of the field at ptr (a JSON pointer such as
+// "/agents/fetch"), or of the nearest field enclosing it; 0, 0 for a File not loaded from
+// YAML.
+func (f *File) Position(ptr string) (line, col int) {
+	for f.where != nil {
+		if p, ok := f.where[ptr]; ok {
+			return p.line, p.col
+		}
+		i := strings.LastIndexByte(ptr, '/')
+		if i < 0 {
+			break
+		}
+		ptr = ptr[:i]
+	}
+	return 0, 0
 }
 
 // Example is a query the configuration is meant to answer, shown by "troupe agents" and

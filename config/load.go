@@ -93,7 +93,9 @@ func Parse(name string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %s: %w", name, err)
 	}
-	f := &File{Path: name, Dir: filepath.Dir(name)}
+	f := &File{Path: name, Dir: filepath.Dir(name), where: map[string]pos{}}
+	maps.Copy(f.where, t.vals)
+	maps.Copy(f.where, t.keys) // a member's key is where people look for it
 	if len(schemaErrs) == 0 {
 		// The schema and the Go types describe the same format; a strict decode catches
 		// any drift between them.

@@ -24,7 +24,7 @@ import (
 func exampleConfigs(t testing.TB) []string {
 	t.Helper()
 	var files []string
-	for _, pat := range []string{"../examples/*/troupe.yaml", "../examples/*/*.yaml", "testdata/*.yaml", "../cmd/troupe/testdata/*.yaml", "../cmd/troupe/testdata/*/troupe.yaml"} {
+	for _, pat := range []string{"../examples/*/troupe.yaml", "testdata/*.yaml", "../cmd/troupe/testdata/*.yaml", "../cmd/troupe/testdata/*/troupe.yaml"} {
 		m, err := filepath.Glob(pat)
 		if err != nil {
 			t.Fatal(err)

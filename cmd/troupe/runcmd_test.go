@@ -387,3 +387,21 @@ func TestCompositeWorkflow(t *testing.T) {
 		t.Errorf("the bundle did not stop early:\n%s", stdout)
 	}
 }
+
+// What only building finds — a builtin this program does not have, a program that is not
+// there — is reported by validate with its place, and is a configuration error (exit 2).
+func TestValidateBuildErrors(t *testing.T) {
+	code, _, stderr := invoke(t, "validate", "testdata/unbuildable.yaml")
+	if code != exitUsage {
+		t.Errorf("exit %d, want %d", code, exitUsage)
+	}
+	for _, want := range []string{
+		`testdata/unbuildable.yaml:4:3: agents.oracle: no builtin agent "oracle"; this program has scope_definer,`,
+		`testdata/unbuildable.yaml:6:3: agents.helper: no program to run: exec: `,
+		"missing.sh",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

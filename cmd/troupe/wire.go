@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,6 +50,10 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 			return nil, err
 		}
 		cmd[0] = abs
+	}
+	// A program that is not there fails now, when the file is validated, not at the first run.
+	if _, err := exec.LookPath(cmd[0]); err != nil {
+		return nil, fmt.Errorf("no program to run: %w", err)
 	}
 	dir := b.File.Dir
 	if a.Exec.Dir != "" {
