@@ -10,6 +10,7 @@ import (
 	"go/scanner"
 	"go/token"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,7 +24,7 @@ import (
 //   - the local names of each function — receiver, parameters, results, and every variable,
 //     constant, type and label declared in its body — are renamed _v1, _v2… in the order
 //     they are declared (a name declared twice keeps its first number);
-//   - imports are sorted, and the file is printed from its syntax tree alone, so line breaks,
+//   - imports are merged into one sorted declaration, and the file is printed from its syntax tree alone, so line breaks,
 //     spacing, blank lines and one-line bodies of the source do not matter.
 //
 // Function names, package-level names, field names and selectors are kept: they are the
@@ -55,11 +56,12 @@ func Normalize(src string) (string, error) {
 	}
 	f.Name.Name = "p"
 	f.Comments, f.Doc = nil, nil
-	ast.SortImports(fset, f)
+	mergeImports(f)
+	keyed := keyedTypes(f)
 	for _, d := range f.Decls {
 		if fn, ok := d.(*ast.FuncDecl); ok {
 			fn.Doc = nil
-			renameLocals(fn)
+			renameLocals(fn, keyed)
 		}
 	}
 	clearPositions(f)
@@ -97,10 +99,78 @@ func hasPackageClause(src string) bool {
 	return tok == token.PACKAGE
 }
 
+// mergeImports puts every import in one declaration, sorted by path then name, once each.
+func mergeImports(f *ast.File) {
+	var specs []*ast.ImportSpec
+	decls := f.Decls[:0]
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.IMPORT {
+			decls = append(decls, d)
+			continue
+		}
+		for _, sp := range g.Specs {
+			specs = append(specs, sp.(*ast.ImportSpec))
+		}
+	}
+	if len(specs) == 0 {
+		return
+	}
+	key := func(s *ast.ImportSpec) string {
+		name := ""
+		if s.Name != nil {
+			name = s.Name.Name
+		}
+		return s.Path.Value + " " + name
+	}
+	slices.SortFunc(specs, func(a, b *ast.ImportSpec) int { return strings.Compare(key(a), key(b)) })
+	specs = slices.CompactFunc(specs, func(a, b *ast.ImportSpec) bool { return key(a) == key(b) })
+	merged := &ast.GenDecl{Tok: token.IMPORT}
+	for _, sp := range specs {
+		sp.Doc, sp.Comment = nil, nil
+		merged.Specs = append(merged.Specs, sp)
+	}
+	f.Decls = append([]ast.Decl{merged}, decls...)
+	f.Imports = specs
+}
+
+// keyedTypes returns the file's named map, slice and array types: the keys of their composite
+// literals are values, not field names.
+func keyedTypes(f *ast.File) map[string]bool {
+	keyed := map[string]bool{}
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+			for _, sp := range g.Specs {
+				ts := sp.(*ast.TypeSpec)
+				switch ts.Type.(type) {
+				case *ast.MapType, *ast.ArrayType:
+					keyed[ts.Name.Name] = true
+				}
+			}
+		}
+	}
+	return keyed
+}
+
+// fieldKeys says whether the keys of lit are struct field names: a map, slice or array
+// literal's keys are values; an elided type (a literal inside another) is not known, and
+// its keys are taken as values when they name a local.
+func fieldKeys(lit *ast.CompositeLit, keyed map[string]bool) (fields, known bool) {
+	switch t := lit.Type.(type) {
+	case nil:
+		return false, false
+	case *ast.MapType, *ast.ArrayType:
+		return false, true
+	case *ast.Ident:
+		return !keyed[t.Name], true
+	}
+	return true, true // a struct type literal, or a type of another package
+}
+
 // renameLocals renames every name fn declares locally, in declaration order. Uses are found
 // by name, not by scope: shadowing renames consistently, since the same name always gets the
 // same new one.
-func renameLocals(fn *ast.FuncDecl) {
+func renameLocals(fn *ast.FuncDecl, keyed map[string]bool) {
 	names := map[string]string{}
 	declare := func(id *ast.Ident) {
 		if id == nil || id.Name == "_" {
@@ -169,11 +239,22 @@ func renameLocals(fn *ast.FuncDecl) {
 		case *ast.SelectorExpr:
 			ast.Inspect(n.X, rename) // n.Sel names a field, method or package member
 			return false
-		case *ast.KeyValueExpr:
-			if id, ok := n.Key.(*ast.Ident); !ok || names[id.Name] != "" {
-				ast.Inspect(n.Key, rename) // a local used as a map key; else a field name
+		case *ast.CompositeLit:
+			if n.Type != nil {
+				ast.Inspect(n.Type, rename)
 			}
-			ast.Inspect(n.Value, rename)
+			fields, known := fieldKeys(n, keyed)
+			for _, e := range n.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					ast.Inspect(e, rename)
+					continue
+				}
+				if id, isIdent := kv.Key.(*ast.Ident); !isIdent || !fields && (known || names[id.Name] != "") {
+					ast.Inspect(kv.Key, rename)
+				}
+				ast.Inspect(kv.Value, rename)
+			}
 			return false
 		case *ast.Ident:
 			if to, ok := names[n.Name]; ok {
