@@ -87,6 +87,7 @@ type Agent struct {
 	Parallel   *ParallelSpec   `json:"parallel,omitempty"`
 	Loop       *LoopSpec       `json:"loop,omitempty"`
 	Bundle     *BundleSpec     `json:"bundle,omitempty"`
+	LLM        *LLMSpec        `json:"llm,omitempty"`
 }
 
 // The kinds of agent a file can declare. Each has a block of the same name in the agent.
@@ -98,9 +99,11 @@ const (
 	KindParallel   = "parallel"   // its agents at once
 	KindLoop       = "loop"       // one agent repeated until a condition holds
 	KindBundle     = "bundle"     // replicates of one agent whose evidence is combined
+	KindLLM        = "llm"        // a chat model on an OpenAI-compatible endpoint
 )
 
-// Children returns the agents a composite agent runs, in order; none for a leaf.
+// Children returns the agents a composite agent runs, in order, and the agents an llm agent
+// may call as tools; none for a leaf.
 func (a *Agent) Children() []string {
 	switch {
 	case a.Sequential != nil:
@@ -111,6 +114,8 @@ func (a *Agent) Children() []string {
 		return []string{a.Loop.Agent}
 	case a.Bundle != nil:
 		return []string{a.Bundle.Agent}
+	case a.LLM != nil:
+		return a.LLM.Tools
 	}
 	return nil
 }
@@ -167,6 +172,24 @@ type BundleSpec struct {
 	Agent         string `json:"agent"`
 	Replicates    int    `json:"replicates"`
 	MinReplicates int    `json:"min_replicates,omitempty"`
+}
+
+// LLMSpec asks a chat model on an OpenAI-compatible endpoint. The API key is never in the
+// file: APIKeyEnv names the environment variable holding it. The agent's output_schema, when
+// set, is the structured answer the model must give. Tools are agents of the file the model
+// may call.
+type LLMSpec struct {
+	Model       string   `json:"model"`
+	BaseURL     string   `json:"base_url,omitempty"`
+	APIKeyEnv   string   `json:"api_key_env,omitempty"`
+	System      string   `json:"system,omitempty"`
+	Prompt      string   `json:"prompt,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	MaxTokens   int64    `json:"max_tokens,omitempty"`
+	MaxTurns    int      `json:"max_turns,omitempty"`
+	Stream      bool     `json:"stream,omitempty"`
+	Tools       []string `json:"tools,omitempty"`
 }
 
 // Routing is seed 000's AgentSelector as data (plan.Rules): intent routing rules, the KPI map,

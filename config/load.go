@@ -177,6 +177,8 @@ func check(t *tree, f *File) Errors {
 			c.refs(base+"/parallel/agents", a.Parallel.Agents)
 		case a.Loop != nil:
 			c.ref(base+"/loop/agent", a.Loop.Agent)
+		case a.LLM != nil:
+			c.refs(base+"/llm/tools", a.LLM.Tools)
 		case a.Bundle != nil:
 			c.ref(base+"/bundle/agent", a.Bundle.Agent)
 			if b := a.Bundle; b.MinReplicates > b.Replicates {

@@ -50,7 +50,7 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:3:1: agnets: unknown field "agnets" (did you mean "agents"?)`,
 		}},
 		{"unknown kind", "version: 1\nagents:\n  a:\n    kind: magic\n", []string{
-			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle'`,
+			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle', 'llm'`,
 		}},
 		{"kind without its block", "version: 1\nagents:\n  a:\n    kind: exec\n", []string{
 			`t.yaml:4:5: agents.a: missing required field "exec"`,

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"regexp"
@@ -403,5 +405,72 @@ func TestValidateBuildErrors(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+// An llm agent declared in a file runs against an OpenAI-compatible endpoint — here a test
+// server that answers, as the agent's output_schema asks, with the number of words of the
+// question it was sent — and the key is read from the variable the file names.
+func TestLLMAgentFromFile(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+			ResponseFormat map[string]any `json:"response_format"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || r.URL.Path != "/v1/chat/completions" || req.ResponseFormat["type"] != "json_schema" {
+			http.Error(w, fmt.Sprintf("bad request %s: %v %v", r.URL.Path, err, req.ResponseFormat), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		last := req.Messages[len(req.Messages)-1].Content
+		answer, _ := json.Marshal(map[string]any{"words": len(strings.Fields(last))})
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "c1", "object": "chat.completion", "created": 0, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": string(answer)}}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+		})
+	}))
+	defer srv.Close()
+	t.Setenv("TEST_LLM_KEY", "sk-test")
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`version: 1
+agents:
+  counter:
+    kind: llm
+    llm:
+      model: counting-model
+      base_url: %s/v1/
+      api_key_env: TEST_LLM_KEY
+      system: Count the words of the question.
+      prompt: "{{.Query}}"
+    output_schema:
+      type: object
+      required: [words]
+      properties: {words: {type: integer}}
+`, srv.URL)
+	if err := os.WriteFile(dir+"/troupe.yaml", []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := invoke(t, "run", "--output", "json", dir, "one two three four five")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var rec struct{ Results []*troupe.Result }
+	if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Results) != 1 || rec.Results[0].AgentResult["words"] != float64(5) || rec.Results[0].TokensUsed == nil || *rec.Results[0].TokensUsed != 13 {
+		t.Errorf("results %+v", rec.Results)
+	}
+	if strings.Contains(stdout, "sk-test") || len(auth) != 1 || auth[0] != "Bearer sk-test" {
+		t.Errorf("authorization %v (the key must be sent, and never recorded)", auth)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/execagent"
 	"github.com/troupehq/troupe/agent/httpagent"
+	"github.com/troupehq/troupe/agent/llmagent"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/evidence"
@@ -37,6 +38,7 @@ func factories() config.Factories {
 		config.KindParallel:   buildParallel,
 		config.KindLoop:       buildLoop,
 		config.KindBundle:     buildBundle,
+		config.KindLLM:        buildLLM,
 	}
 }
 
@@ -127,18 +129,52 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 	cfg := evidence.Config{Name: a.Name, K: a.Bundle.Replicates}
 	if decl := b.File.Agents[a.Bundle.Agent]; len(decl.OutputSchema) > 0 {
 		// The replicates' schema is the sub-agent's output schema.
-		var s string
-		if json.Unmarshal(decl.OutputSchema, &s) == nil {
-			raw, err := os.ReadFile(b.Path(s))
-			if err != nil {
-				return nil, fmt.Errorf("bundle %s: %w", a.Name, err)
-			}
-			cfg.Schema = raw
-		} else {
-			cfg.Schema = decl.OutputSchema
+		s, err := schemaFile(b, decl.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", a.Name, err)
 		}
+		cfg.Schema = s
 	}
 	return evidence.Bundle(sub, cfg), nil
+}
+
+func buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	l := a.LLM
+	cfg := llmagent.Config{
+		Name: a.Name, Model: l.Model, BaseURL: l.BaseURL, APIKeyEnv: l.APIKeyEnv,
+		System: l.System, Prompt: l.Prompt, Temperature: l.Temperature, Seed: l.Seed,
+		MaxTokens: l.MaxTokens, MaxTurns: l.MaxTurns, Stream: l.Stream,
+	}
+	if len(a.OutputSchema) > 0 {
+		// The structured answer the model is asked for is the agent's output schema.
+		s, err := schemaFile(b, a.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("llm %s: %w", a.Name, err)
+		}
+		cfg.Schema, cfg.SchemaName = s, a.Name
+	}
+	for _, n := range l.Tools {
+		ag, err := b.Agent(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		opts, err := b.Options(n)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Tools = append(cfg.Tools, flow.AsTool(n, ag, opts...))
+	}
+	return llmagent.New(cfg)
+}
+
+// schemaFile returns an agent's schema: inline, or read from the path (relative to the file)
+// the field holds.
+func schemaFile(b *config.Builder, raw json.RawMessage) (json.RawMessage, error) {
+	var path string
+	if json.Unmarshal(raw, &path) != nil {
+		return raw, nil
+	}
+	return os.ReadFile(b.Path(path))
 }
 
 // builtins returns the Go agents a file may name as builtin: the agents of troupe's
