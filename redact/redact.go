@@ -141,6 +141,25 @@ func (r *Redactor) Value(v any) any {
 	return r.value(v, nil, 0)
 }
 
+// ValueAt is Value for a value found at path inside a larger document — path being the member
+// names from the document's root, array positions left out (arrays are transparent to field
+// paths) — so that field paths still apply to a part taken out of its document: a value at or
+// below a matching field is replaced whole, and fields below it are matched by their full path.
+// A nil path is the root: ValueAt(nil, v) is Value(v). Neither v nor path is modified.
+func (r *Redactor) ValueAt(path []string, v any) any {
+	if r == nil {
+		return v
+	}
+	p := make([]string, len(path), len(path)+8)
+	for i, k := range path {
+		p[i] = strings.ToLower(k)
+		if r.fieldMatch(p[:i+1]) {
+			return r.replacement
+		}
+	}
+	return r.value(v, p, 0)
+}
+
 const maxDepth = 1000
 
 func (r *Redactor) value(v any, path []string, depth int) any {

@@ -68,6 +68,36 @@ func TestValue(t *testing.T) {
 	}
 }
 
+// A value taken out of its document is redacted as it would be in place: field paths match
+// through the path it was found at.
+func TestValueAt(t *testing.T) {
+	r := redact.MustNew(redact.Config{Fields: []string{"user.ssn", "patient"}})
+	tests := []struct {
+		path []string
+		in   any
+		want any
+	}{
+		{[]string{"user", "ssn"}, "123-45-6789", "[REDACTED]"},  // the field itself
+		{[]string{"User", "SSN"}, "123-45-6789", "[REDACTED]"},  // names match case-insensitively
+		{[]string{"patient", "name"}, "Jane Roe", "[REDACTED]"}, // below a redacted field
+		{[]string{"user"}, map[string]any{"ssn": "1", "n": 2.0}, map[string]any{"ssn": "[REDACTED]", "n": 2.0}},
+		{[]string{"a", "password"}, "hunter22", "[REDACTED]"},              // a default field, at depth
+		{[]string{"user", "name"}, "Jane", "Jane"},                         // no field matches
+		{[]string{"user", "name"}, "jane@example.com", "[REDACTED:email]"}, // rules still apply
+		{nil, map[string]any{"user": map[string]any{"ssn": "1"}}, map[string]any{"user": map[string]any{"ssn": "[REDACTED]"}}},
+	}
+	for _, tt := range tests {
+		if got := r.ValueAt(tt.path, tt.in); !cmp.Equal(got, tt.want) {
+			t.Errorf("ValueAt(%q, %v) = %v, want %v", tt.path, tt.in, got, tt.want)
+		}
+	}
+	path := []string{"User", "SSN"}
+	r.ValueAt(path, "x")
+	if path[0] != "User" || path[1] != "SSN" {
+		t.Errorf("path modified: %q", path)
+	}
+}
+
 func TestNoDefaults(t *testing.T) {
 	r := redact.MustNew(redact.Config{NoDefaults: true})
 	if got := r.String("jane@example.com Bearer abcdefghijkl"); got != "jane@example.com Bearer abcdefghijkl" {
