@@ -1,13 +1,8 @@
 package llmagent_test
 
 import (
-	"bufio"
-	"context"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -56,51 +51,18 @@ rules:
          "usage": {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45}}
 `
 
-// startMockLLM runs mock-llm on a free loopback port and returns its base URL once it says it
-// is listening.
+// startMockLLM runs mock-llm with mockLLMConfig on a free loopback port and returns its base URL
+// once it says it is listening.
 func startMockLLM(t *testing.T) string {
 	t.Helper()
-	bin := peers.Bin(t, "mock-llm")
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "mock-llm.yaml")
+	cfgPath := filepath.Join(t.TempDir(), "mock-llm.yaml")
 	if err := os.WriteFile(cfgPath, []byte(mockLLMConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config", cfgPath)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
+	addr := peers.Start(t, "mock-llm", []string{"--config", cfgPath}, func(line string) bool {
+		return strings.Contains(line, "server running on")
 	})
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "server running on") {
-			go func() { // drain the rest so the server never blocks on a full pipe; ends with the process
-				for sc.Scan() {
-				}
-			}()
-			return "http://127.0.0.1:" + strconv.Itoa(port) + "/v1"
-		}
-	}
-	t.Fatalf("mock-llm exited before listening: %v", sc.Err())
-	return ""
+	return "http://" + addr + "/v1"
 }
 
 func TestAgainstMockLLM(t *testing.T) {

@@ -1,15 +1,11 @@
 package mcptool_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,33 +231,10 @@ func TestEverythingOverStdio(t *testing.T) {
 }
 
 func TestEverythingOverStreamableHTTP(t *testing.T) {
-	bin := peers.Bin(t, "mcp-server-everything")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); cmd.Wait() }()
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
-	}
-	go func() { // keep the pipe drained; ends when the process does
-		for sc.Scan() {
-		}
-	}()
-
-	c, err := mcptool.Connect(t.Context(), mcptool.Config{URL: "http://127.0.0.1:" + port + "/mcp"})
+	addr := peers.Start(t, "mcp-server-everything", []string{"streamableHttp"}, func(line string) bool {
+		return strings.Contains(line, "listening on port")
+	})
+	c, err := mcptool.Connect(t.Context(), mcptool.Config{URL: "http://" + addr + "/mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
