@@ -192,7 +192,12 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 // allocated once (the engine calls it with an estimate from the plan). It is optional: a
 // store without it works the same, only growing its slices as it goes.
 func (s *Store) Reserve(runID string, n int) {
-	l := s.log(runID, true)
+	l := s.log(runID, false)
+	if l == nil {
+		// A new log: allocate it at the reserved size at once, not at the default and again.
+		v, _ := s.runs.LoadOrStore(runID, &runLog{events: make([]troupe.Event, 0, max(n, 1))})
+		l = v.(*runLog)
+	}
 	l.mu.Lock()
 	if cap(l.events)-len(l.events) < n {
 		l.events = slices.Grow(l.events, n)
