@@ -21,8 +21,9 @@
 //	    kind: sequential
 //	    sequential: {agents: [fetch, summarize]}
 //
-// A new kind (llm, a2a) is a new block and a new Factory; files written for the kinds that
-// exist do not change.
+// The kinds are builtin, exec, http, llm, sequential, parallel, loop and bundle. A new kind
+// (a2a) is a new block and a new Factory; files written for the kinds that exist do not
+// change — llm arrived that way.
 //
 // # Errors
 //
@@ -43,7 +44,7 @@
 // Load only reads. Build turns a file into a troupe.Registry through Factories, one per
 // kind, that the program passes in: this package builds builtin agents itself (from the
 // program's registry) and nothing else, so it depends on no transport; cmd/troupe wires the
-// exec, http and composite kinds. Catalog registers the agents' declarations without
+// exec, http, llm and composite kinds. Catalog registers the agents' declarations without
 // building them, which is all planning needs. PlanRules, RouteRules, Planner, Router and
 // Policy give the file's rules as the runtime's types.
 package config
