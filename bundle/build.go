@@ -49,13 +49,20 @@ func Build(meta Meta, in []Input, opts Options) (*Bundle, []byte, error) {
 		if status == "" {
 			status = "completed"
 		}
-		q := Quality{Valid: r.Valid(), Errors: slices.Clone(r.Errors)}
+		q := Quality{Valid: r.Valid()}
+		if len(r.Errors) > 0 {
+			// Errors quote the data (a schema's "'x' does not match pattern"): presented too.
+			q.Errors = make([]string, len(r.Errors))
+			for j, e := range r.Errors {
+				q.Errors[j] = opts.presentText(e)
+			}
+		}
 		if !q.Valid && len(q.Errors) == 0 {
 			q.Errors = []string{"replicate produced no data"}
 		}
 		var data any
 		if r.Data != nil {
-			data = opts.present(r.Data)
+			data = opts.present(nil, r.Data)
 		}
 		b.Replicates[i] = Replicate{ID: r.ID, Seed: r.Seed, Status: status, Data: data, Quality: q}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -395,8 +396,19 @@ func TestDiffPatch(t *testing.T) {
 }
 
 func TestPresentRedactsOutputOnly(t *testing.T) {
-	in := inputs(`{"k":"secret-1","same":"secret-1"}`, `{"k":"secret-2","same":"secret-1"}`)
-	hide := func(v any) any {
+	in := inputs(`{"k":"secret-1","same":"secret-1","user":{"ssn":"123","tags":["secret-a","b"]},"secret.key":1,"steps":[{"n":"secret-s"}]}`,
+		`{"k":"secret-2","same":"secret-1","user":{"ssn":"123","tags":["secret-b","b"]},"secret.key":1,"steps":[{"n":"secret-s"}]}`,
+		`{"k":"secret-3"}`)
+	in[2].Errors = []string{"at /k: 'secret-3' is not allowed"}
+	var mu sync.Mutex
+	paths := map[string]bool{}
+	hide := func(path []string, v any) any {
+		mu.Lock()
+		paths[strings.Join(path, "/")] = true
+		mu.Unlock()
+		if strings.Join(path, ".") == "user.ssn" {
+			return "HIDDEN" // a redaction by field path
+		}
 		b, _ := json.Marshal(v)
 		s := strings.ReplaceAll(string(b), "secret", "XXX")
 		var out any
@@ -410,8 +422,22 @@ func TestPresentRedactsOutputOnly(t *testing.T) {
 	if strings.Contains(string(out), "secret") {
 		t.Errorf("bundle leaks: %s", out)
 	}
-	// Statistics saw the real values: k disagrees, same agrees.
-	if b.Summary.PairwiseDistance[0][1] != 0.5 || b.Summary.Consensus["same"] != "XXX-1" {
-		t.Errorf("summary %+v", b.Summary)
+	// Statistics saw the real values: k disagrees, same agrees. Values taken out of the
+	// documents are presented with their paths, so the field path rule hides user.ssn.
+	s := b.Summary
+	// k 1, same 0, user (ssn 0 + tags 1 − 1/3)/2, secret.key 0, steps 0 → (1 + 1/3)/5.
+	if s.PairwiseDistance[0][1] != 0.266667 {
+		t.Errorf("distance %v, want 0.266667: computed on the raw values", s.PairwiseDistance[0][1])
+	}
+	if s.Consensus["same"] != "XXX-1" || s.Consensus["user.ssn"] != "HIDDEN" || s.Consensus[`["XXX.key"]`] != 1.0 || s.Consensus["steps[0].n"] != "XXX-s" {
+		t.Errorf("consensus %v", s.Consensus)
+	}
+	if got := b.Replicates[2].Quality.Errors; !cmp.Equal(got, []string{"at /k: 'XXX-3' is not allowed"}) {
+		t.Errorf("quality errors %q", got)
+	}
+	for _, p := range []string{"", "k", "same", "user/ssn", "user/tags", "secret.key", "steps/n"} {
+		if !paths[p] {
+			t.Errorf("Present never saw path %q (saw %v)", p, paths)
+		}
 	}
 }

@@ -71,18 +71,70 @@ type Options struct {
 	// DiffEncode writes every replicate but the first valid one as a JSON Patch against it,
 	// when that is shorter.
 	DiffEncode bool
-	// Present transforms every value before it is written into the bundle (replicate data,
-	// consensus and disagreement values, category names) — redaction, typically. Statistics are
-	// computed on the values as given. It must be a pure function returning JSON values; nil
-	// writes values unchanged.
-	Present func(any) any
+	// Present transforms everything taken from the replicates before it is written into the
+	// bundle — replicate data, consensus, disagreement and distribution values and category
+	// names, field paths, quality errors — redaction, typically (redact.Redactor.ValueAt fits).
+	// Statistics are computed on the values as given. path is where v sits in a replicate's
+	// data: its member names from the root, array positions left out, so that a redaction by
+	// field path applies to a value taken out of its document; it is nil for a replicate's whole
+	// data and for text about the data (field paths, errors), which must come back as a string.
+	// Present must be a pure function returning JSON values; nil writes values unchanged.
+	Present func(path []string, v any) any
 }
 
-func (o *Options) present(v any) any {
+func (o *Options) present(path []string, v any) any {
 	if o.Present == nil {
 		return v
 	}
-	return o.Present(v)
+	return o.Present(path, v)
+}
+
+// presentText passes text about the data (a field path, an error) through Present.
+func (o *Options) presentText(s string) string {
+	if o.Present == nil {
+		return s
+	}
+	if t, ok := o.Present(nil, s).(string); ok {
+		return t
+	}
+	return s
+}
+
+// segments returns the member names of a field path ("a.b[0][\"x.y\"]" → a, b, x.y), array
+// positions left out; nil when there is no Present to need them.
+func (o *Options) segments(path string) []string {
+	if o.Present == nil || path == "" {
+		return nil
+	}
+	var segs []string
+	for s := path; s != ""; {
+		switch {
+		case s[0] == '.':
+			s = s[1:]
+		case strings.HasPrefix(s, `["`):
+			q, err := strconv.QuotedPrefix(s[1:])
+			if err != nil { // not a path childPath writes; keep the rest as one name
+				return append(segs, s)
+			}
+			k, _ := strconv.Unquote(q)
+			segs = append(segs, k)
+			s = strings.TrimPrefix(s[1+len(q):], "]")
+		case s[0] == '[': // an array position
+			if i := strings.IndexByte(s, ']'); i >= 0 {
+				s = s[i+1:]
+			} else {
+				s = ""
+			}
+		default:
+			i := strings.IndexAny(s, ".[")
+			if i < 0 {
+				i = len(s)
+			}
+			segs = append(segs, s[:i])
+			s = s[i:]
+		}
+	}
+	return segs
 }
 
 func (o *Options) root() *node {
@@ -135,14 +187,14 @@ func Summarize(in []Input, opts Options) Summary {
 		pd := f.pd
 		if v, ok := consensusOf(f, valid, pd); ok {
 			if len(s.Consensus) < lim.MaxFields {
-				s.Consensus[f.path] = opts.present(v)
+				s.Consensus[opts.presentText(f.path)] = opts.present(opts.segments(f.path), v)
 			} else {
 				om.Consensus++
 			}
 		}
 		if d, ok := distributionOf(f, valid, pd, &opts, &sl); ok {
 			if len(s.Distributions) < lim.MaxFields {
-				s.Distributions[f.path] = d
+				s.Distributions[opts.presentText(f.path)] = d
 			} else {
 				om.Distributions++
 			}
@@ -601,11 +653,12 @@ func disagreementOf(f *field, withData []int, in []Input, pd []float64, opts *Op
 	if sum == 0 {
 		return Disagreement{}, false
 	}
-	d := Disagreement{Field: f.path, Distance: round(sum / float64(pairs)),
+	d := Disagreement{Field: opts.presentText(f.path), Distance: round(sum / float64(pairs)),
 		Values: sl.values(len(withData)), Replicates: sl.names(len(withData))}
+	segs := opts.segments(f.path)
 	for _, i := range withData {
 		if f.has[i] {
-			d.Values = append(d.Values, opts.present(f.vals[i]))
+			d.Values = append(d.Values, opts.present(segs, f.vals[i]))
 			d.Replicates = append(d.Replicates, in[i].ID)
 		} else {
 			d.Missing = append(d.Missing, in[i].ID)
@@ -646,6 +699,7 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 	}
 	// Counts of values every valid replicate agrees on say nothing the consensus does not.
 	if categorical && !unanimous {
+		segs := opts.segments(f.path)
 		d.Counts = map[string]int{}
 		for _, i := range valid {
 			if !f.has[i] {
@@ -658,19 +712,19 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 			if arr, ok := v.([]any); ok {
 				for j, e := range arr {
 					if indexOf(arr[:j], e) < 0 { // each element once per replicate
-						d.Counts[categoryName(e, opts)]++
+						d.Counts[categoryName(segs, e, opts)]++
 					}
 				}
 				continue
 			}
-			d.Counts[categoryName(v, opts)]++
+			d.Counts[categoryName(segs, v, opts)]++
 		}
 	}
 	return d, d.Mean != nil || d.Counts != nil
 }
 
-func categoryName(v any, opts *Options) string {
-	v = opts.present(v)
+func categoryName(segs []string, v any, opts *Options) string {
+	v = opts.present(segs, v)
 	if s, ok := v.(string); ok {
 		return s
 	}

@@ -234,11 +234,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 // recordPartial hands the run the bundle of the first two replicates, so that a dispatch
 // that times out under on_timeout=use_partial still yields evidence.
 func (r *run) recordPartial() {
-	opts := bundle.Options{Schema: r.s.schema, Limits: r.s.Limits, DiffEncode: r.s.DiffEncode}
-	if !r.s.KeepRaw {
-		opts.Present = r.s.red.Value
-	}
-	_, out, err := bundle.Build(r.meta(false), r.in[:2], opts)
+	_, out, err := bundle.Build(r.meta(false), r.in[:2], r.s.bundleOptions())
 	if err != nil {
 		return
 	}
@@ -535,11 +531,7 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 		}
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: r.s.red.String(msg), Recoverable: true}
 	}
-	opts := bundle.Options{Schema: s.schema, Limits: s.Limits, DiffEncode: s.DiffEncode}
-	if !s.KeepRaw {
-		opts.Present = s.red.Value
-	}
-	b, out, err := bundle.Build(r.meta(earlyStop), in, opts)
+	b, out, err := bundle.Build(r.meta(earlyStop), in, s.bundleOptions())
 	if err != nil {
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "evidence bundle could not be built", Cause: err}
 	}

@@ -234,3 +234,13 @@ func Seeds(seeds []int64, k int) ([]int64, error) {
 	}
 	return out[:k], nil
 }
+
+// bundleOptions are the options the bundle is built with: redacted unless KeepRaw — replicate
+// data, summary values (by their field paths too), field names and quality errors.
+func (s *settings) bundleOptions() bundle.Options {
+	opts := bundle.Options{Schema: s.schema, Limits: s.Limits, DiffEncode: s.DiffEncode}
+	if !s.KeepRaw {
+		opts.Present = s.red.ValueAt
+	}
+	return opts
+}

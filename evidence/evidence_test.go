@@ -18,6 +18,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/bundle"
 	"github.com/troupehq/troupe/evidence"
+	"github.com/troupehq/troupe/redact"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -443,11 +444,18 @@ func TestRedaction(t *testing.T) {
 	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		d.Progress("thinking", map[string]any{"header": "Authorization: Bearer abcdefghijklmnop"})
 		rep, _ := evidence.ReplicateFrom(ctx)
-		return ok(map[string]any{"contact": "jane@example.com", "n": float64(rep.Index)}, 1, 0), nil
+		code := "ok"
+		if rep.Index == 1 {
+			code = "jane@example.com" // invalid: the schema's error quotes it
+		}
+		return ok(map[string]any{"contact": "jane@example.com", "n": float64(rep.Index), "code": code,
+			"user": map[string]any{"ssn": "123-45-6789"}}, 1, 0), nil
 	})
+	schema := []byte(`{"properties":{"code":{"type":"string","pattern":"^ok$"}}}`)
 	for _, keep := range []bool{false, true} {
 		rec := &recorder{}
-		res, err := evidence.Bundle(sub, evidence.Config{KeepRaw: keep}).Run(t.Context(), dispatch(rec))
+		cfg := evidence.Config{KeepRaw: keep, Schema: schema, Redact: redact.Config{Fields: []string{"user.ssn"}}}
+		res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -460,9 +468,24 @@ func TestRedaction(t *testing.T) {
 		if got := len(rec.find(evidence.EventReplicateProgress)); got != 3 {
 			t.Errorf("%d replicate_progress events, want 3", got)
 		}
+		// The replicates' data, the consensus (user.ssn, contact), and r2's quality errors all
+		// hold the secrets; redacted, none of them may.
 		out, _ := json.Marshal(res.AgentResult)
 		if leaks := strings.Contains(string(out), "jane@example.com"); leaks != keep {
-			t.Errorf("keep %v: bundle holds the raw address: %v", keep, leaks)
+			t.Errorf("keep %v: bundle holds the raw address: %v\n%s", keep, leaks, out)
+		}
+		if leaks := strings.Contains(string(out), "123-45-6789"); leaks != keep {
+			t.Errorf("keep %v: bundle holds the raw user.ssn: %v\n%s", keep, leaks, out)
+		}
+		b := bundleOf(t, res)
+		if keep {
+			continue
+		}
+		if c := b.Summary.Consensus; c["user.ssn"] != "[REDACTED]" || c["contact"] != "[REDACTED:email]" {
+			t.Errorf("consensus %v", c)
+		}
+		if q := b.Replicates[1].Quality; q.Valid || len(q.Errors) != 1 || !strings.Contains(q.Errors[0], "[REDACTED:email]") {
+			t.Errorf("r2 quality %+v", q)
 		}
 	}
 }
