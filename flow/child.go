@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -372,7 +373,7 @@ func prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (*trou
 	}
 	if m.in != nil {
 		if err := m.in.Validate(d.ParsedQuery); err != nil {
-			return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: fmt.Sprintf("input of %s fails its schema: %v", m.spec.Name, err),
+			return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: fmt.Sprintf("input of %s fails its schema", m.spec.Name),
 				FallbackAction: "ask the user to clarify", Cause: err}
 		}
 	}
@@ -458,7 +459,10 @@ func errorOf(what string, res *troupe.Result) *troupe.AgentError {
 	if len(res.Errors) > 0 {
 		e := res.Errors[0]
 		ae.Code, ae.Recoverable, ae.FallbackAction, ae.Details = e.Code, e.Recoverable, e.FallbackAction, e.Details
-		ae.Message = fmt.Sprintf("%s: %s: %s", what, res.AgentName, e.Message)
+		// A member's AgentError was recorded with its Error() text; drop its "troupe: agent
+		// error CODE: " prefix, which the composite's own error repeats.
+		msg := strings.TrimPrefix(e.Message, "troupe: agent error "+e.Code+": ")
+		ae.Message = fmt.Sprintf("%s: %s: %s", what, res.AgentName, msg)
 	}
 	if res.Status == troupe.StatusCancelled {
 		ae.Code = troupe.CodeCancelled

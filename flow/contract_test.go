@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,13 +32,15 @@ func TestMemberContracts(t *testing.T) {
 		code     string
 		details  any
 		fallback string
+		message  string // the error message says where and what, once
 	}{
-		{"valid", flow.Named("quiz", score(0.5), troupe.InputSchema(quizIn), troupe.OutputSchema(quizOut)), map[string]any{"topic": "x"}, "", nil, ""},
+		{"valid", flow.Named("quiz", score(0.5), troupe.InputSchema(quizIn), troupe.OutputSchema(quizOut)), map[string]any{"topic": "x"}, "", nil, "", ""},
 		{"output fails its schema", flow.Named("quiz", score(7), troupe.OutputSchema(quizOut)), nil, troupe.CodeInvalidOutput,
-			[]any{map[string]any{"path": "/quiz_score", "message": "maximum: got 7, want 1"}}, ""},
+			[]any{map[string]any{"path": "/quiz_score", "message": "maximum: got 7, want 1"}}, "", "output of quiz fails its schema: schema: /quiz_score: maximum: got 7, want 1"},
 		{"input fails its schema", flow.Named("quiz", score(0.5), troupe.InputSchema(quizIn)), map[string]any{}, troupe.CodeInvalidInput,
-			[]any{map[string]any{"path": "", "message": "missing property 'topic'"}}, "ask the user to clarify"},
-		{"declared read absent", flow.Named("quiz", score(0.5), troupe.Reads("explanation")), nil, troupe.CodeStateMissing, nil, "run the agent that writes it first"},
+			[]any{map[string]any{"path": "", "message": "missing property 'topic'"}}, "ask the user to clarify", "input of quiz fails its schema: schema: /: missing property 'topic'"},
+		{"declared read absent", flow.Named("quiz", score(0.5), troupe.Reads("explanation")), nil, troupe.CodeStateMissing, nil, "run the agent that writes it first",
+			"session state lacks [explanation], which quiz reads"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,6 +60,12 @@ func TestMemberContracts(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.details, res.Errors[0].Details["validation_errors"]); diff != "" {
 				t.Errorf("validation errors (-want +got):\n%s", diff)
+			}
+			if msg := res.Errors[0].Message; !strings.HasSuffix(msg, tt.message) || strings.Count(msg, tt.message) != 1 {
+				t.Errorf("message %q, want %q in it once", msg, tt.message)
+			}
+			if !strings.HasSuffix(err.Error(), "step 1 of 1: quiz: "+tt.message) {
+				t.Errorf("sequence error %q, want it to end with the member's message", err)
 			}
 			if res.Errors[0].FallbackAction != tt.fallback {
 				t.Errorf("fallback %q, want %q", res.Errors[0].FallbackAction, tt.fallback)
