@@ -2,6 +2,7 @@ package llmagent_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -85,4 +86,85 @@ func TestEngineTokenBudget(t *testing.T) {
 	if done := troupetest.Find(evs, troupe.KindDispatchCompleted, "first"); len(done) != 1 || *done[0].Data.(*troupe.Result).TokensUsed != 600 {
 		t.Errorf("first's completion: %v", done)
 	}
+}
+
+// What LLM agents spend reaches the run's totals once per completion: a writer that calls a tool
+// (two completions) and a checker whose answers never pass its schema (two completions, then a
+// failed dispatch that still reports them) are summed in the run's aggregation, nothing twice.
+func TestEngineRunTotalsCountUsageOnce(t *testing.T) {
+	price := map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 1, CompletionPerMillion: 2}}
+	writerSrv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"c1", "add", `{"a":1,"b":2}`}}, usage: [2]int{10, 3}},
+		reply{content: "the sum is 3", usage: [2]int{30, 9}},
+	)
+	bad := reply{content: `{"name":"Ada"}`, usage: [2]int{5, 5}}
+	checkerSrv := newCompletionServer(t, bad, bad)
+	reg := troupe.NewRegistry()
+	reg.MustAdd("writer", newAgent(t, llmagent.Config{BaseURL: writerSrv.URL(), Tools: []troupe.Tool{addTool}, Prices: price}))
+	reg.MustAdd("checker", newAgent(t, llmagent.Config{BaseURL: checkerSrv.URL(), Schema: json.RawMessage(personSchema), MaxReasks: 1, Prices: price}))
+	eng, err := engine.New(engine.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(t.Context()) })
+	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "add and check", Context: troupe.NewContext("s", "q"),
+		Policy: &troupe.ErrorPolicy{OnError: troupe.Continue}}))
+	troupetest.CheckLog(t, evs)
+	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "checker")
+	if len(failed) != 1 {
+		t.Fatalf("%d failed checker dispatches, want 1", len(failed))
+	}
+	if res := failed[0].Data.(*troupe.Result); deref(res.TokensUsed) != int64(20) || res.CostDollars == nil || !near(*res.CostDollars, 30e-6) || len(res.AgentResult) != 0 {
+		t.Errorf("failed checker: tokens %v cost %v result %v; want its 20 tokens and $0.00003 kept, no answer", deref(res.TokensUsed), deref(res.CostDollars), res.AgentResult)
+	}
+	agg := troupetest.Find(evs, troupe.KindRunAggregated, "")
+	if len(agg) != 1 {
+		t.Fatalf("%d run_aggregated events", len(agg))
+	}
+	a := agg[0].Data.(*troupe.Aggregation)
+	// writer: 40 prompt + 12 completion tokens, $(40 + 24)e-6; checker: 10 + 10, $(10 + 20)e-6.
+	if a.TotalTokensUsed == nil || *a.TotalTokensUsed != 72 || a.TotalCostDollars == nil || !near(*a.TotalCostDollars, 94e-6) {
+		t.Errorf("run totals: tokens %v cost %v; want 72 and 94e-6", deref(a.TotalTokensUsed), deref(a.TotalCostDollars))
+	}
+}
+
+// The run's max_cost_dollars reaches an LLM agent as the dispatch's budget: the agent stops
+// between completions once it has spent it, and the run ends on its budget.
+func TestEngineCostBudgetStopsTheAgent(t *testing.T) {
+	loop := reply{toolCalls: []wireToolCall{{"c", "add", `{"a":1,"b":1}`}}, usage: [2]int{1000, 1000}}
+	srv := newCompletionServer(t, loop, loop, loop, loop)
+	reg := troupe.NewRegistry()
+	reg.MustAdd("spender", newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{addTool},
+		Prices: map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 10, CompletionPerMillion: 30}}})) // $0.04 a turn
+	eng, err := engine.New(engine.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(t.Context()) })
+	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "spend", Context: troupe.NewContext("s", "q"),
+		Budget: troupe.Budget{MaxCostDollars: 0.05}}))
+	troupetest.CheckLog(t, evs)
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d completions, want 2: the second brings the spend to $0.08 ≥ $0.05", n)
+	}
+	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "spender")
+	if len(failed) != 1 {
+		t.Fatalf("%d failed dispatches, want 1", len(failed))
+	}
+	res := failed[0].Data.(*troupe.Result)
+	if len(res.Errors) != 1 || res.Errors[0].Code != troupe.CodeBudget || *res.CostDollars < 0.0799 || *res.CostDollars > 0.0801 {
+		t.Errorf("failed result: errors %+v cost %v", res.Errors, *res.CostDollars)
+	}
+	if last := troupetest.Last(evs); last.Kind == troupe.KindRunCompleted {
+		t.Errorf("run completed despite its spent budget")
+	}
+}
+
+func near(got, want float64) bool { return math.Abs(got-want) < 1e-12 }
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
