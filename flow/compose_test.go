@@ -2,6 +2,8 @@ package flow_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -266,4 +268,65 @@ func TestAgentToolsInARun(t *testing.T) {
 	if !strings.Contains(failed.Errors[0].Message, "A → B → A") {
 		t.Errorf("message %q does not name the cycle", failed.Errors[0].Message)
 	}
+}
+
+// The typed errors of agent tools reach the calling agent inside an engine run as they do in a
+// direct call — errors.As finds them through every level of nesting — and the caller's
+// dispatch records their seed 003 codes.
+func TestTypedToolErrorsInARun(t *testing.T) {
+	// probe is a planned agent that calls tool and keeps the error it gets back.
+	probe := func(tool *troupe.Tool, got *error) troupe.Agent {
+		return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			_, err := (*tool).Call(ctx, d, json.RawMessage(`{"task": "go"}`))
+			*got = err
+			return nil, err
+		})
+	}
+	runProbe := func(t *testing.T, name string, a troupe.Agent) *troupe.Result {
+		t.Helper()
+		eng, err := engine.New(engine.Config{Registry: troupe.NewRegistry().MustAdd(name, a), Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close(context.Background())
+		evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "q"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		troupetest.CheckLog(t, evs)
+		for _, ev := range troupetest.Find(evs, troupe.KindDispatchFailed, name) {
+			if ev.Parent == "" {
+				return ev.Data.(*troupe.Result)
+			}
+		}
+		t.Fatalf("%s's planned dispatch did not fail", name)
+		return nil
+	}
+
+	t.Run("cycle", func(t *testing.T) {
+		var toolA, toolB troupe.Tool
+		toolA = flow.AsTool("A", delegator("A", &toolB))
+		toolB = flow.AsTool("B", delegator("B", &toolA))
+		var got error
+		res := runProbe(t, "A", probe(&toolB, &got))
+		var cycle *troupe.CircularDependencyError
+		if !errors.As(got, &cycle) || strings.Join(cycle.Cycle, " ") != "A B A" {
+			t.Fatalf("A got %v, want a CircularDependencyError A → B → A", got)
+		}
+		if res.Errors[0].Code != troupe.CodeCircularDependency {
+			t.Errorf("A's dispatch recorded %+v", res.Errors[0])
+		}
+	})
+	t.Run("depth", func(t *testing.T) {
+		tool := chain([]string{"B", "C", "D", "E", "F"}) // A, the planned agent, is the first of six
+		var got error
+		res := runProbe(t, "A", probe(&tool, &got))
+		var deep *troupe.MaxDepthExceededError
+		if !errors.As(got, &deep) || strings.Join(deep.Stack, "") != "ABCDEF" || deep.MaxDepth != troupe.DefaultMaxDepth {
+			t.Fatalf("A got %v, want a MaxDepthExceededError A → … → F", got)
+		}
+		if res.Errors[0].Code != troupe.CodeMaxDepthExceeded {
+			t.Errorf("A's dispatch recorded %+v", res.Errors[0])
+		}
+	})
 }
