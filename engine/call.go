@@ -126,7 +126,7 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	res.StartedAt, res.CompletedAt = start, end
 	res.ExecutionTimeMS = end.Sub(start).Milliseconds()
 	if res.TraceID == nil {
-		res.TraceID = r.traceID
+		res.TraceID = &r.traceID
 	}
 	switch {
 	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
@@ -367,7 +367,7 @@ func (c *call) Emit(ev troupe.Event) {
 }
 
 // ExecutionContext is the run's execution context: a planned dispatch's.
-func (c *call) ExecutionContext() troupe.Context { return *c.r.tc }
+func (c *call) ExecutionContext() troupe.Context { return c.r.tc }
 
 // LocalSlot lends the local executor the call's job record (local.Slotted).
 func (c *call) LocalSlot() *local.Slot { return &c.slot }

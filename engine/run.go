@@ -20,10 +20,8 @@ import (
 // Its methods are safe for concurrent use.
 type Run struct {
 	e      *Engine
-	id     string
-	tc     *troupe.Context
-	req    troupe.Request
-	seed   uint64
+	tc     troupe.Context // the run's execution context, on every event
+	req    troupe.Request // RunID and Seed are the run's
 	pol    *troupe.ErrorPolicy
 	ctx    context.Context // cancelled when the run is cancelled or fails fast
 	cancel context.CancelCauseFunc
@@ -37,7 +35,7 @@ type Run struct {
 	timeBudget time.Duration
 	costBudget float64
 	tokBudget  int64
-	traceID    *string // shared by every result of the run
+	traceID    string // every result of the run points at it
 
 	onDoneMu sync.Mutex
 	onDone   []func() // what scopeCtx.OnDone registered; run once r.ctx is done
@@ -53,9 +51,8 @@ type Run struct {
 	toStart    []*call         // dispatches the current transition created, started by flushLocked
 	plan       *troupe.Plan
 	stages     [][]*task
-	stage      int  // index of the current stage
-	next       int  // next task of the current stage to start
-	routed     bool // the current stage's tasks have their routing decisions
+	stage      int // index of the current stage
+	next       int // next task of the current stage to start
 	inflight   int
 	state      map[string]any
 	upstream   []troupe.UpstreamResult // completed results, in completion order
@@ -66,20 +63,20 @@ type Run struct {
 	failReason string
 	failStage  troupe.Stage
 	firstSeq   int64
-	pausing    bool
 	questions  []troupe.Question
-	budgetHit  bool
 	cost       float64
 	tokens     int64
 	dispatches int
 	fallbacks  map[string]string
 	setup      []string
-	started    time.Time // budget clock
-	startedAt  time.Time
+	startedAt  time.Time // also the budget clock
 	updatedAt  time.Time
 	agg        *troupe.Aggregation
 	finishing  bool // the closing sequence has been claimed
 	finished   bool // terminal or run_paused appended (or the log broke)
+	routed     bool // the current stage's tasks have their routing decisions
+	pausing    bool
+	budgetHit  bool
 	err        error
 	watchers   []chan struct{}
 	done       chan struct{}
@@ -143,10 +140,8 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	if req.Budget.TimeSeconds < 0 || req.Budget.MaxCostDollars < 0 || req.Budget.MaxTokens < 0 {
 		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
 	}
-	tc := req.Context
-	traceID = tc.TraceID()
-	r := &Run{traceID: &traceID,
-		e: e, id: req.RunID, tc: &tc, req: req, seed: seed, pol: pol,
+	r := &Run{traceID: req.Context.TraceID(),
+		e: e, tc: req.Context, req: req, pol: pol,
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
 		timeBudget: e.timeBudget, costBudget: e.costBudget, tokBudget: e.tokBudget,
 		done: make(chan struct{}),
@@ -171,14 +166,14 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	r.bg = context.WithoutCancel(ctx)
 	e.mu.Lock()
-	if _, dup := e.live[r.id]; dup {
+	if _, dup := e.live[r.req.RunID]; dup {
 		e.mu.Unlock()
 		r.cancel(nil)
-		return nil, fmt.Errorf("engine: run %q is already live", r.id)
+		return nil, fmt.Errorf("engine: run %q is already live", r.req.RunID)
 	}
-	e.live[r.id] = r
+	e.live[r.req.RunID] = r
 	e.mu.Unlock()
-	r.watch = scopeCtx{Context: r.ctx, r: r}
+	r.watch = scopeCtx{r}
 	if ctx.Done() != nil {
 		// The caller can cancel the run: learn of it through the context package. A caller
 		// that cannot (context.Background) costs no registration at all.
@@ -192,10 +187,12 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 // local.DoneNotifier: the local executor registers with OnDone instead of context.AfterFunc,
 // which would make the run's context allocate a Done channel, a child and a map of children.
 // Other executors see an ordinary context (std propagation through r.ctx).
-type scopeCtx struct {
-	context.Context
-	r *Run
-}
+type scopeCtx struct{ r *Run }
+
+func (s *scopeCtx) Deadline() (time.Time, bool) { return s.r.ctx.Deadline() }
+func (s *scopeCtx) Done() <-chan struct{}       { return s.r.ctx.Done() }
+func (s *scopeCtx) Err() error                  { return s.r.ctx.Err() }
+func (s *scopeCtx) Value(key any) any           { return s.r.ctx.Value(key) }
 
 // OnDone registers f to run once the run's context is done; at once if it is already.
 func (s *scopeCtx) OnDone(f func()) {
@@ -235,10 +232,10 @@ func (r *Run) ctxDone() {
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // ID returns the run id.
-func (r *Run) ID() string { return r.id }
+func (r *Run) ID() string { return r.req.RunID }
 
 // Context returns the run's execution context.
-func (r *Run) Context() troupe.Context { return *r.tc }
+func (r *Run) Context() troupe.Context { return r.tc }
 
 // Cancel cancels the run: in-flight dispatches are cancelled, nothing new starts, and the run
 // ends CANCELLED.
@@ -251,14 +248,14 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 // caller of Start or Resume.
 func (r *Run) begin(answers []troupe.Answer) {
 	now := r.e.exec.Now()
-	r.started, r.startedAt, r.updatedAt = now, now, now
+	r.startedAt, r.updatedAt = now, now
 	p, planErr := r.e.planner.Plan(&r.req, r.e.reg)
 	setupErr := r.setupAgents(p)
 
 	if res, ok := r.e.store.(interface{ Reserve(string, int) }); ok && r.replay == nil && p != nil {
 		// The common shape: initialize, plan, three events a task (route, start, finish),
 		// aggregate, terminal.
-		res.Reserve(r.id, 4+3*p.NumTasks())
+		res.Reserve(r.req.RunID, 4+3*p.NumTasks())
 	}
 	r.mu.Lock()
 	r.now = now
@@ -266,7 +263,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 	if r.replay != nil {
 		kind = troupe.KindRunResumed
 	}
-	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: &r.req, Seed: r.seed, Setup: r.setup}})
+	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: &r.req, Seed: r.req.Seed, Setup: r.setup}})
 	for i := range answers {
 		a := answers[i]
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: &a})
@@ -307,7 +304,7 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 	r.upstream = make([]troupe.UpstreamResult, 0, total)
 	ids := make([]byte, 0, 21*total)
 	for k := range total {
-		ids = troupe.AppendDispatchID(ids, mix(r.seed, saltDispatch, uint64(k), 0))
+		ids = troupe.AppendDispatchID(ids, mix(r.req.Seed, saltDispatch, uint64(k), 0))
 	}
 	idText := string(ids) // every task's first dispatch id, in one allocation
 	for i := range p.Stages {
@@ -404,9 +401,9 @@ func (r *Run) emitLocked(ev troupe.Event) {
 		return
 	}
 	r.seq++
-	ev.RunID, ev.Seq = r.id, r.seq
+	ev.RunID, ev.Seq = r.req.RunID, r.seq
 	if ev.Context == nil {
-		ev.Context = r.tc // a nested event brings its own child context
+		ev.Context = &r.tc // a nested event brings its own child context
 	}
 	if r.now.IsZero() {
 		ev.Time = r.e.exec.Now()
@@ -434,7 +431,7 @@ func (r *Run) flushLocked() {
 		batch := *r.pending
 		if err := r.e.store.Append(r.bg, batch...); err != nil {
 			r.seq = batch[0].Seq - 1
-			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: *r.tc, Cause: err}
+			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.tc, Cause: err}
 			r.stop(r.err)
 		}
 		clear(batch) // the store has its copy; drop the payload references
@@ -489,7 +486,7 @@ func (r *Run) stopping() bool {
 // routeLocked makes the task's routing decision and records it.
 func (r *Run) routeLocked(t *task) bool {
 	in := troupe.RouteInput{Task: *t.t, Query: r.req.Query, ParsedQuery: r.req.ParsedQuery, State: r.state, Available: r.e.names}
-	d, err := r.e.router.Route(in, *r.tc)
+	d, err := r.e.router.Route(in, r.tc)
 	if err == nil && !r.e.reg.Has(d.Target) {
 		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
 	}
@@ -515,7 +512,7 @@ func (r *Run) routeLocked(t *task) bool {
 // place in the plan and how many dispatches it had, so a resumed run derives the same ids.
 func (r *Run) nextID(t *task) string {
 	if t.nextID == "" {
-		t.nextID = troupe.NewDispatchID(mix(r.seed, saltDispatch, uint64(t.index), uint64(t.serial)))
+		t.nextID = troupe.NewDispatchID(mix(r.req.Seed, saltDispatch, uint64(t.index), uint64(t.serial)))
 	}
 	return t.nextID
 }
@@ -545,7 +542,7 @@ func (r *Run) budgetLocked() string {
 	if now.IsZero() {
 		now = r.e.exec.Now()
 	}
-	switch elapsed := now.Sub(r.started); {
+	switch elapsed := now.Sub(r.startedAt); {
 	case elapsed >= r.timeBudget:
 		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
 	case r.cost >= r.costBudget:
@@ -599,8 +596,9 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	if spec.Timeout > 0 {
 		timeout = spec.Timeout
 	}
-	if s, ok := r.req.Timeouts[agent]; ok && s > 0 && len(r.req.Timeouts) > 0 {
-		d.TimeoutSeconds = &s
+	if s, ok := r.req.Timeouts[agent]; ok && s > 0 {
+		ts := s // escapes only when there is a timeout to point at
+		d.TimeoutSeconds = &ts
 		timeout = secs(s)
 	}
 	if r.costBudget > r.cost {
@@ -729,7 +727,7 @@ func (r *Run) completeLocked(c *call) {
 	if r.ctx.Err() != nil && r.failure == nil {
 		f.Status = troupe.StatusCancelled
 	}
-	act := policy.Decide(r.pol, f, mix(r.seed, saltJitter, uint64(t.index), uint64(t.serial)))
+	act := policy.Decide(r.pol, f, mix(r.req.Seed, saltJitter, uint64(t.index), uint64(t.serial)))
 	switch act.Kind {
 	case policy.Retry:
 		if r.stopping() {
@@ -899,7 +897,7 @@ func (r *Run) finish() {
 	}
 	r.mu.Unlock()
 	r.e.mu.Lock()
-	delete(r.e.live, r.id)
+	delete(r.e.live, r.req.RunID)
 	r.e.mu.Unlock()
 	r.stop(nil) // release the run's context
 	close(r.done)
@@ -990,7 +988,7 @@ func (r *Run) State() troupe.OrchestratorState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := troupe.OrchestratorState{
-		RunID: r.id, SessionID: r.req.SessionID, QueryID: r.req.QueryID,
+		RunID: r.req.RunID, SessionID: r.req.SessionID, QueryID: r.req.QueryID,
 		CurrentStage: r.stage, StartedAt: r.startedAt, UpdatedAt: r.updatedAt,
 		TotalExecutionTimeMS: r.updatedAt.Sub(r.startedAt).Milliseconds(),
 		DispatchedAgents:     map[string]*troupe.Dispatch{}, CompletedAgents: map[string]*troupe.Result{}, FailedAgents: map[string]*troupe.Result{},

@@ -26,7 +26,7 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 			r.mu.Unlock()
 		}()
 		for {
-			evs, err := r.e.store.Events(r.bg, r.id, after)
+			evs, err := r.e.store.Events(r.bg, r.req.RunID, after)
 			if err != nil {
 				r.mu.Lock()
 				if r.err != nil {
@@ -92,7 +92,7 @@ func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	if r.err != nil {
 		return st, r.err
 	}
-	oe := &troupe.OrchestrationError{Context: *r.tc}
+	oe := &troupe.OrchestrationError{Context: r.tc}
 	switch st.Status {
 	case troupe.RunCompleted:
 		return st, nil
