@@ -3,6 +3,7 @@ package bundle_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -439,5 +440,97 @@ func TestPresentRedactsOutputOnly(t *testing.T) {
 		if !paths[p] {
 			t.Errorf("Present never saw path %q (saw %v)", p, paths)
 		}
+	}
+}
+
+// seed004 is seed 004's "minimal contract" example, its comments replaced by data.
+const seed004 = `{
+  "meta": { "task": "feasibility", "k": 3, "model": "provider:model@ver", "seeds": [11, 23, 47] },
+  "replicates": [
+    { "id": "r1", "data": {"threshold": 0.6, "score": 0.5}, "quality": { "valid": true } },
+    { "id": "r2", "data": {"threshold": 0.8, "score": 0.7}, "quality": { "valid": true } },
+    { "id": "r3", "data": {"threshold": "high"}, "quality": { "valid": false, "errors": ["missing X"] } }
+  ],
+  "summary": {
+    "consensus": { },
+    "disagreements": [ { "field": "threshold", "values": [0.6, 0.8] } ],
+    "pairwise_distance": [[0,0.18,0.22],[0.18,0,0.27],[0.22,0.27,0]],
+    "distributions": { "score": { "mean": 0.63, "stdev": 0.12 } },
+    "confidence": 0.74,
+    "truncated": false
+  }
+}`
+
+// Every member of seed 004's example is in a bundle of the same replicates, where the example
+// has it and with the same JSON type (what a bundle adds beyond it is documented on the types).
+func TestSeed004Shape(t *testing.T) {
+	in := inputs(`{"threshold":0.6,"score":0.5}`, `{"threshold":0.8,"score":0.7}`, `{"threshold":"high"}`)
+	in[0].Seed, in[1].Seed, in[2].Seed = 11, 23, 47
+	in[2].Errors = []string{"missing X"}
+	_, out, err := bundle.Build(bundle.Meta{Task: "feasibility", KMax: 3, Model: "provider:model@ver"}, in, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(seed004), &want); err != nil {
+		t.Fatal(err)
+	}
+	kind := func(v any) string {
+		switch v.(type) {
+		case map[string]any:
+			return "object"
+		case []any:
+			return "array"
+		case float64:
+			return "number"
+		case string:
+			return "string"
+		case bool:
+			return "boolean"
+		}
+		return "null"
+	}
+	var walk func(path string, w, g any)
+	walk = func(path string, w, g any) {
+		if kind(w) != kind(g) {
+			t.Errorf("%s: seed 004 has a %s, the bundle a %s (%v)", path, kind(w), kind(g), g)
+			return
+		}
+		switch w := w.(type) {
+		case map[string]any:
+			if strings.HasSuffix(path, ".data") || strings.HasSuffix(path, ".consensus") {
+				return // the replicates' own data
+			}
+			gm := g.(map[string]any)
+			for k, wv := range w {
+				gv, ok := gm[k]
+				if !ok {
+					t.Errorf("%s: no member %q (bundle has %v)", path, k, gm)
+					continue
+				}
+				walk(path+"."+k, wv, gv)
+			}
+		case []any:
+			ga := g.([]any)
+			if len(ga) == 0 && len(w) > 0 {
+				t.Errorf("%s: empty, seed 004 has %d elements", path, len(w))
+				return
+			}
+			for i := range min(len(w), len(ga)) {
+				walk(fmt.Sprintf("%s[%d]", path, i), w[i], ga[i])
+			}
+		}
+	}
+	walk("bundle", want, got)
+	// The same figures where the example's are not placeholders.
+	g := got.(map[string]any)
+	if m := g["meta"].(map[string]any); m["k"] != 3.0 || fmt.Sprint(m["seeds"]) != "[11 23 47]" || m["model"] != "provider:model@ver" {
+		t.Errorf("meta %v", m)
+	}
+	if q := g["replicates"].([]any)[2].(map[string]any)["quality"]; fmt.Sprint(q) != "map[errors:[missing X] valid:false]" {
+		t.Errorf("r3 quality %v", q)
 	}
 }

@@ -24,9 +24,9 @@ type Meta struct {
 	Task          string  `json:"task"`
 	K             int     `json:"k"`     // replicates in the bundle
 	KMax          int     `json:"k_max"` // replicates the configuration allowed
-	Model         string  `json:"model,omitempty"`
+	Model         string  `json:"model"` // "" when unknown; always present, as in seed 004
 	Seeds         []int64 `json:"seeds"` // of the replicates in the bundle, in order
-	SchemaVersion string  `json:"schema_version,omitempty"`
+	SchemaVersion string  `json:"schema_version"`
 	Epsilon       float64 `json:"epsilon"`
 	// EarlyStop is true when the first two replicates agreed within epsilon and no more ran.
 	EarlyStop bool `json:"early_stop"`
