@@ -504,6 +504,31 @@ func TestAgentAsToolCycleSurfaces(t *testing.T) {
 	}
 }
 
+// The depth guard: a delegates to b, b to c, and c allows a call stack of 2 only; the guard's
+// error ends both dispatches instead of going back to either model as a tool answer.
+func TestAgentAsToolDepthSurfaces(t *testing.T) {
+	srv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"c1", "delegate_to_b", `{"task":"plan"}`}}, usage: [2]int{1, 1}},
+		reply{toolCalls: []wireToolCall{{"c2", "delegate_to_c", `{"task":"detail"}`}}, usage: [2]int{1, 1}},
+	)
+	c := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
+	b := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{flow.AsTool("c", c, troupe.MaxDepth(2))}})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{flow.AsTool("b", b)}})
+	d := dispatch("start", nil)
+	d.TargetAgent = "a"
+	res, err := a.Run(t.Context(), d)
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeMaxDepthExceeded {
+		t.Fatalf("err = %v, want MAX_DEPTH_EXCEEDED", err)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2: c is never asked, and neither a nor b is asked again", n)
+	}
+	if res == nil || *res.TokensUsed != 2 {
+		t.Errorf("result %+v: a's own usage must be kept", res)
+	}
+}
+
 func TestTokenBoundStops(t *testing.T) {
 	loop := reply{toolCalls: []wireToolCall{{"c", "add", `{"a":1,"b":1}`}}, usage: [2]int{300, 50}}
 	srv := newCompletionServer(t, loop, loop, loop, loop)
