@@ -474,3 +474,58 @@ agents:
 		t.Errorf("authorization %v (the key must be sent, and never recorded)", auth)
 	}
 }
+
+// An http agent declared in a file is POSTed each dispatch; the file's error policy retries
+// the service's first answer, a 503, and the second attempt's result is the run's.
+func TestHTTPAgentFromFileWithRetry(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var d troupe.Dispatch
+		if err := json.NewDecoder(r.Body).Decode(&d); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			http.Error(w, "warming up", http.StatusServiceUnavailable)
+			return
+		}
+		now := time.Now().UTC()
+		json.NewEncoder(w).Encode(map[string]any{
+			"dispatch_id": d.DispatchID, "session_id": d.SessionID, "query_id": d.QueryID, "agent_name": d.TargetAgent,
+			"status": "completed", "agent_result": map[string]any{"shout": strings.ToUpper(d.Query)},
+			"analysis_summary": strings.ToUpper(d.Query), "errors": []any{}, "warnings": []any{},
+			"execution_time_ms": 1, "started_at": now, "completed_at": now,
+		})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`version: 1
+agents:
+  shout:
+    kind: http
+    http: {url: %s/dispatch}
+error_policy:
+  on_error: retry
+  retry: {max_attempts: 3, initial_backoff: 5ms, max_backoff: 10ms}
+`, srv.URL)
+	if err := os.WriteFile(dir+"/troupe.yaml", []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := invoke(t, "run", dir, "hello there")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"✗ shout failed in", "503", "↻ shout: attempt 2 in", `✓ shout completed in`, `"HELLO THERE"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("%d calls, want 2", calls)
+	}
+}
