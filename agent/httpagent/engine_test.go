@@ -9,6 +9,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/httpagent"
+	"github.com/troupehq/troupe/agent/internal/wire"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/troupetest"
 )
@@ -18,10 +19,10 @@ import (
 // request carries the run's trace.
 func TestHTTPAgentInARun(t *testing.T) {
 	var calls atomic.Int64
-	keys := make(chan [2]string, 4)
+	keys := make(chan [3]string, 4)
 	ok := counter(t, nil)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		keys <- [2]string{r.Header.Get("Idempotency-Key"), r.Header.Get("X-Troupe-Trace-Id")}
+		keys <- [3]string{r.Header.Get("Idempotency-Key"), r.Header.Get("X-Troupe-Trace-Id"), r.Header.Get("Traceparent")}
 		if calls.Add(1) == 1 {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "warming up", http.StatusServiceUnavailable)
@@ -57,5 +58,15 @@ func TestHTTPAgentInARun(t *testing.T) {
 	trace := evs[0].Context.TraceID()
 	if first[0] != failed[0].DispatchID || second[0] != done[0].DispatchID || first[1] != trace || second[1] != trace {
 		t.Errorf("idempotency keys and traces %v %v; want %s, %s and %s", first, second, failed[0].DispatchID, done[0].DispatchID, trace)
+	}
+	// traceparent: the run's W3C trace id in both requests, each dispatch a parent span of its own.
+	if want := wire.Traceparent(trace, failed[0].DispatchID); first[2] != want {
+		t.Errorf("first traceparent %q, want %q", first[2], want)
+	}
+	if want := wire.Traceparent(trace, done[0].DispatchID); second[2] != want {
+		t.Errorf("second traceparent %q, want %q", second[2], want)
+	}
+	if first[2][3:35] != second[2][3:35] || first[2][36:52] == second[2][36:52] {
+		t.Errorf("traceparents %q and %q: want one trace id and two span ids", first[2], second[2])
 	}
 }
