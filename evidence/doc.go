@@ -3,6 +3,18 @@
 // one atomic Evidence Bundle (package bundle) with the raw replicates and deterministic
 // statistics — consensus, disagreements, pairwise distances, distributions, confidence.
 //
+// # Agreement is not verification
+//
+// A bundle measures how much the replicates agree, nothing more. Replicates of one model
+// given one prompt share its blind spots: they can agree, with confidence 1, on an answer that
+// is wrong, and early stop makes that cheaper, not truer. The confidence is 1 − the mean
+// pairwise distance between valid replicates; consensus lists fields the valid replicates hold
+// the same; "valid" means the output satisfied the schema. None of them checks a fact. Treat a
+// low confidence or a disagreement as a reason to look closer, and a high one as the absence of
+// that reason — not as evidence the answer is right. Where correctness matters, verify it
+// another way (a test, a tool, a source, a human). Put bundle.PromptHint beside the bundle in
+// the orchestrator's prompt: it tells the model the same.
+//
 // # Replicate-and-decide
 //
 // Bundle starts two replicates in parallel. When both are valid and their distance is at most
@@ -19,8 +31,9 @@
 // another replicate's output. Its seed is in Dispatch.UserContext["seed"] (an int64), with its
 // id in UserContext["replicate"] and the bundle's dispatch id in
 // UserContext["bundle_dispatch_id"], and in the context: ReplicateFrom(ctx). (troupe.Context,
-// the run's execution context, is not reachable from an agent, so it carries no seed.) A sub-agent that cannot use a seed ignores it; replicates then
-// differ only as the sub-agent's own sampling makes them. The copy's timeout_seconds is the
+// the run's execution context, is not reachable from an agent, so it carries no seed.) A
+// sub-agent that cannot use a seed ignores it — the seed is then a no-op, recorded in meta for
+// the record only — and replicates differ only as the sub-agent's own sampling makes them. The copy's timeout_seconds is the
 // replicate timeout and its max_cost_dollars an equal share of the cost budget. Its runtime
 // reads session state and asks humans through the bundle's dispatch, forwards progress as
 // replicate_progress events, and ignores partial results.
@@ -37,10 +50,12 @@
 // # Result
 //
 // The result's agent_result is the bundle in seed 004's JSON shape; its confidence is the
-// bundle's; its analysis_summary is computed from the statistics; its tokens_used and
+// bundle's, an agreement figure (see above); its analysis_summary is computed from the statistics; its tokens_used and
 // cost_dollars are the sums over the replicates — the only place the replicates' usage is
 // counted, since they do not run as dispatches of their own. Unless Config.KeepRaw, the bundle
-// itself is redacted too (statistics are computed before redaction). A bundle holds no
+// itself is redacted too — replicate data, summary values (field-path rules apply to them by
+// the path they were taken from), field names and quality errors; statistics are computed on
+// the raw values before redaction. A bundle holds no
 // timing, so the same seeds and a deterministic sub-agent give a byte-identical agent_result;
 // which replicates a time-based stop rule cancels is, of course, a matter of timing.
 //
