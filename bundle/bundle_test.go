@@ -394,6 +394,11 @@ func TestDiffPatch(t *testing.T) {
 	if _, err := bundle.Patch(base, []bundle.Op{{Op: "move", Path: "/a"}}); err == nil || !strings.Contains(err.Error(), "unsupported op") {
 		t.Errorf("move: %v", err)
 	}
+	// RFC 6902: add and replace carry "value" even when it is null; remove carries none.
+	enc, err := json.Marshal(bundle.Diff(obj(`{"a":1,"b":2}`), obj(`{"a":null,"c":null}`)))
+	if want := `[{"op":"replace","path":"/a","value":null},{"op":"remove","path":"/b"},{"op":"add","path":"/c","value":null}]`; err != nil || string(enc) != want {
+		t.Errorf("encoded patch %s (%v), want %s", enc, err, want)
+	}
 }
 
 func TestPresentRedactsOutputOnly(t *testing.T) {

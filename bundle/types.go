@@ -1,5 +1,7 @@
 package bundle
 
+import "encoding/json"
+
 // PromptHint is seed 004's instruction for the orchestrator that reads a bundle; put it in the
 // orchestrator's prompt beside the bundle.
 const PromptHint = "Use replicates[] as ground evidence; treat summary as statistics. " +
@@ -72,10 +74,27 @@ type Quality struct {
 }
 
 // Op is one JSON Patch (RFC 6902) operation of a diff-encoded replicate: add, remove or replace.
+// It encodes as RFC 6902 says: "value" is present for add and replace, even when it is null,
+// and absent for remove.
 type Op struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"` // a JSON Pointer (RFC 6901)
 	Value any    `json:"value,omitempty"`
+}
+
+// MarshalJSON encodes the operation with "value" whenever the operation takes one.
+func (o Op) MarshalJSON() ([]byte, error) {
+	if o.Op == "remove" {
+		return json.Marshal(struct {
+			Op   string `json:"op"`
+			Path string `json:"path"`
+		}{o.Op, o.Path})
+	}
+	return json.Marshal(struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}{o.Op, o.Path, o.Value})
 }
 
 // Summary is the statistics over the replicates. Field paths name leaves of the replicates'
