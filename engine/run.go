@@ -77,9 +77,10 @@ type Run struct {
 	routed     bool // the current stage's tasks have their routing decisions
 	pausing    bool
 	budgetHit  bool
+	closed     bool // the closing sequence is over: done is closed
 	err        error
 	watchers   []chan struct{}
-	done       chan struct{}
+	done       chan struct{} // made by doneChan
 	waitOnce   sync.Once
 }
 
@@ -144,7 +145,6 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		e: e, tc: req.Context, req: req, pol: pol,
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
 		timeBudget: e.timeBudget, costBudget: e.costBudget, tokBudget: e.tokBudget,
-		done: make(chan struct{}),
 	}
 	if r.human == nil {
 		r.human = e.human
@@ -242,7 +242,23 @@ func (r *Run) Context() troupe.Context { return r.tc }
 func (r *Run) Cancel() { r.stop(troupe.ErrCancelled) }
 
 // Done is closed when the run has appended its last event.
-func (r *Run) Done() <-chan struct{} { return r.done }
+func (r *Run) Done() <-chan struct{} { return r.doneChan() }
+
+// doneChan makes the run's done channel when someone first waits on it: a run nobody waits
+// for holds none.
+func (r *Run) doneChan() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done == nil {
+		if r.closed {
+			return closedChan
+		}
+		r.done = make(chan struct{})
+	}
+	return r.done
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // begin runs INITIALIZE (agent setup) and PLAN, then starts the first stage. It runs on the
 // caller of Start or Resume.
@@ -900,7 +916,12 @@ func (r *Run) finish() {
 	delete(r.e.live, r.req.RunID)
 	r.e.mu.Unlock()
 	r.stop(nil) // release the run's context
-	close(r.done)
+	r.mu.Lock()
+	r.closed = true
+	if r.done != nil {
+		close(r.done)
+	}
+	r.mu.Unlock()
 }
 
 func statusOf(s troupe.RunStatus) troupe.Status {

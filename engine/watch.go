@@ -18,6 +18,7 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 		r.watchers = append(r.watchers, w)
 		after := r.firstSeq
 		r.mu.Unlock()
+		done := r.doneChan()
 		defer func() {
 			r.mu.Lock()
 			if i := slices.Index(r.watchers, w); i >= 0 {
@@ -59,7 +60,7 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 			}
 			select {
 			case <-w:
-			case <-r.done:
+			case <-done:
 			case <-ctx.Done():
 				yield(troupe.Event{}, context.Cause(ctx))
 				return
@@ -71,7 +72,7 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 // wait blocks until the run has finished and every goroutine it started has returned (or was
 // left behind past its deadline).
 func (r *Run) wait() {
-	<-r.done
+	<-r.doneChan()
 	r.waitOnce.Do(r.scope.Wait)
 }
 
@@ -81,7 +82,7 @@ func (r *Run) wait() {
 // Wait returns ctx's error and the run goes on.
 func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	select {
-	case <-r.done:
+	case <-r.doneChan():
 	case <-ctx.Done():
 		return r.State(), context.Cause(ctx)
 	}

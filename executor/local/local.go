@@ -104,7 +104,7 @@ type DoneNotifier interface {
 
 // Scope returns a new scope whose jobs are cancelled with ctx.
 func (e *Executor) Scope(ctx context.Context) troupe.Scope {
-	s := &scope{e: e, ctx: ctx, cancelDone: make(chan struct{})}
+	s := &scope{e: e, ctx: ctx}
 	if n, ok := ctx.(DoneNotifier); ok {
 		n.OnDone(s.cancelAll)
 	} else {
@@ -128,7 +128,8 @@ type scope struct {
 	cancelled bool
 
 	active     sync.WaitGroup
-	cancelDone chan struct{} // closed when cancelAll has run
+	cancelRan  bool          // cancelAll has run (guarded by mu)
+	cancelDone chan struct{} // made by a Wait that must wait for cancelAll, which closes it
 }
 
 // Slot is the executor's record of one job. A job that implements Slotted lends the executor
@@ -300,7 +301,7 @@ func (s *scope) expire() {
 // cancelAll runs when the scope's context is done: running jobs are cancelled and get the
 // grace period before they are left behind; delayed jobs start at once (and see the cancel).
 func (s *scope) cancelAll() {
-	defer close(s.cancelDone)
+	defer s.cancelFinished()
 	err := s.ctx.Err() // Canceled, or DeadlineExceeded when the scope's context ran out of time
 	s.mu.Lock()
 	s.cancelled = true
@@ -332,13 +333,33 @@ func (s *scope) cancelAll() {
 	}
 }
 
+// cancelFinished records that cancelAll has run and wakes a Wait waiting for it.
+func (s *scope) cancelFinished() {
+	s.mu.Lock()
+	s.cancelRan = true
+	if s.cancelDone != nil {
+		close(s.cancelDone)
+	}
+	s.mu.Unlock()
+}
+
 // Wait waits for the scope's jobs. The scope keeps watching its context afterwards, so a job
 // handed over after Wait is still cancelled with it; once the context is done, Wait also waits
 // for the cancellation to have been delivered.
 func (s *scope) Wait() {
 	s.active.Wait()
 	if s.ctx.Err() != nil {
-		<-s.cancelDone
+		s.mu.Lock()
+		if !s.cancelRan {
+			if s.cancelDone == nil {
+				s.cancelDone = make(chan struct{})
+			}
+			ch := s.cancelDone
+			s.mu.Unlock()
+			<-ch
+		} else {
+			s.mu.Unlock()
+		}
 		s.active.Wait() // cancelAll may have started delayed jobs
 	}
 	s.mu.Lock()
