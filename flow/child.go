@@ -496,18 +496,3 @@ func usage(r *troupe.Result, rs []*troupe.Result) {
 		r.CostDollars = &cost
 	}
 }
-
-// asAgentError is the error a composite's Run returns: nil, a pause (which must stay
-// troupe.ErrPaused for the run to pause), or the seed 003 form of a failure.
-func asAgentError(err error) error {
-	var ae *troupe.AgentError
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, troupe.ErrPaused):
-		return err
-	case errors.As(err, &ae):
-		return ae
-	}
-	return err
-}

@@ -71,7 +71,7 @@ type LoopOutcome struct {
 // Execute runs the loop on behalf of d (its own dispatch; troupe.NewDispatch() outside a run).
 // Each cycle's dispatch carries user_context "loop_cycle" (1-based) and the previous cycle's
 // result in upstream_results; session state accumulates across cycles. A failed cycle ends
-// the loop with its error (seed 003's contract, as a *troupe.AgentError); a cycle that pauses
+// the loop with a *StepError (which unwraps to seed 003's *troupe.AgentError); a cycle that pauses
 // for a human ends it with that error (wrapping troupe.ErrPaused), so the run pauses.
 func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutcome, error) {
 	ms, err := l.lazy.get("loop", l.agent)
@@ -103,7 +103,8 @@ func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutco
 			if errors.Is(cause, troupe.ErrPaused) {
 				return out, cause
 			}
-			return out, errorOf(fmt.Sprintf("flow: loop: cycle %d", cycle), res)
+			return out, &StepError{Step: cycle, Agent: res.AgentName, Result: res, Cause: cause,
+				Err: errorOf(fmt.Sprintf("flow: loop: cycle %d", cycle), res)}
 		}
 		if l.cfg.Until != nil && l.cfg.Until(Iteration{Cycle: cycle, Result: res, st: st}) {
 			out.Escalated, out.ConditionMet, out.Reason = true, true, or(l.cfg.MetReason, ReasonMastered)
@@ -145,5 +146,5 @@ func (l *LoopAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result
 		res.Warnings = append(res.Warnings, r.Warnings...)
 	}
 	usage(res, out.Results)
-	return res, asAgentError(err)
+	return res, err
 }

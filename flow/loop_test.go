@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -161,6 +162,14 @@ func TestMasteryLoop(t *testing.T) {
 		var ae *troupe.AgentError
 		if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidInput || out.Cycles != 1 {
 			t.Errorf("err = %v after %d cycles; want INVALID_INPUT after 1", err, out.Cycles)
+		}
+		var se *flow.StepError
+		if !errors.As(err, &se) || se.Step != 1 || se.Agent != "learning_cycle" {
+			t.Errorf("err = %v, want a StepError of cycle 1 (learning_cycle)", err)
+		}
+		// Through the cycle's sequence down to the tutor's own error.
+		if !errors.As(se.Cause, &se) || se.Agent != "tutor" || !strings.HasSuffix(err.Error(), "tutor: topic missing") {
+			t.Errorf("err = %v, want the tutor's failure inside", err)
 		}
 	})
 	t.Run("negative bound", func(t *testing.T) {

@@ -157,8 +157,9 @@ var errFirstSuccess = errors.New("flow: parallel: another branch succeeded first
 
 // Execute runs the group on behalf of d (its own dispatch; troupe.NewDispatch() outside a run).
 // The returned outcome is never nil once the configuration is valid; the error is a
-// *ConflictError, a *TieError, a *troupe.AgentError when no branch succeeded, or a branch's
-// error wrapping troupe.ErrPaused when it paused for a human.
+// *ConflictError, a *TieError, a *StepError for the first failed branch when none succeeded (a
+// *troupe.AgentError when the group was cancelled), or a branch's error wrapping
+// troupe.ErrPaused when it paused for a human. Each unwraps to seed 003's *troupe.AgentError.
 func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, error) {
 	ms, err := p.lazy.get("parallel", p.agents)
 	if err != nil {
@@ -180,6 +181,7 @@ func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	f := frameOf(d)
 	base := &frozen{below: dispatchState{d}}
 	views := make([]*overlay, len(ms))
+	causes := make([]error, len(ms)) // what each branch's agent returned
 	out := &ParallelOutcome{Results: make([]*troupe.Result, len(ms)), Winner: -1}
 
 	gctx, cancel := context.WithCancelCause(ctx)
@@ -208,7 +210,7 @@ launch:
 		wg.Go(func() {
 			defer func() { <-sem }()
 			res, cause := f.run(gctx, &ms[i], in, views[i])
-			out.Results[i] = res // each goroutine writes its own element; wg.Wait publishes them
+			out.Results[i], causes[i] = res, cause // each goroutine writes its own elements; wg.Wait publishes them
 			if errors.Is(cause, troupe.ErrPaused) {
 				mu.Lock()
 				paused = cause
@@ -238,7 +240,7 @@ launch:
 	case paused != nil:
 		return out, paused // the run pauses for a human; resumed, the group runs again
 	case !slices.Contains(counted, true):
-		return out, noSuccess(ctx, out.Results)
+		return out, noSuccess(ctx, out.Results, causes)
 	case len(out.Conflicts) > 0:
 		return out, &ConflictError{Conflicts: out.Conflicts}
 	case out.Vote != nil && out.Vote.Tie:
@@ -313,15 +315,15 @@ func tally(ms []member, rs []*troupe.Result, answer func(*troupe.Result) string)
 	return v
 }
 
-func noSuccess(ctx context.Context, rs []*troupe.Result) error {
+func noSuccess(ctx context.Context, rs []*troupe.Result, causes []error) error {
 	if ctx.Err() != nil {
 		return &troupe.AgentError{Code: troupe.CodeCancelled, Message: "flow: parallel: cancelled: " + context.Cause(ctx).Error(), Cause: context.Cause(ctx)}
 	}
-	for _, r := range rs {
+	for i, r := range rs {
 		if r != nil && r.Status != troupe.StatusCompleted {
 			ae := errorOf("flow: parallel: no branch succeeded; first failure", r)
 			ae.Recoverable = true
-			return ae
+			return &StepError{Step: i + 1, Agent: r.AgentName, Result: r, Err: ae, Cause: causes[i]}
 		}
 	}
 	return &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flow: parallel: no branch succeeded"}
@@ -336,7 +338,7 @@ func noSuccess(ctx context.Context, rs []*troupe.Result) error {
 //     "voters" (answer → agents).
 //
 // Tokens and cost are the sum of every branch's. Conflicts, ties and a group without a
-// success return the partial result with the error's seed 003 form.
+// success return the partial result with Execute's error.
 func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	out, err := p.Execute(ctx, d)
 	if out == nil {
@@ -376,5 +378,5 @@ func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Re
 		}
 	}
 	usage(res, out.Results)
-	return res, asAgentError(err)
+	return res, err
 }

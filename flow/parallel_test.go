@@ -171,6 +171,10 @@ func TestParallelFirstSuccessCancelsTheRest(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Code != troupe.CodeRAGEmpty {
 			t.Errorf("err = %v, want the failure's code", err)
 		}
+		var se *flow.StepError
+		if !errors.As(err, &se) || se.Agent != "bad" || se.Step != 1 || se.Cause == nil {
+			t.Errorf("err = %v, want a StepError of branch 1 with the agent's error", err)
+		}
 	})
 }
 
@@ -254,6 +258,9 @@ func TestParallelBranchesAreIsolatedAndConflictsReported(t *testing.T) {
 		var ae *troupe.AgentError
 		if !errors.As(err, &ae) || ae.Code != flow.CodeStateConflict || !strings.Contains(ae.Message, `"verdict" (a="pass", b="fail")`) {
 			t.Errorf("Run error = %v", err)
+		}
+		if !errors.As(err, &ce) {
+			t.Errorf("Run error %v is not a ConflictError", err)
 		}
 	})
 }

@@ -59,11 +59,14 @@ type SequenceOutcome struct {
 	State map[string]any
 }
 
-// StepError is the failure that stopped a sequence under StopOnError: which step, which agent,
-// and its result. It unwraps to the seed 003 *troupe.AgentError describing the failure and to
-// the error the agent returned.
+// StepError is the failure of one member that stopped a composite — a sequence's step under
+// StopOnError, a loop's cycle, the first failed branch of a parallel group none of whose
+// branches succeeded: which one, which agent, and its result. It unwraps to the seed 003
+// *troupe.AgentError describing the failure and to the error the agent returned, so errors.As
+// finds a member's typed error (a *troupe.CircularDependencyError, say) through any nesting of
+// composites.
 type StepError struct {
-	Step   int // 1-based
+	Step   int // 1-based: the step, cycle or branch
 	Agent  string
 	Result *troupe.Result
 	Err    *troupe.AgentError
@@ -128,7 +131,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 // Run runs the sequence as an agent. Its agent_result is the agent_results of the completed
 // steps merged in order (a later step's field replaces an earlier one's: the sequence's
 // blackboard), its handoff the last step's, its tokens and cost the sum of the steps'. A
-// failure under StopOnError returns that partial result with the step's error.
+// failure under StopOnError returns that partial result with the *StepError.
 func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	out, err := s.Execute(ctx, d)
 	if out == nil {
@@ -154,7 +157,7 @@ func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.
 		if errors.Is(se.Cause, troupe.ErrPaused) {
 			return res, se.Cause // the run pauses for a human; resumed, the sequence runs again
 		}
-		return res, se.Err
+		return res, se
 	}
 	if res.AgentResult == nil {
 		return res, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flow: sequential: every step failed", Recoverable: true}
