@@ -24,7 +24,9 @@ var defaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{
 // MaxDepth the deepest call stack at which the agent may be called (default 5), Reads, Writes
 // and WithTimeout as for any member of a composite.
 //
-// The call stack travels in ctx: a call to an agent already on it fails with a
+// The call stack travels in ctx. It holds the agents on the path to the one called: the agent
+// that made the first call, each agent called through a tool and, when a tool wraps a
+// composite, the member that made the next call. A call to an agent already on it fails with a
 // *troupe.CircularDependencyError naming the cycle, a call deeper than the called agent's
 // MaxDepth with a *troupe.MaxDepthExceededError. The called agent runs as a nested dispatch of
 // caller: its events appear in caller's run, its state reads see caller's session state, and
@@ -77,8 +79,10 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 		caller = troupe.NewDispatch()
 	}
 	stack, _ := ctx.Value(stackKey{}).([]string)
-	if len(stack) == 0 && caller.TargetAgent != "" {
-		stack = []string{caller.TargetAgent}
+	if c := caller.TargetAgent; c != "" && (len(stack) == 0 || stack[len(stack)-1] != c) {
+		// The caller is not the agent the last tool call ran but a member of a composite
+		// that tool wraps (or the planned agent at the bottom): it is on the stack too.
+		stack = append(stack[:len(stack):len(stack)], c)
 	}
 	name := t.spec.Name
 	if i := slices.Index(stack, name); i >= 0 {

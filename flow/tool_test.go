@@ -122,6 +122,16 @@ func TestCircularDependency(t *testing.T) {
 		t.Errorf("ErrorInfoOf = %+v, want CIRCULAR_DEPENDENCY, not recoverable", info)
 	}
 
+	// A tool wrapping a sequence whose second member calls the tool again: the member that
+	// made the call is on the stack, so the cycle names it.
+	var review troupe.Tool
+	review = flow.AsTool("review", flow.Sequential(flow.SequentialConfig{},
+		flow.Named("lint", delegator("lint")), flow.Named("second_opinion", delegator("second_opinion", &review))))
+	_, err = review.Call(t.Context(), nil, json.RawMessage(`{"task": "start"}`))
+	if !errors.As(err, &cycle) || strings.Join(cycle.Cycle, " ") != "review second_opinion review" {
+		t.Errorf("through a composite: err = %v, want the cycle review → second_opinion → review", err)
+	}
+
 	// Called from a dispatch of A, the caller is the bottom of the stack.
 	d := troupe.NewDispatch()
 	d.TargetAgent = "A"
