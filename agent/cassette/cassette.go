@@ -258,14 +258,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	red := c.red.withSent(req)
 	in := &Interaction{Request: Request{
 		Method:  req.Method,
-		URL:     c.red.url(req.URL),
-		Headers: c.red.headers(req.Header),
-		Body:    c.red.body(req.Header.Get("Content-Type"), body, false),
+		URL:     red.url(req.URL),
+		Headers: red.headers(req.Header),
+		Body:    red.body(req.Header.Get("Content-Type"), body, false),
 	}}
-	in.Response = Response{Status: resp.StatusCode, Headers: c.red.headers(resp.Header)}
-	resp.Body = &tee{rc: resp.Body, c: c, in: in, ctype: resp.Header.Get("Content-Type"), max: c.max}
+	in.Response = Response{Status: resp.StatusCode, Headers: red.headers(resp.Header)}
+	resp.Body = &tee{rc: resp.Body, c: c, red: red, in: in, ctype: resp.Header.Get("Content-Type"), max: c.max}
 	return resp, nil
 }
 
@@ -290,6 +291,7 @@ func readBody(req *http.Request, limit int64) ([]byte, error) {
 type tee struct {
 	rc    io.ReadCloser
 	c     *Cassette
+	red   redactor // the cassette's, plus the secrets the request carried
 	in    *Interaction
 	ctype string
 	max   int64
@@ -322,7 +324,7 @@ func (t *tee) Close() error {
 func (t *tee) finish() {
 	t.once.Do(func() {
 		c := t.c
-		t.in.Response.Body = c.red.body(t.ctype, t.buf.Bytes(), isStream(t.ctype))
+		t.in.Response.Body = t.red.body(t.ctype, t.buf.Bytes(), isStream(t.ctype))
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if t.cut {
@@ -341,8 +343,9 @@ func (c *Cassette) replay(req *http.Request, body []byte) (*http.Response, error
 	if err := req.Context().Err(); err != nil {
 		return nil, context.Cause(req.Context())
 	}
-	u := c.red.url(req.URL)
-	k := c.red.key(req.Method, u, c.red.body(req.Header.Get("Content-Type"), body, false).bytes())
+	red := c.red.withSent(req) // as when recording, so a body that quotes the key still matches
+	u := red.url(req.URL)
+	k := red.key(req.Method, u, red.body(req.Header.Get("Content-Type"), body, false).bytes())
 	c.mu.Lock()
 	is := c.pending[k]
 	if len(is) == 0 {
@@ -420,7 +423,12 @@ type redactor struct {
 	query    map[string]bool // lower-case parameter names
 	paths    [][]string
 	patterns []*regexp.Regexp
+	sent     []string // secrets one request carried, longest first (see withSent)
 }
+
+// minSent is the shortest value withSent strips wherever it appears: shorter ones ("1", "on")
+// would mangle unrelated text, and no real credential is that short.
+const minSent = 8
 
 var defaultHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie", "Set-Cookie"}
 var defaultQuery = []string{"api-key", "api_key", "apikey", "access_token", "key"}
@@ -448,7 +456,53 @@ func newRedactor(cfg Config) (redactor, error) {
 	return r, nil
 }
 
+// withSent returns r extended to strip the secrets req itself carries — the values of its
+// redacted headers (and the credential after a scheme such as "Bearer "), of its redacted query
+// parameters and its URL's password — wherever they appear in the exchange: a server that
+// echoes a key back (a 401 quoting it, a debug header) must not put it in the file.
+func (r redactor) withSent(req *http.Request) redactor {
+	var sent []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= minSent && v != Redacted && !slices.Contains(sent, v) {
+			sent = append(sent, v)
+		}
+	}
+	for k, vs := range req.Header {
+		if !r.hdr[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		for _, v := range vs {
+			add(v)
+			if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+				add(cred)
+			}
+		}
+	}
+	if req.URL != nil {
+		for k, vs := range req.URL.Query() {
+			if r.query[strings.ToLower(k)] {
+				for _, v := range vs {
+					add(v)
+				}
+			}
+		}
+		if p, ok := req.URL.User.Password(); ok {
+			add(p)
+		}
+	}
+	if len(sent) == 0 {
+		return r
+	}
+	// Longest first: "Bearer sk-…" goes whole before "sk-…" alone.
+	slices.SortStableFunc(sent, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	r.sent = sent
+	return r
+}
+
 func (r *redactor) text(s string) string {
+	for _, v := range r.sent {
+		s = strings.ReplaceAll(s, v, Redacted)
+	}
 	for _, re := range r.patterns {
 		s = re.ReplaceAllString(s, Redacted)
 	}
@@ -500,7 +554,7 @@ func (r *redactor) body(ctype string, b []byte, stream bool) Body {
 		return Body{Stream: splitEvents(r.text(string(b)))}
 	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
-		if len(r.paths) == 0 && len(r.patterns) == 0 {
+		if len(r.paths) == 0 && len(r.patterns) == 0 && !r.quotesSent(t) {
 			return Body{JSON: json.RawMessage(t)}
 		}
 		var v any
@@ -520,6 +574,16 @@ func (r *redactor) body(ctype string, b []byte, stream bool) Body {
 		return Body{Text: r.text(string(b))}
 	}
 	return Body{Base64: base64.StdEncoding.EncodeToString(b)}
+}
+
+// quotesSent reports whether b holds a secret of the request.
+func (r *redactor) quotesSent(b []byte) bool {
+	for _, v := range r.sent {
+		if bytes.Contains(b, []byte(v)) {
+			return true
+		}
+	}
+	return false
 }
 
 func splitEvents(s string) []string {

@@ -138,6 +138,80 @@ func TestRecordThenReplayStripsSecretsAndNeverCallsTheNetwork(t *testing.T) {
 	}
 }
 
+// A server that echoes the credentials it was sent — in a 401's JSON body, a header, a text
+// body, a stream — cannot put them in the file: every secret a request carried is stripped
+// wherever it shows up, and a replay with another key still matches, even a body quoting it.
+func TestEchoedSecretsAreStripped(t *testing.T) {
+	const key, apiKey = "sk-proj-ECHOED-0123456789", "xk-ECHOED-abcdefgh"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		auth := r.Header.Get("Authorization")
+		w.Header().Set("X-Debug-Auth", auth)
+		switch r.URL.Path {
+		case "/json":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "Incorrect API key provided: " + strings.TrimPrefix(auth, "Bearer "),
+				"x_api_key": r.Header.Get("X-Api-Key"), "token": r.URL.Query().Get("access_token"), "you_sent": string(b)}})
+		case "/text":
+			io.WriteString(w, "denied for "+auth+" and "+r.Header.Get("X-Api-Key"))
+		case "/stream":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"echo\":\""+r.Header.Get("X-Api-Key")+"\"}\n\n")
+		}
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "echo.json")
+	exchange := func(c *cassette.Cassette, key, apiKey string) []string {
+		var out []string
+		for _, p := range []string{"/json?access_token=tok-query-0123", "/text", "/stream"} {
+			_, body, err := do(t, c.Client(), "POST", srv.URL+p, `{"prompt":"my key is `+key+`"}`,
+				map[string]string{"Authorization": "Bearer " + key, "X-Api-Key": apiKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, body)
+		}
+		return out
+	}
+	rec, err := cassette.New(path, cassette.Config{Mode: cassette.ModeRecord})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := exchange(rec, key, apiKey)
+	if !strings.Contains(strings.Join(live, ""), key) {
+		t.Fatalf("the server did not echo the key: %q", live)
+	}
+	if err := rec.Save(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{key, apiKey, "tok-query-0123", "ECHOED"} {
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("cassette holds %q:\n%s", secret, data)
+		}
+	}
+	if !bytes.Contains(data, []byte("Incorrect API key provided: "+cassette.Redacted)) || !bytes.Contains(data, []byte("my key is "+cassette.Redacted)) {
+		t.Errorf("the echoes are not marked redacted:\n%s", data)
+	}
+
+	rep, err := cassette.New(path, cassette.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close() // replay must not need it
+	replayed := exchange(rep, "sk-proj-OTHER-9876543210", "xk-OTHER-12345678")
+	want := []string{"Incorrect API key provided: REDACTED", "denied for REDACTED and REDACTED", `data: {"echo":"REDACTED"}`}
+	for i, w := range want {
+		if !strings.Contains(replayed[i], w) {
+			t.Errorf("replayed %d = %q, want it to hold %q", i, replayed[i], w)
+		}
+	}
+}
+
 func TestReplayMatching(t *testing.T) {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -34,6 +34,10 @@
 // key query parameters, and of URL user info are replaced by Redacted, as are the caller's
 // Config.RedactHeaders, RedactQuery, RedactJSONPaths (in request and response JSON bodies) and
 // RedactPatterns (in URLs, header values and body text). Date and Content-Length are dropped.
+// The secrets a request itself carries — the values of those headers (and the credential after
+// "Bearer "), of those query parameters and of its URL's password, when 8 bytes or longer — are
+// also replaced wherever they appear in its exchange, so a server that echoes a key back (a 401
+// quoting it, a debug header, a stream) cannot put it in the file.
 //
 // # Streams
 //
