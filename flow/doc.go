@@ -5,7 +5,21 @@
 // wraps an agent as a tool another agent can call (seed 002's createAgentTool).
 //
 // A composite is a plain troupe.Agent, so composites nest freely — a loop of a sequence
-// containing a parallel group — and register with an engine like any agent. A composite runs
+// containing a parallel group — and register with an engine like any agent:
+//
+//	ideas := flow.Parallel(flow.ParallelConfig{}, flow.Named("cautious", a), flow.Named("bold", b))
+//	cycle := flow.Sequential(flow.SequentialConfig{}, flow.Named("ideas", ideas),
+//		flow.Named("judge", judge, troupe.Writes("best")))
+//	loop := flow.Loop(flow.LoopConfig{Until: func(it flow.Iteration) bool {
+//		best, _ := it.State("best")
+//		return best.(float64) >= 0.9
+//	}}, flow.Named("cycle", cycle, troupe.Writes("best")))
+//	reg := troupe.NewRegistry().MustAdd("mastery", loop, troupe.Writes("best"))
+//
+// Each composite has Run, its troupe.Agent face, which folds what it did into one result, and
+// Execute, for Go callers, which returns every member's result in an outcome
+// (SequenceOutcome, ParallelOutcome, LoopOutcome).
+// A composite runs
 // its members itself, not through the engine's plan: each member gets a dispatch of its own,
 // bound to a nested runtime built from the composite's dispatch. When that dispatch belongs to
 // a run (its runtime is a troupe.Emitter, as the engine's is), every member's dispatch_started,
@@ -21,6 +35,15 @@
 // checked (INVALID_INPUT, INVALID_OUTPUT), exactly as the engine treats a planned dispatch.
 // Session state inside a composite is the enclosing dispatch's state plus the composite's own
 // writes; what of it reaches the run's state is what the composite declares as its own Writes.
+//
+// Failures follow seed 003's error contract: the error of a composite whose members failed,
+// conflicted or tied unwraps to a *troupe.AgentError (code, message, recoverable, fallback
+// action). A member's failure comes as
+// a *StepError that also unwraps to the member's own error, so errors.As finds a typed error —
+// a *troupe.CircularDependencyError or *troupe.MaxDepthExceededError from an agent tool, a
+// *ConflictError or *TieError from a parallel group — through any nesting. Configuration
+// problems (no agents, duplicate names, a bad schema) are reported by the first run, as errors
+// starting "flow: ".
 //
 // Cancelling the context a composite runs with — the run's, when the engine runs it — cancels
 // every member, and a composite returns only once all of its members have returned.
