@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/bundle"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/evidence"
+	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/troupetest"
 )
 
@@ -86,5 +90,84 @@ func TestThroughEngine(t *testing.T) {
 	a := agg[0].Data.(*troupe.Aggregation)
 	if *res.TokensUsed != 300 || a.TotalTokensUsed == nil || *a.TotalTokensUsed != 300 || a.TotalCostDollars == nil || *a.TotalCostDollars != 0.75 {
 		t.Errorf("usage: result %d tokens, run totals %v tokens $%v", *res.TokensUsed, a.TotalTokensUsed, a.TotalCostDollars)
+	}
+}
+
+// Seed 004's flow: an orchestrator agent calls the bundle as a tool (flow.AsTool), receives
+// one atomic bundle, and decides over it, while the bundle's progress streams into the run.
+func TestAsToolForAnOrchestrator(t *testing.T) {
+	scores := map[int64]float64{11: 0.3, 23: 0.9, 47: 0.6}
+	judge := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		seed := d.UserContext[evidence.SeedKey].(int64)
+		return ok(map[string]any{"score": scores[seed], "verdict": "go"}, 100, 0.25), nil
+	})
+	tool := flow.AsTool("feas_bundle", evidence.Bundle(judge, evidence.Config{Schema: []byte(scoreSchema)}))
+	calls := 0
+	orchestrator := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		calls++
+		raw, err := tool.Call(ctx, d, json.RawMessage(`{"task":"Is the launch feasible?"}`))
+		if err != nil {
+			return nil, err
+		}
+		var b bundle.Bundle
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, err
+		}
+		// Reason once over the whole bundle: here, cite the largest disagreement. A tool call
+		// returns only the bundle, so the orchestrator records the replicates' usage from its
+		// meta alongside its decision (seed 004's metrics): the run counts it there, once.
+		tokens, cost := b.Meta.Usage.Tokens, b.Meta.Usage.CostDollars
+		return &troupe.Result{Status: troupe.StatusCompleted, TokensUsed: &tokens, CostDollars: &cost, AgentResult: map[string]any{
+			"decision": b.Summary.Consensus["verdict"], "replicates": float64(len(b.Replicates)),
+			"cited": b.Summary.Disagreements[0].Field, "confidence": b.Summary.Confidence}}, nil
+	})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("orchestrator", orchestrator)
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	done := troupetest.Find(evs, troupe.KindDispatchCompleted, "orchestrator")
+	if len(done) != 1 || calls != 1 {
+		t.Fatalf("%d orchestrator completions, %d calls", len(done), calls)
+	}
+	// Scores 0.3, 0.9, 0.6 (schema range 1): distances 0.6, 0.3, 0.3 halved by the agreeing
+	// verdict → 0.3, 0.15, 0.15; confidence 1 − 0.6/3 = 0.8.
+	got := done[0].Data.(*troupe.Result).AgentResult
+	want := map[string]any{"decision": "go", "replicates": 3.0, "cited": "score", "confidence": 0.8}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("orchestrator's decision (-want +got):\n%s", diff)
+	}
+	// The bundle's progress is in the run's log, nested under the orchestrator's dispatch.
+	top := troupetest.Find(evs, troupe.KindDispatchStarted, "orchestrator")[0].DispatchID
+	count := map[string]int{}
+	for _, ev := range troupetest.Find(evs, troupe.KindAgentProgress, "feas_bundle") {
+		p := ev.Data.(*troupe.Progress)
+		if ev.Parent != top || p.Data.(map[string]any)["source"] != "feas_bundle" {
+			t.Errorf("%s: parent %q source %v", p.Kind, ev.Parent, p.Data.(map[string]any)["source"])
+		}
+		count[p.Kind]++
+	}
+	if count["replicate_done"] != 3 || count["partial_summary"] != 1 || count["bundle_ready"] != 1 {
+		t.Errorf("bundle progress in the run: %v", count)
+	}
+	agg := troupetest.Find(evs, troupe.KindRunAggregated, "")
+	if len(agg) != 1 {
+		t.Fatalf("%d aggregations", len(agg))
+	}
+	if a := agg[0].Data.(*troupe.Aggregation); a.TotalTokensUsed == nil || *a.TotalTokensUsed != 300 || a.TotalCostDollars == nil || *a.TotalCostDollars != 0.75 {
+		t.Errorf("run totals %v tokens $%v, want 300 and 0.75 (counted once)", a.TotalTokensUsed, a.TotalCostDollars)
 	}
 }
