@@ -22,7 +22,7 @@ type call struct {
 	t        *task
 	spec     *troupe.AgentSpec
 	d        troupe.Dispatch
-	work     troupe.Result  // written by Run on the executor goroutine only
+	work     *troupe.Result // made and written by Run on the executor goroutine only, as it finishes
 	res      *troupe.Result // the outcome: &work, a timeout result, or a recorded one
 	attempt  int
 	deadline time.Time
@@ -116,7 +116,8 @@ func (c *call) recoverPanic(out **troupe.Result, err *error) {
 func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, err error) {
 	r := c.r
 	end := r.e.exec.Now()
-	res := &c.work
+	res := new(troupe.Result) // not part of call: a run blocked in its agent holds none
+	c.work = res
 	if out != nil {
 		*res = *out
 		// The agent may return one *Result from many calls: never append into its slices.
@@ -182,7 +183,7 @@ func (c *call) guards() []troupe.Guardrail {
 // checkResult runs the guardrails over the result: a block fails it, warnings and annotations
 // are attached.
 func (c *call) checkResult(ctx context.Context) {
-	res := &c.work
+	res := c.work
 	for _, g := range c.guards() {
 		v := g.CheckResult(ctx, &c.d, res)
 		res.Warnings = append(res.Warnings, v.Warnings...)

@@ -665,7 +665,7 @@ func (r *Run) drain() {
 					c.expired = true
 					c.timedOut()
 				} else {
-					c.res = &c.work
+					c.res = c.work
 				}
 				r.completeLocked(c)
 				c = next
