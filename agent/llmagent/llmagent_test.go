@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/cassette"
 	"github.com/troupehq/troupe/agent/llmagent"
 	"github.com/troupehq/troupe/flow"
 )
@@ -422,17 +425,29 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	srv := newCompletionServer(t,
 		reply{status: 401, header: map[string]string{"X-Echo": "$AUTH"}, body: `{"error":{"message":"Incorrect API key provided: $AUTH"}}`},
 	)
-	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: true})
+	// Recorded through a cassette too: the file must not hold the echo either.
+	tape, err := cassette.New(filepath.Join(t.TempDir(), "leak.json"), cassette.Config{Mode: cassette.ModeRecord})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: true, HTTPClient: tape.Client()})
 	rt := &runtime{}
 	res, err := a.Run(t.Context(), dispatch("hi", rt))
 	if err == nil {
 		t.Fatal("want an error")
 	}
+	if err := tape.Save(); err != nil {
+		t.Fatal(err)
+	}
+	file, rerr := os.ReadFile(tape.Path())
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
 	ae := agentError(t, err)
 	if ae.Recoverable || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "[redacted]") {
 		t.Errorf("error = %v", err)
 	}
-	everything, _ := json.Marshal([]any{err.Error(), fmt.Sprintf("%+v", err), res, rt.Events()})
+	everything, _ := json.Marshal([]any{err.Error(), fmt.Sprintf("%+v", err), res, rt.Events(), string(file)})
 	if strings.Contains(string(everything), testKey) || strings.Contains(string(everything), "SECRET") {
 		t.Errorf("API key leaked: %s", everything)
 	}
