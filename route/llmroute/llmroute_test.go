@@ -156,9 +156,15 @@ func TestSameInputsSameDecision(t *testing.T) {
 			t.Errorf("decision %d differs:\n%s\n%s", i, d, first)
 		}
 	}
-	again, _ := rt.Route(input("how has churn moved this year"), troupe.Context{})
-	if b, _ := json.Marshal(again); string(b) != string(first) || !strings.Contains(string(b), `"drift_monitor"`) {
-		t.Errorf("later decision %s, want %s", b, first)
+	asked := cl.requests()
+	for range 3 {
+		again, _ := rt.Route(input("how has churn moved this year"), troupe.Context{})
+		if b, _ := json.Marshal(again); string(b) != string(first) || !strings.Contains(string(b), `"drift_monitor"`) {
+			t.Errorf("later decision %s, want %s", b, first)
+		}
+	}
+	if n := cl.requests(); n != asked {
+		t.Errorf("%d model requests after the first calls, %d after three more: a later call must be answered from the cache", asked, n)
 	}
 	if n := cl.requests(); n > 2 {
 		// Concurrent first calls share one request; at most one straggler may start after the
