@@ -281,6 +281,7 @@ type input struct {
 
 // frame is what a composite knows about its own dispatch, shared by its members' dispatches.
 type frame struct {
+	peers []member // the composite's members, which STATE_MISSING's fallback names writers among
 	d     *troupe.Dispatch
 	outer troupe.DispatchRuntime
 	em    troupe.Emitter
@@ -326,7 +327,7 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	rt.emit(troupe.Event{Kind: troupe.KindDispatchStarted, DispatchID: in.id, Agent: m.spec.Name, Data: &d})
 
 	start := time.Now()
-	out, err := prepare(ctx, m, &d, st)
+	out, err := f.prepare(ctx, m, &d, st)
 	if err == nil {
 		actx, cancel := ctx, context.CancelFunc(nil)
 		if m.spec.Timeout > 0 {
@@ -357,7 +358,7 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 }
 
 // prepare checks declared reads (003's STATE_MISSING) and the input schema (INVALID_INPUT).
-func prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (*troupe.Result, error) {
+func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (*troupe.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -369,7 +370,7 @@ func prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (*trou
 	}
 	if missing != nil {
 		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads", missing, m.spec.Name),
-			FallbackAction: "run the agent that writes it first"}
+			FallbackAction: f.writersOf(m, missing)}
 	}
 	if m.in != nil {
 		if err := m.in.Validate(d.ParsedQuery); err != nil {
@@ -378,6 +379,27 @@ func prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (*trou
 		}
 	}
 	return nil, nil
+}
+
+// writersOf is STATE_MISSING's fallback action: run the other members of the composite that
+// declare writes of the missing keys (003: "run diagnostic first"), as the engine names the
+// registered agents that do.
+func (f *frame) writersOf(m *member, keys []string) string {
+	var writers []string
+	for _, p := range f.peers {
+		if p.spec == m.spec {
+			continue
+		}
+		for _, k := range keys {
+			if slices.Contains(p.spec.Writes, k) && !slices.Contains(writers, p.spec.Name) {
+				writers = append(writers, p.spec.Name)
+			}
+		}
+	}
+	if writers == nil {
+		return "run the agent that writes it first"
+	}
+	return "run " + strings.Join(writers, ", ") + " first"
 }
 
 func invoke(ctx context.Context, a troupe.Agent, d *troupe.Dispatch) (out *troupe.Result, err error) {

@@ -15,7 +15,7 @@ import (
 )
 
 // Members of a composite are held to their contracts as planned dispatches are: declared reads
-// (STATE_MISSING), input schema (INVALID_INPUT), output schema (INVALID_OUTPUT, the output kept
+// (STATE_MISSING, whose fallback names the members that write them), input schema (INVALID_INPUT), output schema (INVALID_OUTPUT, the output kept
 // with its validation errors).
 func TestMemberContracts(t *testing.T) {
 	quizOut := json.RawMessage(`{"type": "object", "required": ["quiz_score"], "properties": {"quiz_score": {"type": "number", "maximum": 1}}}`)
@@ -25,6 +25,12 @@ func TestMemberContracts(t *testing.T) {
 			return &troupe.Result{AgentResult: map[string]any{"quiz_score": v}}, nil
 		})
 	}
+	// 003: the tutor reads learner_level, which the diagnostic writes, but the sequence runs the
+	// tutor first: its STATE_MISSING error's fallback is "run diagnostic first".
+	diagnostic := flow.Named("diagnostic", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"learner_level": "beginner"}}, nil
+	}), troupe.Writes("learner_level", "prerequisite_gaps"))
+	tutor := flow.Named("tutor", score(0.5), troupe.Reads("learner_level"))
 	tests := []struct {
 		name     string
 		member   *troupe.AgentSpec
@@ -41,12 +47,13 @@ func TestMemberContracts(t *testing.T) {
 			[]any{map[string]any{"path": "", "message": "missing property 'topic'"}}, "ask the user to clarify", "input of quiz fails its schema: schema: /: missing property 'topic'"},
 		{"declared read absent", flow.Named("quiz", score(0.5), troupe.Reads("explanation")), nil, troupe.CodeStateMissing, nil, "run the agent that writes it first",
 			"session state lacks [explanation], which quiz reads"},
+		{"read written by a later member", tutor, nil, troupe.CodeStateMissing, nil, "run diagnostic first", "session state lacks [learner_level], which tutor reads"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := troupe.NewDispatch()
 			d.ParsedQuery = tt.parsed
-			out, err := flow.Sequential(flow.SequentialConfig{}, tt.member).Execute(t.Context(), d)
+			out, err := flow.Sequential(flow.SequentialConfig{}, tt.member, diagnostic).Execute(t.Context(), d)
 			res := out.Results[0]
 			if tt.code == "" {
 				if err != nil {
@@ -64,7 +71,7 @@ func TestMemberContracts(t *testing.T) {
 			if msg := res.Errors[0].Message; !strings.HasSuffix(msg, tt.message) || strings.Count(msg, tt.message) != 1 {
 				t.Errorf("message %q, want %q in it once", msg, tt.message)
 			}
-			if !strings.HasSuffix(err.Error(), "step 1 of 1: quiz: "+tt.message) {
+			if !strings.HasSuffix(err.Error(), "step 1 of 2: "+tt.member.Name+": "+tt.message) {
 				t.Errorf("sequence error %q, want it to end with the member's message", err)
 			}
 			if res.Errors[0].FallbackAction != tt.fallback {

@@ -179,6 +179,7 @@ func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	}
 	limit := bound(p.cfg.MaxConcurrent, DefaultMaxConcurrent)
 	f := frameOf(d)
+	f.peers = ms
 	base := &frozen{below: dispatchState{d}}
 	views := make([]*overlay, len(ms))
 	causes := make([]error, len(ms)) // what each branch's agent returned

@@ -96,6 +96,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 		d = troupe.NewDispatch()
 	}
 	f := frameOf(d)
+	f.peers = ms
 	st := over(d)
 	out := &SequenceOutcome{}
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
