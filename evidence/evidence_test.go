@@ -277,40 +277,48 @@ func TestInvalidReplicate(t *testing.T) {
 	}
 }
 
-// A straggler is cancelled once the finished valid replicates agree enough.
+// A straggler is cancelled once the finished valid replicates agree enough. Virtual time: a
+// straggler left running would time out after an hour, at once, and fail the test.
 func TestStragglerCancelledOnConfidence(t *testing.T) {
-	answers := map[int64]map[string]any{11: {"score": 0.5, "verdict": "go"}, 23: {"score": 0.9, "verdict": "no"}, 47: {"score": 0.5, "verdict": "go"}}
-	var stragglerErr atomic.Value
-	sub := &bySeed{out: func(ctx context.Context, seed int64) (*troupe.Result, error) {
-		if a, found := answers[seed]; found {
-			return ok(a, 1, 0), nil
+	synctest.Test(t, func(t *testing.T) {
+		answers := map[int64]map[string]any{11: {"score": 0.5, "verdict": "go"}, 23: {"score": 0.9, "verdict": "no"}, 47: {"score": 0.5, "verdict": "go"}}
+		var stragglerErr atomic.Value
+		sub := &bySeed{out: func(ctx context.Context, seed int64) (*troupe.Result, error) {
+			if a, found := answers[seed]; found {
+				return ok(a, 1, 0), nil
+			}
+			<-ctx.Done() // the fourth replicate waits until it is cancelled
+			stragglerErr.Store(context.Cause(ctx))
+			return nil, ctx.Err()
+		}}
+		rec := &recorder{}
+		// r1–r2 = (0.4 + 1)/2 = 0.7 is past epsilon (confidence 0.3 < 0.5); with r3 the confidence
+		// is 1 − (0.7 + 0 + 0.7)/3 = 0.533 ≥ 0.5, so r4 is cancelled.
+		cfg := evidence.Config{K: 4, Schema: []byte(scoreSchema), Stop: evidence.StopRule{Confidence: 0.5},
+			Replicate: evidence.Ceiling{Timeout: time.Hour}, Budget: evidence.Budget{Timeout: 2 * time.Hour}}
+		start := time.Now()
+		res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
+		if err != nil {
+			t.Fatal(err)
 		}
-		<-ctx.Done() // the fourth replicate waits until it is cancelled
-		stragglerErr.Store(context.Cause(ctx))
-		return nil, ctx.Err()
-	}}
-	rec := &recorder{}
-	// r1–r2 = (0.4 + 1)/2 = 0.7 is past epsilon (confidence 0.3 < 0.5); with r3 the confidence
-	// is 1 − (0.7 + 0 + 0.7)/3 = 0.533 ≥ 0.5, so r4 is cancelled.
-	cfg := evidence.Config{K: 4, Schema: []byte(scoreSchema), Stop: evidence.StopRule{Confidence: 0.5}}
-	res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := bundleOf(t, res)
-	if b.Meta.K != 4 || b.Replicates[3].Status != "cancelled" || b.Replicates[3].Quality.Valid {
-		t.Errorf("r4 = %+v", b.Replicates[3])
-	}
-	if e, _ := stragglerErr.Load().(error); e == nil || !strings.Contains(e.Error(), "straggler") {
-		t.Errorf("the straggler saw %v", e)
-	}
-	c := rec.find(evidence.EventCancelled)
-	if len(c) != 1 || c[0]["replicate"] != "r4" || !strings.Contains(c[0]["reason"].(string), "confidence") {
-		t.Errorf("cancelled events %v", c)
-	}
-	if b.Summary.Confidence != 0.533333 {
-		t.Errorf("confidence %v", b.Summary.Confidence)
-	}
+		if el := time.Since(start); el != 0 {
+			t.Errorf("took %v of virtual time: the straggler was not cancelled at once", el)
+		}
+		b := bundleOf(t, res)
+		if b.Meta.K != 4 || b.Replicates[3].Status != "cancelled" || b.Replicates[3].Quality.Valid {
+			t.Errorf("r4 = %+v", b.Replicates[3])
+		}
+		if e, _ := stragglerErr.Load().(error); e == nil || !strings.Contains(e.Error(), "straggler") {
+			t.Errorf("the straggler saw %v", e)
+		}
+		c := rec.find(evidence.EventCancelled)
+		if len(c) != 1 || c[0]["replicate"] != "r4" || !strings.Contains(c[0]["reason"].(string), "confidence") {
+			t.Errorf("cancelled events %v", c)
+		}
+		if b.Summary.Confidence != 0.533333 {
+			t.Errorf("confidence %v", b.Summary.Confidence)
+		}
+	})
 }
 
 // Stop.After cancels stragglers once time is up and two valid replicates are in; a replicate
