@@ -23,22 +23,20 @@ type call struct {
 	spec     *troupe.AgentSpec
 	d        troupe.Dispatch
 	work     *troupe.Result // made and written by Run on the executor goroutine only, as it finishes
-	res      *troupe.Result // the outcome: &work, a timeout result, or a recorded one
-	attempt  int
-	deadline time.Time
-	costLeft float64       // what d.MaxCostDollars points at
-	delay    time.Duration // before the executor runs it (retry backoff)
+	res      *troupe.Result // the outcome: work, a timeout result, or a recorded one
+	timeout  time.Duration  // the deadline is d.DispatchedAt plus this
+	costLeft float64        // what d.MaxCostDollars points at
+	delay    time.Duration  // before the executor runs it (retry backoff)
+	nextDone *call          // link in the run's stack of finished calls
+	prev     *call          // the task's previous dispatch (a retry's or fallback's predecessor)
+	children atomic.Uint64  // ordinals of nested calls made on its behalf (troupe.Emitter)
+	slot     local.Slot     // the local executor's record of this job, lent to spare an allocation
+	partial  map[string]any // guarded by r.mu
+	attempt  int32
+	asked    int32 // guarded by r.mu
 
-	nextDone    *call // link in the run's stack of finished calls
-	prev        *call // the task's previous dispatch (a retry's or fallback's predecessor)
-	expiredDone bool  // Done's argument, published with the call
-
-	children atomic.Uint64 // ordinals of nested calls made on its behalf (troupe.Emitter)
-	slot     local.Slot    // the local executor's record of this job, lent to spare an allocation
-
+	expiredDone bool // Done's argument, published with the call
 	// guarded by r.mu
-	partial  map[string]any
-	asked    int
 	paused   bool
 	expired  bool
 	replayed bool
@@ -259,7 +257,7 @@ func (c *call) timedOut() {
 		Status: troupe.StatusTimeout, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(),
 		AgentResult: c.partial,
 		Errors: []troupe.ErrorInfo{{Code: troupe.CodeTimeout, Recoverable: true,
-			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.deadline.Sub(start))}},
+			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.timeout)}},
 	}
 	if c.paused {
 		// It asked a human and then ran out of time: its question no longer holds the run.
@@ -309,7 +307,7 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 		return troupe.Answer{}, troupe.ErrTimeout
 	}
 	c.asked++
-	q.ID = c.d.DispatchID + "-q" + strconv.Itoa(c.asked)
+	q.ID = c.d.DispatchID + "-q" + strconv.Itoa(int(c.asked))
 	q.DispatchID, q.Agent = c.d.DispatchID, c.d.TargetAgent
 	if q.Kind == "" {
 		q.Kind = troupe.QuestionAsk

@@ -465,7 +465,7 @@ func (r *Run) flushLocked() {
 		if r.err != nil {
 			r.inflight-- // never started
 		} else {
-			r.scope.Go(c, c.delay, c.deadline)
+			r.scope.Go(c, c.delay, c.d.DispatchedAt.Add(c.timeout))
 		}
 		r.toStart[i] = nil
 	}
@@ -583,7 +583,7 @@ func (r *Run) budgetLocked() string {
 // resuming, takes its recorded result).
 func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration) {
 	spec, _ := r.e.reg.Spec(agent)
-	c := &call{r: r, t: t, spec: spec, attempt: t.attempt, prev: t.last}
+	c := &call{r: r, t: t, spec: spec, attempt: int32(t.attempt), prev: t.last}
 	id := r.nextID(t)
 	t.serial++
 	t.nextID = ""
@@ -621,7 +621,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		c.costLeft = r.costBudget - r.cost
 		d.MaxCostDollars = &c.costLeft
 	}
-	c.deadline = now.Add(delay + timeout)
+	c.timeout = timeout
 	d.Bind(c)
 	t.last = c
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchStarted, Step: t.step, DispatchID: id, Agent: agent, Data: d})
@@ -736,7 +736,7 @@ func (r *Run) completeLocked(c *call) {
 		return
 	}
 	r.errs = append(r.errs, res.Errors...)
-	f := policy.Failure{Status: res.Status, Attempt: c.attempt, Fallbacks: t.fallbacks, FallbacksUsed: t.fbUsed, HasPartial: len(res.AgentResult) > 0}
+	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: t.fallbacks, FallbacksUsed: t.fbUsed, HasPartial: len(res.AgentResult) > 0}
 	for _, e := range res.Errors {
 		f.Recoverable = f.Recoverable || e.Recoverable
 	}

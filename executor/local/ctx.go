@@ -1,7 +1,6 @@
 package local
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -11,7 +10,7 @@ import (
 // It implements the AfterFunc method the context package looks for, so contexts derived from it
 // need no watcher goroutine.
 type jobCtx struct {
-	parent   context.Context
+	s        *scope // its parent context is s.ctx
 	deadline time.Time
 
 	mu     sync.Mutex
@@ -25,7 +24,7 @@ type afterFunc struct{ f func() }
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (c *jobCtx) Deadline() (time.Time, bool) {
-	pd, ok := c.parent.Deadline()
+	pd, ok := c.s.ctx.Deadline()
 	if c.deadline.IsZero() {
 		return pd, ok
 	}
@@ -54,10 +53,10 @@ func (c *jobCtx) Err() error {
 	if err != nil {
 		return err
 	}
-	return c.parent.Err()
+	return c.s.ctx.Err()
 }
 
-func (c *jobCtx) Value(key any) any { return c.parent.Value(key) }
+func (c *jobCtx) Value(key any) any { return c.s.ctx.Value(key) }
 
 // cancel sets err (the first cancel wins), closes Done and runs registered after-funcs.
 func (c *jobCtx) cancel(err error) {

@@ -87,9 +87,8 @@ type job struct {
 	j        troupe.Job
 	ctx      jobCtx
 	state    atomic.Int32
-	heapIdx  int
+	heapIdx  int32
 	deadline time.Time
-	delay    *time.Timer
 }
 
 // DoneNotifier is a context that reports its own end. Scope registers with OnDone instead of
@@ -122,7 +121,7 @@ type scope struct {
 	head      int
 	releasing int // workers inside Done that will take a queued job before exiting
 	running   deadlineHeap
-	delayed   map[*job]struct{}
+	delayed   map[*job]*time.Timer // jobs waiting out their delay, and the timers that end it
 	timer     *time.Timer
 	timerAt   time.Time
 	cancelled bool
@@ -151,17 +150,16 @@ func (s *scope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
 		jb = new(job)
 	}
 	jb.j, jb.deadline, jb.heapIdx = j, deadline, -1
-	jb.ctx.parent = s.ctx
+	jb.ctx.s = s
 	jb.ctx.deadline = deadline
 	if delay > 0 {
 		s.mu.Lock()
 		if !s.cancelled {
 			s.active.Add(1)
 			if s.delayed == nil {
-				s.delayed = make(map[*job]struct{})
+				s.delayed = make(map[*job]*time.Timer)
 			}
-			s.delayed[jb] = struct{}{}
-			jb.delay = time.AfterFunc(delay, func() {
+			s.delayed[jb] = time.AfterFunc(delay, func() {
 				s.mu.Lock()
 				_, still := s.delayed[jb]
 				delete(s.delayed, jb)
@@ -222,7 +220,7 @@ func (s *scope) worker() {
 
 		s.mu.Lock()
 		if jb.heapIdx >= 0 {
-			heap.Remove(&s.running, jb.heapIdx)
+			heap.Remove(&s.running, int(jb.heapIdx))
 		}
 		if !jb.state.CompareAndSwap(stateRunning, stateDone) {
 			// Expired while running: Done was called by the timer, and this goroutine's share
@@ -317,8 +315,8 @@ func (s *scope) cancelAll() {
 	s.timerAt = time.Time{}
 	s.armLocked()
 	var ready []*job
-	for jb := range s.delayed {
-		if jb.delay.Stop() {
+	for jb, t := range s.delayed {
+		if t.Stop() {
 			ready = append(ready, jb)
 			delete(s.delayed, jb)
 		}
@@ -384,12 +382,12 @@ func (h deadlineHeap) Less(i, j int) bool {
 }
 func (h deadlineHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
+	h[i].heapIdx = int32(i)
+	h[j].heapIdx = int32(j)
 }
 func (h *deadlineHeap) Push(x any) {
 	jb := x.(*job)
-	jb.heapIdx = len(*h)
+	jb.heapIdx = int32(len(*h))
 	*h = append(*h, jb)
 }
 func (h *deadlineHeap) Pop() any {
