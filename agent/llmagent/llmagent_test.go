@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -398,6 +400,27 @@ func TestCallTimeout(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("%d requests: a timed-out attempt is not retried by the SDK, the error policy decides", n)
+	}
+}
+
+// CallTimeout bounds a stream until its last chunk: a server that stops sending halfway fails
+// the dispatch with TIMEOUT, after the text that did arrive went out as progress.
+func TestCallTimeoutMidStream(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"content":"half"},"finish_reason":null}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL + "/v1", Stream: true, CallTimeout: 100 * time.Millisecond})
+	rt := &runtime{}
+	_, err := a.Run(t.Context(), dispatch("hi", rt))
+	if ae := agentError(t, err); ae.Code != troupe.CodeTimeout || !ae.Recoverable {
+		t.Errorf("error = %v", err)
+	}
+	if diff := cmp.Diff([]progress{{"token", map[string]any{"text": "half"}}}, rt.Events()); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
 	}
 }
 
