@@ -15,7 +15,9 @@ import (
 )
 
 // Event kinds the bundle emits through Dispatch.Progress (seed 004). Every payload is a
-// map[string]any with "source" set to the bundle's name, redacted before it is emitted.
+// map[string]any with "source" set to the bundle's name — seed 004's metadata.source; a
+// troupe event has no metadata member, and its agent is the bundle's too — redacted before it
+// is emitted.
 const (
 	EventReplicateStarted  = "replicate_started"  // replicate, seed
 	EventReplicateDone     = "replicate_done"     // replicate, seed, status, valid, usage, errors
@@ -546,7 +548,7 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 	r.emit(EventBundleReady, map[string]any{"k": b.Meta.K, "confidence": conf, "early_stop": earlyStop,
 		"truncated": b.Summary.Truncated, "bytes": len(out)})
 	r.drainLints()
-	summary := summaryText(b)
+	summary := s.red.String(summaryText(b)) // it names fields: redacted even under KeepRaw, as warnings are
 	tokens, cost := b.Meta.Usage.Tokens, b.Meta.Usage.CostDollars
 	res := &troupe.Result{Status: troupe.StatusCompleted, AgentResult: agentResult, Confidence: &conf,
 		AnalysisSummary: &summary, Warnings: r.warnings, TokensUsed: &tokens, CostDollars: &cost}

@@ -43,8 +43,8 @@
 // Through Dispatch.Progress (agent_progress events in the run's log): replicate_started,
 // replicate_done (with usage), replicate_progress, partial_summary (after the first two),
 // warning (invalid replicates, truncation, budget, lint findings), cancelled, timeout and
-// bundle_ready. Each payload is a JSON object with "source" set to the bundle's name, and
-// passes through the configured redaction before it is emitted. Events may be emitted from
+// bundle_ready. Each payload is a JSON object with "source" set to the bundle's name (seed
+// 004's metadata.source), and passes through the configured redaction before it is emitted. Events may be emitted from
 // several goroutines at once (a sub-agent's own progress), as the engine's runtime allows.
 //
 // # Result

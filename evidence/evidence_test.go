@@ -457,7 +457,7 @@ func TestRedaction(t *testing.T) {
 			code = "jane@example.com" // invalid: the schema's error quotes it
 		}
 		return ok(map[string]any{"contact": "jane@example.com", "n": float64(rep.Index), "code": code,
-			"user": map[string]any{"ssn": "123-45-6789"}}, 1, 0), nil
+			"user": map[string]any{"ssn": "123-45-6789"}, "jane@example.com": float64(rep.Index) * 10}, 1, 0), nil
 	})
 	schema := []byte(`{"properties":{"code":{"type":"string","pattern":"^ok$"}}}`)
 	for _, keep := range []bool{false, true} {
@@ -484,6 +484,11 @@ func TestRedaction(t *testing.T) {
 		}
 		if leaks := strings.Contains(string(out), "123-45-6789"); leaks != keep {
 			t.Errorf("keep %v: bundle holds the raw user.ssn: %v\n%s", keep, leaks, out)
+		}
+		// The analysis summary names the most distant field, keyed by the address: redacted
+		// whatever KeepRaw says, as events and warnings are.
+		if sum := res.Summary(); strings.Contains(sum, "jane@") || !strings.Contains(sum, "REDACTED:email") {
+			t.Errorf("keep %v: analysis summary %q", keep, sum)
 		}
 		b := bundleOf(t, res)
 		if keep {
