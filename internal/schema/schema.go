@@ -32,7 +32,9 @@ func Compile(name string, raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("schema: %s: not JSON: %w", name, err)
 	}
 	c := jsonschema.NewCompiler()
-	loc := "mem://troupe/" + strings.ReplaceAll(name, " ", "/") + ".json"
+	// Each schema has a compiler of its own, so one fixed location serves all: built from the
+	// name, it would break on names that are not URL paths ("a#b", "50%", "é", "../x").
+	const loc = "mem://troupe/schema.json"
 	if err := c.AddResource(loc, doc); err != nil {
 		return nil, fmt.Errorf("schema: %s: %w", name, err)
 	}

@@ -61,6 +61,21 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// Whatever an agent is called, its schema compiles, and its internal references resolve.
+func TestCompileAnyName(t *testing.T) {
+	raw := json.RawMessage(`{"type": "object", "properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}}`)
+	for _, name := range []string{"tutor input", "a#b input", "50% input", "a?b input", "é input", "../x input", ""} {
+		s, err := schema.Compile(name, raw)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", name, err)
+			continue
+		}
+		if err := s.Validate(map[string]any{"a": 1}); err == nil {
+			t.Errorf("%q: $ref not applied", name)
+		}
+	}
+}
+
 func TestDrafts(t *testing.T) {
 	// Draft 4's exclusiveMaximum is a boolean; 2020-12's is a number: $schema picks the draft.
 	d4, err := schema.Compile("d4", json.RawMessage(`{"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 1, "exclusiveMaximum": true}`))
