@@ -28,6 +28,8 @@ const (
 	MajorityVote
 )
 
+// String is the strategy's name as a dispatch reason shows it: "collect_all", "first_success",
+// "majority_vote".
 func (s Strategy) String() string {
 	switch s {
 	case CollectAll:
@@ -121,6 +123,7 @@ type ConflictError struct {
 	Conflicts []StateConflict
 }
 
+// Error names each conflicting key with every branch's value.
 func (e *ConflictError) Error() string {
 	parts := make([]string, len(e.Conflicts))
 	for i, c := range e.Conflicts {
@@ -144,6 +147,7 @@ type TieError struct {
 	Vote *Vote
 }
 
+// Error names the tied answers and their vote count.
 func (e *TieError) Error() string {
 	return fmt.Sprintf("flow: parallel: majority vote tied between %q (%d votes each)", e.Vote.Tied, e.Vote.Counts[e.Vote.Tied[0]])
 }

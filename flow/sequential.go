@@ -73,6 +73,7 @@ type StepError struct {
 	Cause  error // what the agent returned, if it returned an error
 }
 
+// Error is the seed 003 error's text: the composite, the step, the agent and its failure.
 func (e *StepError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the agent error and the agent's own error, so errors.As finds either.

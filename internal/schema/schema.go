@@ -68,6 +68,7 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// String is "path: message", with "/" for the value itself.
 func (p Problem) String() string {
 	path := p.Path
 	if path == "" {
@@ -81,6 +82,7 @@ type Error struct {
 	Problems []Problem
 }
 
+// Error lists the problems, "schema: " first.
 func (e *Error) Error() string {
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
