@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,12 +91,12 @@ type task struct {
 	index     int // place in the plan, from 0
 	decision  troupe.RoutingDecision
 	fallbacks []string
-	fbUsed    int
-	attempt   int    // attempt of the current agent
-	serial    int    // dispatches made for this task
 	nextID    string // id of the task's next dispatch, derived once
 	last      *call  // the task's latest dispatch; earlier ones via call.prev
 	final     *troupe.Result
+	fbUsed    int32
+	attempt   int32 // attempt of the current agent
+	serial    int32 // dispatches made for this task
 	partial   bool
 }
 
@@ -318,11 +319,13 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 	ptrs := make([]*task, total)
 	r.stages = make([][]*task, len(p.Stages))
 	r.upstream = make([]troupe.UpstreamResult, 0, total)
-	ids := make([]byte, 0, 21*total)
+	var ids strings.Builder
+	ids.Grow(21 * total)
+	var buf [32]byte
 	for k := range total {
-		ids = troupe.AppendDispatchID(ids, mix(r.req.Seed, saltDispatch, uint64(k), 0))
+		ids.Write(troupe.AppendDispatchID(buf[:0], mix(r.req.Seed, saltDispatch, uint64(k), 0)))
 	}
-	idText := string(ids) // every task's first dispatch id, in one allocation
+	idText := ids.String() // every task's first dispatch id, in one allocation
 	for i := range p.Stages {
 		st := &p.Stages[i]
 		r.stages[i] = ptrs[n : n+len(st.Tasks) : n+len(st.Tasks)]
@@ -583,7 +586,7 @@ func (r *Run) budgetLocked() string {
 // resuming, takes its recorded result).
 func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration) {
 	spec, _ := r.e.reg.Spec(agent)
-	c := &call{r: r, t: t, spec: spec, attempt: int32(t.attempt), prev: t.last}
+	c := &call{r: r, t: t, spec: spec, attempt: t.attempt, prev: t.last}
 	id := r.nextID(t)
 	t.serial++
 	t.nextID = ""
@@ -736,7 +739,7 @@ func (r *Run) completeLocked(c *call) {
 		return
 	}
 	r.errs = append(r.errs, res.Errors...)
-	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: t.fallbacks, FallbacksUsed: t.fbUsed, HasPartial: len(res.AgentResult) > 0}
+	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: t.fallbacks, FallbacksUsed: int(t.fbUsed), HasPartial: len(res.AgentResult) > 0}
 	for _, e := range res.Errors {
 		f.Recoverable = f.Recoverable || e.Recoverable
 	}
@@ -755,7 +758,7 @@ func (r *Run) completeLocked(c *call) {
 		t.attempt++
 		next := r.nextID(t)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindRetryScheduled, Step: t.step, DispatchID: next, Agent: res.AgentName,
-			Data: &troupe.RetryScheduled{Attempt: t.attempt, Backoff: act.Backoff, Reason: act.Reason, NextID: next, PreviousID: res.DispatchID}})
+			Data: &troupe.RetryScheduled{Attempt: int(t.attempt), Backoff: act.Backoff, Reason: act.Reason, NextID: next, PreviousID: res.DispatchID}})
 		r.dispatchLocked(t, res.AgentName, fmt.Sprintf("retry %d of %s: %s", t.attempt, res.AgentName, firstError(res)), act.Backoff)
 		return
 	case policy.Fallback:
@@ -772,7 +775,7 @@ func (r *Run) completeLocked(c *call) {
 		}
 		r.fallbacks[t.decision.Target] = act.Agent
 		d := &troupe.RoutingDecision{Target: act.Agent, Reason: fmt.Sprintf("fallback for %s, which failed: %s", res.AgentName, firstError(res)),
-			Metadata: map[string]any{"primary": t.decision.Target, "fallback_index": t.fbUsed}}
+			Metadata: map[string]any{"primary": t.decision.Target, "fallback_index": int(t.fbUsed)}}
 		r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: act.Agent, Data: d})
 		r.dispatchLocked(t, act.Agent, d.Reason, 0)
 		return
