@@ -595,7 +595,13 @@ func (rt *replicaRuntime) Progress(kind string, data any) {
 		"source": rt.r.name, "replicate": rt.id, "kind": kind, "data": jsonish(data)}))
 }
 
+// Ask asks through the bundle's dispatch; the question leaves the process (a human_asked event,
+// a person's screen), so its prompt and data are redacted first.
 func (rt *replicaRuntime) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+	q.Prompt = rt.r.s.red.String(q.Prompt)
+	if q.Data != nil {
+		q.Data = rt.r.s.red.Value(jsonish(q.Data))
+	}
 	return rt.r.d.Ask(ctx, q)
 }
 

@@ -35,8 +35,8 @@
 // sub-agent that cannot use a seed ignores it — the seed is then a no-op, recorded in meta for
 // the record only — and replicates differ only as the sub-agent's own sampling makes them. The copy's timeout_seconds is the
 // replicate timeout and its max_cost_dollars an equal share of the cost budget. Its runtime
-// reads session state and asks humans through the bundle's dispatch, forwards progress as
-// replicate_progress events, and ignores partial results.
+// reads session state and asks humans through the bundle's dispatch (questions redacted),
+// forwards progress as replicate_progress events, and ignores partial results.
 //
 // # Events
 //

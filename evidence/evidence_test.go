@@ -28,6 +28,7 @@ type recorder struct {
 	mu      sync.Mutex
 	events  []event
 	partial map[string]any
+	asked   []troupe.Question
 }
 
 type event struct {
@@ -42,7 +43,10 @@ func (r *recorder) Progress(kind string, data any) {
 	m, _ := data.(map[string]any)
 	r.events = append(r.events, event{kind, m})
 }
-func (r *recorder) Ask(context.Context, troupe.Question) (troupe.Answer, error) {
+func (r *recorder) Ask(_ context.Context, q troupe.Question) (troupe.Answer, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked = append(r.asked, q)
 	return troupe.Answer{}, errors.New("no human")
 }
 func (r *recorder) Partial(p map[string]any) {
@@ -452,6 +456,9 @@ func TestRedaction(t *testing.T) {
 	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		d.Progress("thinking", map[string]any{"header": "Authorization: Bearer abcdefghijklmnop"})
 		rep, _ := evidence.ReplicateFrom(ctx)
+		if rep.Index == 0 { // a question leaves the process too
+			_, _ = d.Ask(ctx, troupe.Question{Prompt: "Write to jane@example.com?", Data: map[string]any{"password": "hunter22"}})
+		}
 		code := "ok"
 		if rep.Index == 1 {
 			code = "jane@example.com" // invalid: the schema's error quotes it
@@ -475,6 +482,9 @@ func TestRedaction(t *testing.T) {
 		}
 		if got := len(rec.find(evidence.EventReplicateProgress)); got != 3 {
 			t.Errorf("%d replicate_progress events, want 3", got)
+		}
+		if q := rec.asked; len(q) != 1 || q[0].Prompt != "Write to [REDACTED:email]?" || !cmp.Equal(q[0].Data, map[string]any{"password": "[REDACTED]"}) {
+			t.Errorf("keep %v: questions asked %+v", keep, q)
 		}
 		// The replicates' data, the consensus (user.ssn, contact), and r2's quality errors all
 		// hold the secrets; redacted, none of them may.
