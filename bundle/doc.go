@@ -5,6 +5,21 @@
 // bundle, byte for byte. Package evidence runs the replicates and uses this package to decide
 // when to stop and to build the bundle.
 //
+// # Shape
+//
+// A Bundle encodes as seed 004's Evidence Bundle: meta {task, k, model, seeds, schema_version},
+// replicates[] {id, data, quality {valid, errors}} and summary {consensus, disagreements
+// [{field, values}], pairwise_distance, distributions {field: {mean, stdev}}, confidence,
+// truncated}. Each is always present but three, as in 004's example: quality.errors only on
+// an invalid replicate; mean and stdev only for numeric fields; data only when the replicate
+// produced some and it is neither diff-encoded nor cut to fit max_bytes. TestSeed004Shape
+// holds the bundle to 004's example. What a bundle adds, and a reader of 004's contract may
+// ignore: meta.k_max, epsilon, early_stop and usage (aggregate and per replicate, with cost);
+// each replicate's seed and status, and base, delta or data_omitted; each disagreement's
+// replicates, missing and distance; each distribution's n, min, max and counts; and
+// summary.omitted when truncated. meta.k counts the replicates in the bundle: 2 after an early
+// stop.
+//
 // # Distances
 //
 // Distance compares two JSON values in [0, 1]. Numbers: the absolute difference normalized by
