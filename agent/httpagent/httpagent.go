@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/troupehq/troupe"
@@ -25,7 +26,9 @@ const (
 )
 
 // Config configures an HTTP agent. Only URL is required. Secrets never appear in a Config: they
-// are named by environment variable and read once, by New.
+// are named by environment variable and read once, by New. Nor do they appear in errors: a
+// service that echoes one back (a 401 quoting the token) has it replaced by "[redacted]" in
+// what the error quotes.
 type Config struct {
 	// URL is where each dispatch is POSTed; http or https.
 	URL string
@@ -66,6 +69,7 @@ type Agent struct {
 	max     int64
 	client  *http.Client
 	agents  troupe.AgentSet
+	secrets []string // the values read from the environment, scrubbed from what errors quote
 }
 
 // New validates cfg, reads the secrets it names from the environment and returns the agent.
@@ -98,6 +102,9 @@ func New(cfg Config) (*Agent, error) {
 		v, ok := lookup(name)
 		if !ok || v == "" {
 			return "", fmt.Errorf("httpagent: %s: environment variable %s is not set", what, name)
+		}
+		if len(v) >= minSecret {
+			a.secrets = append(a.secrets, v)
 		}
 		return v, nil
 	}
@@ -184,9 +191,51 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes", a.url, a.max)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, a.statusError(resp, data, details)
+		return nil, a.statusError(resp, []byte(a.scrub(string(data))), details)
 	}
-	return wire.DecodeResult("httpagent: POST "+a.url, data, d, a.agents, details)
+	res, err := wire.DecodeResult("httpagent: POST "+a.url, data, d, a.agents, details)
+	if err != nil {
+		return nil, a.scrubError(err)
+	}
+	return res, nil
+}
+
+// minSecret is the shortest environment value scrubbed from errors; shorter ones would blank
+// unrelated text.
+const minSecret = 4
+
+// scrub replaces the agent's secrets in text a service sent back: a service that echoes the
+// token it was sent (a 401 quoting it) must not put it in the run's events.
+func (a *Agent) scrub(s string) string {
+	for _, v := range a.secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}
+
+// scrubError scrubs an invalid result's error (its message, the output it quotes, its cause).
+func (a *Agent) scrubError(err error) error {
+	var ae *troupe.AgentError
+	if len(a.secrets) == 0 || !errors.As(err, &ae) {
+		return err
+	}
+	ae.Message = a.scrub(ae.Message)
+	for k, v := range ae.Details {
+		switch x := v.(type) {
+		case string:
+			ae.Details[k] = a.scrub(x)
+		case []string:
+			for i := range x {
+				x[i] = a.scrub(x[i])
+			}
+		}
+	}
+	if ae.Cause != nil {
+		if msg := ae.Cause.Error(); a.scrub(msg) != msg {
+			ae.Cause = errors.New(a.scrub(msg))
+		}
+	}
+	return err
 }
 
 func (a *Agent) statusError(resp *http.Response, data []byte, details map[string]any) error {

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -278,6 +279,44 @@ func TestRecordAndReplayThroughACassette(t *testing.T) {
 	replayed := run(cassette.ModeReplay)
 	if d := cmp.Diff(live, replayed); d != "" {
 		t.Errorf("(-live +replayed):\n%s", d)
+	}
+}
+
+// A service that echoes the credentials it got — in a 401's body, in an invalid result — cannot
+// put them in the dispatch's error, whose message, details and cause end up in the run's events.
+func TestEchoedSecretsAreScrubbedFromErrors(t *testing.T) {
+	const token, key = "tok-ECHO-0123456789", "key-ECHO-abcdef"
+	for _, tc := range []struct {
+		name string
+		code int
+		want string
+	}{
+		{"401 quoting them", http.StatusUnauthorized, "status 401"},
+		{"200 with an invalid result quoting them", http.StatusOK, "invalid result"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.code)
+				fmt.Fprintf(w, `{"error":"bad credentials %s / %s"}`, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+			}))
+			defer srv.Close()
+			a := newAgent(t, httpagent.Config{URL: srv.URL, BearerTokenEnv: "TOK", HeadersFromEnv: map[string]string{"X-Api-Key": "KEY"},
+				LookupEnv: env(map[string]string{"TOK": token, "KEY": key})})
+			_, err := a.Run(t.Context(), dispatch("q"))
+			var ae *troupe.AgentError
+			if !errors.As(err, &ae) {
+				t.Fatalf("Run = %v", err)
+			}
+			var se *httpagent.StatusError
+			excerpt := ""
+			if errors.As(err, &se) {
+				excerpt = se.Excerpt
+			}
+			all := fmt.Sprintf("%v %+v %v %s", err, ae.Details, ae.Cause, excerpt)
+			if strings.Contains(all, "ECHO") || !strings.Contains(all, "bad credentials Bearer [redacted] / [redacted]") || !strings.Contains(all, tc.want) {
+				t.Errorf("error and details: %s", all)
+			}
+		})
 	}
 }
 
