@@ -10,10 +10,10 @@ import (
 	"github.com/troupehq/troupe/troupetest"
 )
 
-// In the engine, as seed 003's message-routing coordinator runs: the planner leaves the agent
-// to the router, the rules do not place the message, the model's intent does.
-func TestThroughEngine(t *testing.T) {
-	rt, cl := newRouter(t, map[string]string{"why did NRx fall after the price change?": `{"intent":"causal"}`}, rules())
+// runRouted runs query through an engine whose planner and router are rt, every available agent
+// a script that succeeds; it returns the checked log and the scripts.
+func runRouted(t *testing.T, rt troupe.Router, query string) ([]troupe.Event, map[string]*troupetest.Script) {
+	t.Helper()
 	reg := troupe.NewRegistry()
 	agents := map[string]*troupetest.Script{}
 	for _, name := range available {
@@ -25,11 +25,19 @@ func TestThroughEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close(t.Context()) })
-	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "why did NRx fall after the price change?", Context: troupe.NewContext("s", "q")}))
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: query, Context: troupe.NewContext("s", "q")}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	troupetest.CheckLog(t, evs)
+	return evs, agents
+}
+
+// In the engine, as seed 003's message-routing coordinator runs: the planner leaves the agent
+// to the router, the rules do not place the message, the model's intent does.
+func TestThroughEngine(t *testing.T) {
+	rt, cl := newRouter(t, map[string]string{"why did NRx fall after the price change?": `{"intent":"causal"}`}, rules())
+	evs, agents := runRouted(t, rt, "why did NRx fall after the price change?")
 	routed := troupetest.Find(evs, troupe.KindRouteDecided, "")
 	if len(routed) != 1 {
 		t.Fatalf("%d route_decided events", len(routed))
@@ -44,22 +52,7 @@ func TestThroughEngine(t *testing.T) {
 // route_decided event carries the fallback reason.
 func TestFallbackRecordedInTheRun(t *testing.T) {
 	rt, cl := newRouter(t, map[string]string{"anything new?": "HTTP 503"}, rules())
-	reg := troupe.NewRegistry()
-	agents := map[string]*troupetest.Script{}
-	for _, name := range available {
-		agents[name] = troupetest.NewScript(troupetest.OK(nil))
-		reg.MustAdd(name, agents[name])
-	}
-	eng, err := engine.New(engine.Config{Registry: reg, Planner: route.Planner(rt), Router: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(t.Context()) })
-	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "anything new?", Context: troupe.NewContext("s", "q")}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	troupetest.CheckLog(t, evs)
+	evs, agents := runRouted(t, rt, "anything new?")
 	routed := troupetest.Find(evs, troupe.KindRouteDecided, "")
 	if len(routed) != 1 {
 		t.Fatalf("%d route_decided events", len(routed))
