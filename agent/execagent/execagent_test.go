@@ -249,32 +249,54 @@ func TestStderrTailIsBounded(t *testing.T) {
 	}
 }
 
-func TestTimeoutKillsAProcessGroupThatIgnoresSIGTERM(t *testing.T) {
-	hold := filepath.Join(t.TempDir(), "hold")
-	if err := syscall.Mkfifo(hold, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// The read end, open before the agent starts so its writers never block; it reads EOF once
-	// every process holding the write end — the agent and its child — is dead.
-	f, err := os.OpenFile(hold, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rt := &runtime{}
-	a := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/ignoreterm.sh"}, Env: []string{"HOLD=" + hold},
-		Timeout: 300 * time.Millisecond, KillGrace: 100 * time.Millisecond})
-	_, err = a.Run(t.Context(), dispatch("q", nil, rt))
-	ae := agentError(t, err)
-	if ae.Code != troupe.CodeTimeout || !ae.Recoverable || !errors.Is(err, troupe.ErrTimeout) {
-		t.Errorf("error %v: code %s recoverable %v", err, ae.Code, ae.Recoverable)
-	}
-	if !hasLine(rt.lines(), "ready") {
-		t.Fatalf("the agent never got ready: %v", rt.lines())
-	}
-	f.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := f.Read(make([]byte, 1)); n != 0 || err != io.EOF {
-		t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %d, %v", n, err)
+// A group that ignores SIGTERM — the agent and the child it started — is gone, SIGKILLed, by the
+// time Run returns, whether the dispatch timed out or was cancelled.
+func TestStopKillsAProcessGroupThatIgnoresSIGTERM(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		timeout      time.Duration
+		cancelWhenUp bool
+		code         string
+		recoverable  bool
+		cause        error
+	}{
+		{"timeout", 300 * time.Millisecond, false, troupe.CodeTimeout, true, troupe.ErrTimeout},
+		{"cancel", time.Minute, true, troupe.CodeCancelled, false, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hold := filepath.Join(t.TempDir(), "hold")
+			if err := syscall.Mkfifo(hold, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The read end, open before the agent starts so its writers never block; it reads
+			// EOF once every process holding the write end — the agent and its child — is dead.
+			f, err := os.OpenFile(hold, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			rt := &runtime{onEvent: func(p troupe.Progress) {
+				if p.Data == "ready" && tc.cancelWhenUp {
+					cancel()
+				}
+			}}
+			a := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/ignoreterm.sh"}, Env: []string{"HOLD=" + hold},
+				Timeout: tc.timeout, KillGrace: 100 * time.Millisecond})
+			_, err = a.Run(ctx, dispatch("q", nil, rt))
+			ae := agentError(t, err)
+			if ae.Code != tc.code || ae.Recoverable != tc.recoverable || !errors.Is(err, tc.cause) {
+				t.Errorf("error %v: code %s recoverable %v", err, ae.Code, ae.Recoverable)
+			}
+			if !hasLine(rt.lines(), "ready") {
+				t.Fatalf("the agent never got ready: %v", rt.lines())
+			}
+			f.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if n, err := f.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+				t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %d, %v", n, err)
+			}
+		})
 	}
 }
 
