@@ -2,9 +2,9 @@
 // OpenAI-compatible server from the npm registry — installed by .ci/run into .ci/peers.
 //
 // A test asks for a peer's executable with Bin, or runs a peer that serves on a port (mock-llm,
-// the everything server over streamable HTTP) with Start. When the peer is not installed the test is
-// skipped, unless TROUPE_REQUIRE_PEERS is set (as .ci/run sets it): then it fails, so CI can
-// never pass by skipping. To install the peers by hand: npm ci --prefix .ci/peers.
+// the everything server over streamable HTTP) with Start. When the peer is not installed the
+// test is skipped, unless TROUPE_REQUIRE_PEERS is set (as .ci/run sets it): then it fails, so
+// CI can never pass by skipping. To install the peers by hand: npm ci --prefix .ci/peers.
 package peers
 
 import (
