@@ -61,9 +61,44 @@ type Config struct {
 // Redactor applies a Config. It is immutable and safe for concurrent use; the zero value
 // redacts nothing (use New).
 type Redactor struct {
-	rules       []Rule
+	rules       []rule
 	fields      [][]string
 	replacement string
+}
+
+// rule is a Rule ready to apply: its replacement text, and a cheap test that rules out a
+// string the pattern cannot match (most strings, which then cost no regexp scan).
+type rule struct {
+	re     *regexp.Regexp
+	repl   string
+	expand bool // repl refers to submatches
+	may    func(string) bool
+}
+
+// mayMatch are the built-in rules' cheap tests: what any match of the pattern must contain,
+// and the fewest bytes it spans.
+var mayMatch = map[string]func(string) bool{
+	"bearer": func(s string) bool { return len(s) >= 15 && containsFoldASCII(s, "bearer") },
+	"api_key": func(s string) bool {
+		return len(s) >= 15 && (strings.ContainsAny(s, "-_") || strings.Contains(s, "AKIA") ||
+			strings.Contains(s, "AIza") || strings.Contains(s, "eyJ"))
+	},
+	"secret": func(s string) bool { return len(s) >= 10 && strings.ContainsAny(s, ":=") },
+	"email":  func(s string) bool { return len(s) >= 6 && strings.IndexByte(s, '@') >= 0 },
+}
+
+// containsFoldASCII reports whether s contains the lower-case ASCII word w in any case.
+func containsFoldASCII(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for j < len(w) && s[i+j]|0x20 == w[j] {
+			j++
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // New compiles cfg. An invalid pattern or field path is an error naming it.
@@ -74,7 +109,14 @@ func New(cfg Config) (*Redactor, error) {
 	}
 	fields := cfg.Fields
 	if !cfg.NoDefaults {
-		r.rules = Builtin()
+		for _, b := range Builtin() {
+			ru := rule{re: b.Pattern, repl: "[REDACTED:" + b.Name + "]", may: mayMatch[b.Name]}
+			if b.Name == "secret" {
+				// Keep the name of the secret so a reader knows what was there.
+				ru.repl, ru.expand = "${1}${2}"+ru.repl, true
+			}
+			r.rules = append(r.rules, ru)
+		}
 		fields = append(slices.Clone(defaultFields), fields...)
 	}
 	for i, p := range cfg.Patterns {
@@ -85,7 +127,7 @@ func New(cfg Config) (*Redactor, error) {
 		if re.MatchString("") {
 			return nil, fmt.Errorf("redact: patterns[%d] %q matches the empty string", i, p)
 		}
-		r.rules = append(r.rules, Rule{Name: "", Pattern: re})
+		r.rules = append(r.rules, rule{re: re, repl: r.replacement})
 	}
 	for i, f := range cfg.Fields {
 		segs := strings.Split(strings.ToLower(f), ".")
@@ -115,17 +157,16 @@ func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	for _, rule := range r.rules {
-		repl := r.replacement
-		if rule.Name != "" {
-			repl = "[REDACTED:" + rule.Name + "]"
+	for i := range r.rules {
+		ru := &r.rules[i]
+		if ru.may != nil && !ru.may(s) || !ru.re.MatchString(s) {
+			continue // MatchString allocates nothing; a replacement does
 		}
-		if rule.Name == "secret" {
-			// Keep the name of the secret so a reader knows what was there.
-			s = rule.Pattern.ReplaceAllString(s, "${1}${2}"+repl)
-			continue
+		if ru.expand {
+			s = ru.re.ReplaceAllString(s, ru.repl)
+		} else {
+			s = ru.re.ReplaceAllLiteralString(s, ru.repl)
 		}
-		s = rule.Pattern.ReplaceAllLiteralString(s, repl)
 	}
 	return s
 }
@@ -150,10 +191,11 @@ func (r *Redactor) ValueAt(path []string, v any) any {
 	if r == nil {
 		return v
 	}
-	p := make([]string, len(path), len(path)+8)
-	for i, k := range path {
-		p[i] = strings.ToLower(k)
-		if r.fieldMatch(p[:i+1]) {
+	var buf [8]string // paths are short: most calls allocate none
+	p := buf[:0]
+	for _, k := range path {
+		p = append(p, strings.ToLower(k))
+		if r.fieldMatch(p) {
 			return r.replacement
 		}
 	}
