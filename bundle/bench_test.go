@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/troupehq/troupe/bundle"
+	"github.com/troupehq/troupe/redact"
 )
 
 // doc200 is a nested document of 200 leaf fields — 10 sections of 20: numbers, categories,
@@ -59,6 +60,20 @@ func BenchmarkBundleBuild(b *testing.B) {
 	for b.Loop() {
 		if _, _, err := bundle.Build(bundle.Meta{Task: "bench"}, in, bundle.Options{DiffEncode: true, Limits: bundle.Limits{MaxBytes: 1 << 20, MaxDiffs: 50}}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBundleSummaryRedacted is the summary as package evidence computes it by default:
+// every value written into it passes through the default redactor.
+func BenchmarkBundleSummaryRedacted(b *testing.B) {
+	in := fiveReplicates()
+	opts := bundle.Options{Present: redact.MustNew(redact.Config{}).ValueAt}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := bundle.Summarize(in, opts)
+		if s.Confidence <= 0 || len(s.Distributions) == 0 {
+			b.Fatal("empty summary")
 		}
 	}
 }

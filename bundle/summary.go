@@ -152,6 +152,18 @@ type field struct {
 	vals []any
 	has  []bool
 	pd   []float64
+	// name and segs are path as presented and its member names, computed once when needed.
+	name      string
+	segs      []string
+	presented bool
+}
+
+// present fills in f's name and segs from Options.Present, once.
+func (o *Options) presentField(f *field) *field {
+	if !f.presented {
+		f.name, f.segs, f.presented = o.presentText(f.path), o.segments(f.path), true
+	}
+	return f
 }
 
 // Summarize computes the statistics of a set of replicates, capped by opts.Limits' MaxFields
@@ -187,14 +199,15 @@ func Summarize(in []Input, opts Options) Summary {
 		pd := f.pd
 		if v, ok := consensusOf(f, valid, pd); ok {
 			if len(s.Consensus) < lim.MaxFields {
-				s.Consensus[opts.presentText(f.path)] = opts.present(opts.segments(f.path), v)
+				pf := opts.presentField(f)
+				s.Consensus[pf.name] = opts.present(pf.segs, v)
 			} else {
 				om.Consensus++
 			}
 		}
 		if d, ok := distributionOf(f, valid, pd, &opts, &sl); ok {
 			if len(s.Distributions) < lim.MaxFields {
-				s.Distributions[opts.presentText(f.path)] = d
+				s.Distributions[opts.presentField(f).name] = d
 			} else {
 				om.Distributions++
 			}
@@ -653,12 +666,12 @@ func disagreementOf(f *field, withData []int, in []Input, pd []float64, opts *Op
 	if sum == 0 {
 		return Disagreement{}, false
 	}
-	d := Disagreement{Field: opts.presentText(f.path), Distance: round(sum / float64(pairs)),
+	pf := opts.presentField(f)
+	d := Disagreement{Field: pf.name, Distance: round(sum / float64(pairs)),
 		Values: sl.values(len(withData)), Replicates: sl.names(len(withData))}
-	segs := opts.segments(f.path)
 	for _, i := range withData {
 		if f.has[i] {
-			d.Values = append(d.Values, opts.present(segs, f.vals[i]))
+			d.Values = append(d.Values, opts.present(pf.segs, f.vals[i]))
 			d.Replicates = append(d.Replicates, in[i].ID)
 		} else {
 			d.Missing = append(d.Missing, in[i].ID)
@@ -699,7 +712,7 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 	}
 	// Counts of values every valid replicate agrees on say nothing the consensus does not.
 	if categorical && !unanimous {
-		segs := opts.segments(f.path)
+		segs := opts.presentField(f).segs
 		d.Counts = map[string]int{}
 		for _, i := range valid {
 			if !f.has[i] {
