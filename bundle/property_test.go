@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
 	"github.com/troupehq/troupe/bundle"
+	"github.com/troupehq/troupe/redact"
 )
 
 // jsonValue generates JSON values as encoding/json decodes them, with a bias to small key and
@@ -232,6 +234,7 @@ func FuzzBundle(f *testing.F) {
 	f.Add([]byte(`[{"score":0.6,"verdict":"go"},{"score":0.8,"verdict":"go"},{"score":"x"}]`), 2000)
 	f.Add([]byte(`[{"a":{"b":[1,2,{"c":null}]}},{"a":{"b":[1,3]}},{}]`), 300)
 	f.Add([]byte(`[[1,2],"x",null,{"":{"":1e308}},{"":{"":-1e308}}]`), 0)
+	f.Add([]byte(`[{"a@b.co":{"x":"jane@example.com"}},{"a@b":{"co":["jane@example.com"]}},{"k":"a@b.co"}]`), 3)
 	f.Fuzz(func(t *testing.T, data []byte, maxBytes int) {
 		var reps []any
 		if json.Unmarshal(data, &reps) != nil || len(reps) > 16 {
@@ -265,5 +268,50 @@ func FuzzBundle(f *testing.F) {
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("not reproducible: %v", err)
 		}
+		// Redacted, no string anywhere in the bundle — key or value, data or statistics —
+		// holds an address.
+		_, red, err := bundle.Build(bundle.Meta{Task: "fuzz"}, in, bundle.Options{Limits: lim, DiffEncode: maxBytes%2 == 0, Present: redactor.ValueAt})
+		if errors.Is(err, bundle.ErrTooLarge) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back any
+		if err := json.Unmarshal(red, &back); err != nil {
+			t.Fatal(err)
+		}
+		if s, found := findString(back, email.MatchString); found {
+			t.Fatalf("redacted bundle holds %q", s)
+		}
 	})
+}
+
+var (
+	redactor = redact.MustNew(redact.Config{})
+	email    = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
+)
+
+// findString returns the first string in v, key or value, for which match is true.
+func findString(v any, match func(string) bool) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, match(x)
+	case map[string]any:
+		for k, e := range x {
+			if match(k) {
+				return k, true
+			}
+			if s, ok := findString(e, match); ok {
+				return s, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if s, ok := findString(e, match); ok {
+				return s, true
+			}
+		}
+	}
+	return "", false
 }
