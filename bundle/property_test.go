@@ -234,7 +234,7 @@ func FuzzBundle(f *testing.F) {
 	f.Add([]byte(`[{"score":0.6,"verdict":"go"},{"score":0.8,"verdict":"go"},{"score":"x"}]`), 2000)
 	f.Add([]byte(`[{"a":{"b":[1,2,{"c":null}]}},{"a":{"b":[1,3]}},{}]`), 300)
 	f.Add([]byte(`[[1,2],"x",null,{"":{"":1e308}},{"":{"":-1e308}}]`), 0)
-	f.Add([]byte(`[{"a@b.co":{"x":"jane@example.com"}},{"a@b":{"co":["jane@example.com"]}},{"k":"a@b.co"}]`), 3)
+	f.Add([]byte(`[{"a@b.co":{"x":"jane@example.com"}},{"a@b":{"co":["jane@example.com"]}},{"k":"a@b.co"}]`), 0)
 	f.Fuzz(func(t *testing.T, data []byte, maxBytes int) {
 		var reps []any
 		if json.Unmarshal(data, &reps) != nil || len(reps) > 16 {
