@@ -171,3 +171,61 @@ func TestAsToolForAnOrchestrator(t *testing.T) {
 		t.Errorf("run totals %v tokens $%v, want 300 and 0.75 (counted once)", a.TotalTokensUsed, a.TotalCostDollars)
 	}
 }
+
+// Progress streams: the run's consumer sees the first two replicates and the partial summary
+// while the third is still running — it is the consumer who lets the third finish.
+func TestProgressStreamsWhileTheBundleRuns(t *testing.T) {
+	release := make(chan struct{})
+	scores := map[int64]float64{11: 0.1, 23: 0.9, 47: 0.5}
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		seed := d.UserContext[evidence.SeedKey].(int64)
+		if seed == 47 {
+			select {
+			case <-release:
+			case <-ctx.Done(): // never released: the replicate times out and the test fails
+				return nil, ctx.Err()
+			}
+		}
+		return ok(map[string]any{"score": scores[seed], "verdict": "go"}, 1, 0), nil
+	})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("feas_bundle", evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema), Replicate: evidence.Ceiling{Timeout: 30 * time.Second}}))
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	var seen []string
+	released := false
+	for ev, err := range eng.Run(t.Context(), troupe.Request{Query: "Is it feasible?", ParsedQuery: map[string]any{}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == troupe.KindDispatchCompleted && ev.Agent == "feas_bundle" {
+			res := ev.Data.(*troupe.Result)
+			if b := bundleOf(t, res); b.Replicates[2].Status != "completed" {
+				t.Errorf("r3 = %+v", b.Replicates[2])
+			}
+		}
+		if ev.Kind != troupe.KindAgentProgress {
+			continue
+		}
+		p := ev.Data.(*troupe.Progress)
+		seen = append(seen, p.Kind)
+		if p.Kind == evidence.EventPartialSummary && !released {
+			released = true
+			close(release)
+		}
+	}
+	want := []string{"replicate_started", "replicate_started", "replicate_done", "replicate_done", "partial_summary",
+		"replicate_started", "replicate_done", "bundle_ready"}
+	if !released || !cmp.Equal(seen, want) {
+		t.Errorf("progress seen %v (released %v), want %v", seen, released, want)
+	}
+}
