@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,6 +142,7 @@ type run struct {
 	timeUp    bool
 	budget    time.Duration
 
+	models   []string // model_used of each replicate's result
 	tokens   int64
 	cost     float64
 	costCap  float64
@@ -171,7 +174,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		results: make(chan outcome, s.K),
 		lints:   make(chan finding, s.K*len(s.Lints)),
 		cancels: make([]context.CancelCauseFunc, s.K), causes: make([]error, s.K),
-		in: make([]bundle.Input, s.K), ran: make([]bool, s.K), done: make([]bool, s.K),
+		in: make([]bundle.Input, s.K), ran: make([]bool, s.K), done: make([]bool, s.K), models: make([]string, s.K),
 		costCap: s.Budget.CostDollars, budget: budget}
 	if d.MaxCostDollars != nil && *d.MaxCostDollars < r.costCap {
 		r.costCap = *d.MaxCostDollars
@@ -252,7 +255,23 @@ func (r *run) meta(earlyStop bool) bundle.Meta {
 	if task == "" {
 		task = r.name
 	}
-	return bundle.Meta{Task: task, KMax: s.K, Model: s.Model, SchemaVersion: s.SchemaVersion, Epsilon: s.Epsilon, EarlyStop: earlyStop}
+	return bundle.Meta{Task: task, KMax: s.K, Model: r.model(), SchemaVersion: s.SchemaVersion, Epsilon: s.Epsilon, EarlyStop: earlyStop}
+}
+
+// model is meta.model: Config.Model, or else the models the replicates report using
+// (model_used), distinct, in replicate order, joined by ", " — so that a bundle records for
+// replay what produced it even when the configuration does not say.
+func (r *run) model() string {
+	if r.s.Model != "" {
+		return r.s.Model
+	}
+	var seen []string
+	for i, m := range r.models {
+		if m != "" && r.ran[i] && !slices.Contains(seen, m) {
+			seen = append(seen, m)
+		}
+	}
+	return strings.Join(seen, ", ")
 }
 
 func (r *run) bctxLive() bool { return r.ctx.Err() == nil }
@@ -435,6 +454,9 @@ func (r *run) record(o outcome) {
 	in := &r.in[o.i]
 	r.done[o.i] = true
 	if o.res != nil {
+		if o.res.ModelUsed != nil {
+			r.models[o.i] = *o.res.ModelUsed
+		}
 		if o.res.TokensUsed != nil && *o.res.TokensUsed > 0 {
 			in.Usage.Tokens = *o.res.TokensUsed
 		}
@@ -552,8 +574,8 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 	tokens, cost := b.Meta.Usage.Tokens, b.Meta.Usage.CostDollars
 	res := &troupe.Result{Status: troupe.StatusCompleted, AgentResult: agentResult, Confidence: &conf,
 		AnalysisSummary: &summary, Warnings: r.warnings, TokensUsed: &tokens, CostDollars: &cost}
-	if s.Model != "" {
-		res.ModelUsed = &s.Model
+	if m := b.Meta.Model; m != "" {
+		res.ModelUsed = &m
 	}
 	return res, nil
 }

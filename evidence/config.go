@@ -34,7 +34,8 @@ type Config struct {
 	Name string
 	// Task is meta.task of the bundle; "" is the name.
 	Task string
-	// Model and SchemaVersion go into the bundle's meta for replay.
+	// Model and SchemaVersion go into the bundle's meta for replay. Model "" records the
+	// models the replicates report (their results' model_used), distinct, joined by ", ".
 	Model         string
 	SchemaVersion string
 

@@ -725,3 +725,26 @@ func TestSetupTeardownReachTheSubAgent(t *testing.T) {
 		t.Errorf("setup %d teardown %d", sub.setup, sub.teardown)
 	}
 }
+
+// meta.model records what produced the bundle: the configured model, or else the models the
+// replicates report using.
+func TestModelRecorded(t *testing.T) {
+	models := map[int64]string{11: "judge@1", 23: "judge@2", 47: "judge@1"}
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		res := ok(map[string]any{"v": float64(seed)}, 1, 0)
+		res.ModelUsed = troupe.Ptr(models[seed])
+		return res, nil
+	}}
+	for _, tt := range []struct {
+		cfg  string
+		want string
+	}{{"", "judge@1, judge@2"}, {"provider:model@ver", "provider:model@ver"}} {
+		res, err := evidence.Bundle(sub, evidence.Config{Model: tt.cfg}).Run(t.Context(), dispatch(&recorder{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bundleOf(t, res); b.Meta.Model != tt.want || res.ModelUsed == nil || *res.ModelUsed != tt.want {
+			t.Errorf("config model %q: meta.model %q, model_used %v; want %q", tt.cfg, b.Meta.Model, res.ModelUsed, tt.want)
+		}
+	}
+}
