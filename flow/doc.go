@@ -45,6 +45,17 @@
 // problems (no agents, duplicate names, a bad schema) are reported by the first run, as errors
 // starting "flow: ".
 //
+// Usage is counted once. A composite's result carries the tokens_used and cost_dollars of all
+// its members' results. An agent tool returns only its agent's answer, so what that agent
+// spends reaches its caller through the context instead: the caller opens a Usage with
+// WithUsage, calls its tools with the context that returns, and adds the Usage to its own
+// result (Usage.AddTo; package llmagent does this for every tool call, and counts it against
+// the dispatch's budget before its next completion). An agent called through a tool that
+// opens no Usage of its own leaves the tools it calls adding to its caller's, beside its own
+// result; one that opens its own adds it to its result, which its tool then adds to the
+// caller's — either way each token reaches the top-level result exactly once, however deeply
+// tools nest. Tools called with no Usage in their context count nowhere.
+//
 // Cancelling the context a composite runs with — the run's, when the engine runs it — cancels
 // every member, and a composite returns only once all of its members have returned.
 package flow

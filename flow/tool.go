@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/troupehq/troupe"
@@ -32,6 +33,10 @@ var defaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{
 // caller: its events appear in caller's run, its state reads see caller's session state, and
 // its state writes stay local to the call (recorded as nested state_delta events). The tool
 // returns the agent's agent_result as JSON; a failure returns its seed 003 *troupe.AgentError.
+//
+// The called agent's tokens_used and cost_dollars — on success and on failure — are added to
+// the Usage of ctx (see WithUsage), for the calling agent to count in its own result; with no
+// Usage in ctx they are counted nowhere. Its agent_result alone is what the tool returns.
 //
 // The tool is safe for concurrent use.
 func AsTool(name string, a troupe.Agent, opts ...troupe.Option) troupe.Tool {
@@ -121,6 +126,9 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 		in.reason += " by " + stack[len(stack)-1]
 	}
 	res, cause := f.run(context.WithValue(ctx, stackKey{}, next), &ms[0], in, over(caller))
+	if res.TokensUsed != nil || res.CostDollars != nil {
+		UsageFrom(ctx).Add(deref(res.TokensUsed), deref(res.CostDollars))
+	}
 	if res.Status != troupe.StatusCompleted {
 		if cause != nil && res.Status == troupe.StatusFailed {
 			// The agent's own error, typed errors included (a cycle found deeper down).
@@ -133,4 +141,91 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: fmt.Sprintf("flow: %s: result is not JSON: %v", t.info.Name, err)}
 	}
 	return out, nil
+}
+
+type usageKey struct{}
+
+// Usage sums the tokens and cost that agents called through agent tools spend on behalf of the
+// agent that called them, which AsTool's Call cannot return beside the called agent's answer.
+// An agent that calls tools opens one with WithUsage, passes the context it returns to each
+// Tool.Call, and adds the sum to its own result (AddTo) — so the engine, which counts each
+// planned dispatch's result once, counts the tools' spending within it, once.
+//
+// Usage is safe for concurrent use. Its methods do nothing on a nil *Usage (reading gives 0),
+// so a tool may add to UsageFrom(ctx) whether or not its caller opened one.
+type Usage struct {
+	mu     sync.Mutex
+	tokens int64
+	cost   float64
+	added  bool
+}
+
+// WithUsage returns a context carrying a new, empty Usage, and that Usage. Agent tools called
+// with the context, or with one derived from it, add to it what their agents spend, including
+// what agent tools called by those agents spend unless those agents open a Usage of their own.
+// Whoever opens a Usage owns what it holds: it must add the sum to its result, or it is lost.
+func WithUsage(ctx context.Context) (context.Context, *Usage) {
+	u := new(Usage)
+	return context.WithValue(ctx, usageKey{}, u), u
+}
+
+// UsageFrom returns the Usage most recently opened in ctx's ancestry, or nil if there is none.
+func UsageFrom(ctx context.Context) *Usage {
+	u, _ := ctx.Value(usageKey{}).(*Usage)
+	return u
+}
+
+// Add records tokens and cost spent by a tool's call.
+func (u *Usage) Add(tokens int64, cost float64) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	u.tokens += tokens
+	u.cost += cost
+	u.added = true
+	u.mu.Unlock()
+}
+
+// Tokens returns the tokens recorded so far.
+func (u *Usage) Tokens() int64 {
+	if u == nil {
+		return 0
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.tokens
+}
+
+// Cost returns the cost in dollars recorded so far.
+func (u *Usage) Cost() float64 {
+	if u == nil {
+		return 0
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.cost
+}
+
+// AddTo adds what u recorded to r's TokensUsed and CostDollars (setting them when r has none).
+// It leaves r as it is when nothing was recorded. Call it once, on the final result.
+func (u *Usage) AddTo(r *troupe.Result) {
+	if u == nil || r == nil {
+		return
+	}
+	u.mu.Lock()
+	tokens, cost, added := u.tokens, u.cost, u.added
+	u.mu.Unlock()
+	if !added {
+		return
+	}
+	r.TokensUsed = troupe.Ptr(deref(r.TokensUsed) + tokens)
+	r.CostDollars = troupe.Ptr(deref(r.CostDollars) + cost)
+}
+
+func deref[T int64 | float64](p *T) T {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

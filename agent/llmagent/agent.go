@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/internal/schema"
 )
 
@@ -48,12 +49,20 @@ func New(cfg Config) (*Agent, error) {
 // Model returns the configured model.
 func (a *Agent) Model() string { return a.c.cfg.Model }
 
-// usage accumulates what a dispatch spent, counted once per completion.
+// usage accumulates what a dispatch spent: its own completions, each counted once, and what
+// agents called through its tools spent (tools, which flow.AsTool adds to).
 type usage struct {
 	prompt, completion int64
 	cost               float64
 	model              string
+	tools              *flow.Usage
 }
+
+// tokens is the dispatch's total: its completions' tokens and its tools'.
+func (u *usage) tokens() int64 { return u.prompt + u.completion + u.tools.Tokens() }
+
+// dollars is the dispatch's total cost: its completions' and its tools'.
+func (u *usage) dollars() float64 { return u.cost + u.tools.Cost() }
 
 // Run renders the prompt, converses with the model (tool calls, re-asks) and returns its
 // answer as the result: a structured answer as agent_result, a text answer as
@@ -86,6 +95,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	}
 
 	var u usage
+	// Agents called through the tools add what they spend to u.tools (flow.WithUsage); it is
+	// part of this dispatch's result and budget.
+	ctx, u.tools = flow.WithUsage(ctx)
 	reasks := 0
 	for turn := 1; ; turn++ {
 		if turn > c.cfg.MaxTurns {
@@ -238,13 +250,13 @@ func (u *usage) add(c *compiled, t *turn) {
 }
 
 // checkBudget stops the dispatch before another completion once its cost reaches
-// Dispatch.MaxCostDollars or its tokens Config.MaxTotalTokens.
+// Dispatch.MaxCostDollars or its tokens Config.MaxTotalTokens, its tools' spending included.
 func (u *usage) checkBudget(c *compiled, d *troupe.Dispatch) error {
-	if d.MaxCostDollars != nil && u.cost > 0 && u.cost >= *d.MaxCostDollars {
+	if cost := u.dollars(); d.MaxCostDollars != nil && cost > 0 && cost >= *d.MaxCostDollars {
 		return &troupe.AgentError{Code: troupe.CodeBudget, Message: fmt.Sprintf(
-			"llmagent: spent $%.6f of max_cost_dollars $%.6f", u.cost, *d.MaxCostDollars), Cause: troupe.ErrBudgetExhausted}
+			"llmagent: spent $%.6f of max_cost_dollars $%.6f", cost, *d.MaxCostDollars), Cause: troupe.ErrBudgetExhausted}
 	}
-	if n := u.prompt + u.completion; n >= c.cfg.MaxTotalTokens {
+	if n := u.tokens(); n >= c.cfg.MaxTotalTokens {
 		return &troupe.AgentError{Code: troupe.CodeBudget, Message: fmt.Sprintf(
 			"llmagent: used %d tokens of max_total_tokens %d", n, c.cfg.MaxTotalTokens), Cause: troupe.ErrBudgetExhausted}
 	}
@@ -256,12 +268,16 @@ func (u *usage) result(c *compiled, out map[string]any) *troupe.Result {
 	if model == "" {
 		model = c.cfg.Model
 	}
+	llm := map[string]any{"prompt_tokens": u.prompt, "completion_tokens": u.completion}
+	if tt, tc := u.tools.Tokens(), u.tools.Cost(); tt != 0 || tc != 0 {
+		llm["tool_tokens"], llm["tool_cost_dollars"] = tt, tc
+	}
 	res := &troupe.Result{
 		AgentResult: out,
-		TokensUsed:  troupe.Ptr(u.prompt + u.completion),
+		TokensUsed:  troupe.Ptr(u.tokens()),
 		ModelUsed:   troupe.Ptr(model),
-		CostDollars: troupe.Ptr(u.cost),
-		Annotations: map[string]any{"llm_usage": map[string]any{"prompt_tokens": u.prompt, "completion_tokens": u.completion}},
+		CostDollars: troupe.Ptr(u.dollars()),
+		Annotations: map[string]any{"llm_usage": llm},
 	}
 	if out != nil {
 		res.AnalysisSummary = troupe.Ptr(summarize(out))

@@ -19,9 +19,12 @@
 //   - Accounting: prompt and completion tokens of every completion are summed into
 //     tokens_used, the model the server named into model_used, and their price from
 //     Config.Prices into cost_dollars — also on failure, so a run's totals count every call
-//     once. Before each completion the dispatch stops with code BUDGET once its cost has
-//     reached the dispatch's max_cost_dollars or its tokens MaxTotalTokens. A server that
-//     reports no usage gets a warning on the result.
+//     once. What agents called through the tools spend (flow.AsTool reports it through
+//     flow.WithUsage) is added to tokens_used and cost_dollars too, and shown apart in the
+//     llm_usage annotation as tool_tokens and tool_cost_dollars. Before each completion the
+//     dispatch stops with code BUDGET once its cost, its tools' included, has reached the
+//     dispatch's max_cost_dollars or its tokens MaxTotalTokens. A server that reports no
+//     usage gets a warning on the result.
 //   - Transport: 408, 409, 429, 5xx and lost connections are retried at most MaxRetries
 //     times, honouring Retry-After (up to MaxRetryDelay) and otherwise backing off; each
 //     attempt is bounded by CallTimeout. HTTPClient is the seam for a recording or

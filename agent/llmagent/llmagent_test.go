@@ -562,8 +562,9 @@ func TestAgentAsToolDepthSurfaces(t *testing.T) {
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2: c is never asked, and neither a nor b is asked again", n)
 	}
-	if res == nil || *res.TokensUsed != 2 {
-		t.Errorf("result %+v: a's own usage must be kept", res)
+	// a's own completion (2 tokens) and b's (2 tokens, spent before b failed on the guard).
+	if res == nil || *res.TokensUsed != 4 {
+		t.Errorf("result %+v: a's own usage and b's must be kept", res)
 	}
 }
 
