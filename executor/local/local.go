@@ -104,6 +104,7 @@ type DoneNotifier interface {
 // Scope returns a new scope whose jobs are cancelled with ctx.
 func (e *Executor) Scope(ctx context.Context) troupe.Scope {
 	s := &scope{e: e, ctx: ctx}
+	s.spawnf = s.worker
 	if n, ok := ctx.(DoneNotifier); ok {
 		n.OnDone(s.cancelAll)
 	} else {
@@ -113,8 +114,9 @@ func (e *Executor) Scope(ctx context.Context) troupe.Scope {
 }
 
 type scope struct {
-	e   *Executor
-	ctx context.Context
+	e      *Executor
+	ctx    context.Context
+	spawnf func() // s.worker as a value, made once: go s.worker() would allocate a closure per goroutine
 
 	mu        sync.Mutex
 	queue     []*job // ready jobs are queue[head:]
@@ -187,7 +189,7 @@ func (s *scope) enqueue(jb *job) {
 	}
 	s.mu.Unlock()
 	if spawn {
-		go s.worker()
+		go s.spawnf()
 	}
 }
 
