@@ -9,6 +9,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C cancels the run, which then ends cleanly and shows what had finished;
+	// once it has been caught, the signals' default comes back, so a second Ctrl-C stops a
+	// run that will not end.
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -525,6 +525,8 @@ error_policy:
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if calls != 2 {
 		t.Errorf("%d calls, want 2", calls)
 	}
