@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -216,4 +217,168 @@ func TestAgentToolErrors(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidInput || !strings.Contains(err.Error(), "/table: got number, want string") {
 		t.Errorf("schema violation: err = %v", err)
 	}
+}
+
+// spender is an agent that spends tokens and cost of its own and calls each of its tools. With
+// own it opens a flow.Usage for the calls and adds it to its result, as an LLM agent does;
+// without, its tools add to its caller's.
+func spender(tokens int64, cost float64, own bool, tools ...troupe.Tool) troupe.Agent {
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		var u *flow.Usage
+		if own {
+			ctx, u = flow.WithUsage(ctx)
+		}
+		out := map[string]any{"spent": tokens}
+		for _, t := range tools {
+			raw, err := t.Call(ctx, d, json.RawMessage(`{"task": "spend"}`))
+			if err != nil {
+				return nil, err
+			}
+			out[t.Info().Name] = json.RawMessage(raw)
+		}
+		res := &troupe.Result{AgentResult: out, TokensUsed: troupe.Ptr(tokens), CostDollars: troupe.Ptr(cost)}
+		u.AddTo(res)
+		return res, nil
+	})
+}
+
+// What an agent called through AsTool spends reaches the Usage of the caller's context exactly
+// once, however the tools nest and whoever opens a Usage on the way, and also when it fails;
+// the tool's answer is the agent's agent_result alone.
+func TestAgentToolUsage(t *testing.T) {
+	leaf := func() troupe.Tool { return flow.AsTool("leaf", spender(100, 0.25, false)) }
+	failing := flow.AsTool("failing", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{TokensUsed: troupe.Ptr[int64](40), CostDollars: troupe.Ptr(0.125)},
+			&troupe.AgentError{Code: troupe.CodeAgentError, Message: "gave up after spending"}
+	}))
+	silent := flow.AsTool("silent", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"free": true}}, nil
+	}))
+	tests := []struct {
+		name    string
+		tool    troupe.Tool
+		tokens  int64
+		cost    float64
+		wantErr bool
+		answer  string
+	}{
+		{name: "one agent", tool: leaf(), tokens: 100, cost: 0.25, answer: `{"spent":100}`},
+		{name: "a failed agent's spending counts", tool: failing, tokens: 40, cost: 0.125, wantErr: true},
+		{name: "an agent reporting nothing adds nothing", tool: silent, answer: `{"free":true}`},
+		{name: "nested, the middle agent opens no usage", tool: flow.AsTool("mid", spender(10, 0.5, false, leaf())),
+			tokens: 110, cost: 0.75, answer: `{"delegate_to_leaf":{"spent":100},"spent":10}`},
+		{name: "nested, the middle agent opens its own usage", tool: flow.AsTool("mid", spender(10, 0.5, true, leaf())),
+			tokens: 110, cost: 0.75, answer: `{"delegate_to_leaf":{"spent":100},"spent":10}`},
+		{name: "three deep, mixed", tool: flow.AsTool("top", spender(1, 0.0625, true, flow.AsTool("mid", spender(10, 0.5, false, leaf())))),
+			tokens: 111, cost: 0.8125, answer: `{"delegate_to_mid":{"delegate_to_leaf":{"spent":100},"spent":10},"spent":1}`},
+		{name: "two calls from one agent", tool: flow.AsTool("mid", spender(10, 0.5, true, leaf(), relay(leaf()))),
+			tokens: 210, cost: 1, answer: `{"delegate_to_leaf":{"spent":100},"delegate_to_relay":{"delegate_to_leaf":{"spent":100},"spent":0},"spent":10}`},
+		{name: "a composite: its members' results and their tools", tool: flow.AsTool("team", flow.Sequential(flow.SequentialConfig{},
+			flow.Named("x", spender(3, 0.5, false, leaf())), flow.Named("y", spender(4, 0.5, false)))),
+			tokens: 107, cost: 1.25, answer: `{"delegate_to_leaf":{"spent":100},"spent":4}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, u := flow.WithUsage(t.Context())
+			raw, err := tt.tool.Call(ctx, nil, json.RawMessage(`{"task": "go"}`))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
+			}
+			if u.Tokens() != tt.tokens || u.Cost() != tt.cost {
+				t.Errorf("usage: %d tokens $%v; want %d and $%v", u.Tokens(), u.Cost(), tt.tokens, tt.cost)
+			}
+			if tt.answer != "" && string(raw) != tt.answer {
+				t.Errorf("answer %s, want %s", raw, tt.answer)
+			}
+		})
+	}
+}
+
+// relay is an agent tool whose agent spends nothing itself and calls t.
+func relay(t troupe.Tool) troupe.Tool {
+	return flow.AsTool("relay", spender(0, 0, false, t))
+}
+
+// AddTo adds to a result what was recorded, and nothing when nothing was; a nil Usage — a
+// context with none — is safe to add to and read.
+func TestUsageAddTo(t *testing.T) {
+	_, u := flow.WithUsage(t.Context())
+	res := &troupe.Result{}
+	u.AddTo(res)
+	if res.TokensUsed != nil || res.CostDollars != nil {
+		t.Errorf("nothing recorded, yet the result has tokens %v cost %v", res.TokensUsed, res.CostDollars)
+	}
+	u.Add(7, 0.5)
+	u.Add(0, 0.25)
+	res = &troupe.Result{TokensUsed: troupe.Ptr[int64](3)}
+	u.AddTo(res)
+	if *res.TokensUsed != 10 || res.CostDollars == nil || *res.CostDollars != 0.75 {
+		t.Errorf("result: tokens %d cost %v; want 10 and 0.75", *res.TokensUsed, res.CostDollars)
+	}
+
+	none := flow.UsageFrom(t.Context())
+	if none != nil {
+		t.Fatalf("UsageFrom of a bare context = %v, want nil", none)
+	}
+	none.Add(5, 1)
+	none.AddTo(res)
+	if none.Tokens() != 0 || none.Cost() != 0 || *res.TokensUsed != 10 {
+		t.Error("a nil Usage recorded something")
+	}
+	// A tool called with no Usage in its context runs as before.
+	if raw, err := flow.AsTool("leaf", spender(100, 0.25, false)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`)); err != nil || string(raw) != `{"spent":100}` {
+		t.Errorf("without a usage: %s, %v", raw, err)
+	}
+}
+
+// Calls made at once — a parallel group's members, say — add to one Usage safely (run with
+// -race) and lose nothing.
+func TestUsageConcurrentCalls(t *testing.T) {
+	tool := flow.AsTool("leaf", spender(100, 0.25, false))
+	ctx, u := flow.WithUsage(t.Context())
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			_, err := tool.Call(ctx, nil, json.RawMessage(`{"task": "go"}`))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u.Tokens() != n*100 || u.Cost() != n*0.25 {
+		t.Errorf("usage: %d tokens $%v; want %d and $%v", u.Tokens(), u.Cost(), n*100, n*0.25)
+	}
+}
+
+// An agent that calls agent tools itself opens a Usage, calls them with its context and adds
+// the Usage to its result, so what they spent is counted with what it spent.
+func ExampleWithUsage() {
+	researcher := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"finding": "42"}, TokensUsed: troupe.Ptr[int64](150)}, nil
+	})
+	tool := flow.AsTool("researcher", researcher)
+	lead := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		ctx, u := flow.WithUsage(ctx)
+		raw, err := tool.Call(ctx, d, json.RawMessage(`{"task": "find the answer"}`))
+		if err != nil {
+			return nil, err
+		}
+		res := &troupe.Result{AgentResult: map[string]any{"answer": json.RawMessage(raw)}, TokensUsed: troupe.Ptr[int64](33)}
+		u.AddTo(res)
+		return res, nil
+	})
+	res, err := lead.Run(context.Background(), troupe.NewDispatch())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(*res.TokensUsed)
+	// Output: 183
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/llmagent"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/troupetest"
 )
 
@@ -167,4 +168,111 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// Agents as tools through the engine: a lead LLM agent delegates to a researcher LLM agent
+// (flow.AsTool), which delegates to a checker LLM agent in turn. Every completion of all three
+// reaches the run's totals exactly once: the checker's through the researcher's result, the
+// researcher's through the lead's, and the lead's as the run's only planned dispatch.
+func TestEngineAgentToolUsageCountedOnce(t *testing.T) {
+	price := map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 1, CompletionPerMillion: 2}}
+	leadSrv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"l1", "delegate_to_researcher", `{"task":"find the boiling point of water"}`}}, usage: [2]int{20, 5}},
+		reply{content: "Water boils at 100 °C at sea level.", usage: [2]int{30, 8}},
+	)
+	researcherSrv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"r1", "delegate_to_checker", `{"task":"is it 100 °C?"}`}}, usage: [2]int{50, 10}},
+		reply{content: "100 °C, checked", usage: [2]int{70, 20}},
+	)
+	checkerSrv := newCompletionServer(t, reply{content: "yes, at 1 atm", usage: [2]int{40, 15}})
+	checker := newAgent(t, llmagent.Config{BaseURL: checkerSrv.URL(), Prices: price})
+	researcher := newAgent(t, llmagent.Config{BaseURL: researcherSrv.URL(), Prices: price, Tools: []troupe.Tool{flow.AsTool("checker", checker)}})
+	lead := newAgent(t, llmagent.Config{BaseURL: leadSrv.URL(), Prices: price, Tools: []troupe.Tool{flow.AsTool("researcher", researcher)}})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("lead", lead)
+	eng, err := engine.New(engine.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(t.Context()) })
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "boiling point?", Context: troupe.NewContext("s", "q")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
+		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
+	}
+	if a, b, c := len(leadSrv.Requests()), len(researcherSrv.Requests()), len(checkerSrv.Requests()); a != 2 || b != 2 || c != 1 {
+		t.Fatalf("requests: lead %d, researcher %d, checker %d; want 2, 2, 1", a, b, c)
+	}
+
+	// Tokens: checker 55; researcher 60 + 90 = 150 of its own; lead 25 + 38 = 63 of its own.
+	// Cost at $1 and $2 per million prompt and completion tokens.
+	const checkerCost, researcherCost, leadCost = (40 + 30) * 1e-6, (120 + 60) * 1e-6, (50 + 26) * 1e-6
+	for _, tt := range []struct {
+		agent  string
+		tokens int64
+		cost   float64
+	}{
+		{"checker", 55, checkerCost},
+		{"researcher", 150 + 55, researcherCost + checkerCost},
+		{"lead", 63 + 150 + 55, leadCost + researcherCost + checkerCost},
+	} {
+		done := troupetest.Find(evs, troupe.KindDispatchCompleted, tt.agent)
+		if len(done) != 1 {
+			t.Errorf("%s: %d dispatch_completed events, want 1", tt.agent, len(done))
+			continue
+		}
+		res := done[0].Data.(*troupe.Result)
+		if deref(res.TokensUsed) != tt.tokens || res.CostDollars == nil || !near(*res.CostDollars, tt.cost) {
+			t.Errorf("%s: tokens %v cost %v; want %d and %v", tt.agent, deref(res.TokensUsed), deref(res.CostDollars), tt.tokens, tt.cost)
+		}
+	}
+	agg := troupetest.Find(evs, troupe.KindRunAggregated, "")
+	if len(agg) != 1 {
+		t.Fatalf("%d run_aggregated events", len(agg))
+	}
+	a := agg[0].Data.(*troupe.Aggregation)
+	if want := int64(63 + 150 + 55); a.TotalTokensUsed == nil || *a.TotalTokensUsed != want {
+		t.Errorf("run total tokens %v, want %d: every completion of the three agents once", deref(a.TotalTokensUsed), want)
+	}
+	if want := leadCost + researcherCost + checkerCost; a.TotalCostDollars == nil || !near(*a.TotalCostDollars, want) {
+		t.Errorf("run total cost %v, want %v", deref(a.TotalCostDollars), want)
+	}
+}
+
+// The run's max_cost_dollars counts what an agent called as a tool spent: the lead's own first
+// completion is cheap, but the researcher it delegates to spends past the budget, so the lead
+// stops before its next completion and its failed result reports both.
+func TestEngineCostBudgetCountsAgentTools(t *testing.T) {
+	price := map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 10, CompletionPerMillion: 30}}
+	leadSrv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"l1", "delegate_to_researcher", `{"task":"dig"}`}}, usage: [2]int{100, 100}}, // $0.004
+		reply{content: "never asked", usage: [2]int{1, 1}},
+	)
+	researcherSrv := newCompletionServer(t, reply{content: "an expensive finding", usage: [2]int{2000, 2000}}) // $0.08
+	researcher := newAgent(t, llmagent.Config{BaseURL: researcherSrv.URL(), Prices: price})
+	lead := newAgent(t, llmagent.Config{BaseURL: leadSrv.URL(), Prices: price, Tools: []troupe.Tool{flow.AsTool("researcher", researcher)}})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("lead", lead)
+	eng, err := engine.New(engine.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(t.Context()) })
+	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "research", Context: troupe.NewContext("s", "q"),
+		Budget: troupe.Budget{MaxCostDollars: 0.05}}))
+	troupetest.CheckLog(t, evs)
+	if n := len(leadSrv.Requests()); n != 1 {
+		t.Errorf("lead asked %d times, want 1: the researcher's $0.08 spends the $0.05 budget", n)
+	}
+	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "lead")
+	if len(failed) != 1 {
+		t.Fatalf("%d failed lead dispatches, want 1", len(failed))
+	}
+	res := failed[0].Data.(*troupe.Result)
+	if len(res.Errors) != 1 || res.Errors[0].Code != troupe.CodeBudget || deref(res.TokensUsed) != int64(4200) || !near(deref(res.CostDollars).(float64), 0.084) {
+		t.Errorf("failed lead: errors %+v tokens %v cost %v; want BUDGET, 4200 tokens, $0.084", res.Errors, deref(res.TokensUsed), deref(res.CostDollars))
+	}
 }

@@ -581,6 +581,29 @@ func TestTokenBoundStops(t *testing.T) {
 	}
 }
 
+// MaxTotalTokens counts what an agent called as a tool spent: the lead's own 20 tokens are far
+// from its bound of 100, the researcher's 150 pass it, so the lead is not asked again.
+func TestTokenBoundCountsAgentTools(t *testing.T) {
+	leadSrv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"c1", "delegate_to_researcher", `{"task":"dig"}`}}, usage: [2]int{15, 5}},
+		reply{content: "never asked", usage: [2]int{1, 1}},
+	)
+	researcherSrv := newCompletionServer(t, reply{content: "a long finding", usage: [2]int{100, 50}})
+	researcher := newAgent(t, llmagent.Config{BaseURL: researcherSrv.URL()})
+	lead := newAgent(t, llmagent.Config{BaseURL: leadSrv.URL(), MaxTotalTokens: 100, Tools: []troupe.Tool{flow.AsTool("researcher", researcher)}})
+	res, err := lead.Run(t.Context(), dispatch("research", nil))
+	if ae := agentError(t, err); ae.Code != troupe.CodeBudget || !strings.Contains(ae.Message, "170 tokens of max_total_tokens 100") {
+		t.Errorf("error = %v", err)
+	}
+	if n := len(leadSrv.Requests()); n != 1 || *res.TokensUsed != 170 {
+		t.Errorf("%d requests, %d tokens; want 1 and 170", n, *res.TokensUsed)
+	}
+	want := map[string]any{"prompt_tokens": int64(15), "completion_tokens": int64(5), "tool_tokens": int64(150), "tool_cost_dollars": 0.0}
+	if diff := cmp.Diff(want, res.Annotations["llm_usage"]); diff != "" {
+		t.Errorf("llm_usage (-want +got):\n%s", diff)
+	}
+}
+
 func TestEmptyTextAnswerIsAskedAgain(t *testing.T) {
 	srv := newCompletionServer(t, reply{content: "  ", usage: [2]int{1, 1}}, reply{content: "now with words", usage: [2]int{1, 1}})
 	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
