@@ -329,8 +329,10 @@ func (p *progress) end(o *troupe.Outcome, code int) int {
 			if r.depth > 0 {
 				continue
 			}
+			// An agent stopped by the cancellation ends cancelled, or timed out when it did not
+			// stop within the engine's grace: either way it did not finish.
 			switch r.status {
-			case "waiting", "running", string(troupe.StatusCancelled):
+			case "waiting", "running", string(troupe.StatusCancelled), string(troupe.StatusTimeout):
 				unfinished = append(unfinished, r.agent)
 			default:
 				finished = append(finished, r.agent+" "+r.status)
