@@ -183,7 +183,8 @@ func (j *Judge) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 // Check returns what is wrong with a schema-valid judgement of p that the schema cannot say:
 // a verdict that does not follow from the probability and the threshold, a joint probability
 // above either single one, a binding constraint that is not the likelier limit to break
-// (budget or deadline when either is met with probability below 0.8, else none), a risk
+// (budget or deadline when either is met with probability below 0.8 — either when they are
+// equal — else none), a risk
 // driver the proposal does not name, and p80 figures below the expected ones.
 func Check(j map[string]any, p feasibility.Proposal, threshold float64) []string {
 	num := func(k string) float64 { v, _ := j[k].(float64); return v }
@@ -206,7 +207,8 @@ func Check(j map[string]any, p feasibility.Proposal, threshold float64) []string
 			binding = "deadline"
 		}
 	}
-	if v, _ := j["binding_constraint"].(string); v != binding && pb != pd {
+	v, _ := j["binding_constraint"].(string)
+	if tied := binding != "none" && pb == pd; v != binding && !(tied && v == "deadline") {
 		probs = append(probs, fmt.Sprintf("binding_constraint %q, but budget %g and deadline %g make it %q", v, pb, pd, binding))
 	}
 	drivers, _ := j["risk_drivers"].([]any)

@@ -329,27 +329,36 @@ func TestSelfContradictingJudgeIsInvalid(t *testing.T) {
 	}
 }
 
+// judged is a judgement as the agent's result holds it.
+type judged map[string]any
+
+// with returns a copy of j with k set to v.
+func (j judged) with(k string, v any) judged {
+	m := judged{}
+	for a, b := range j {
+		m[a] = b
+	}
+	m[k] = v
+	return m
+}
+
 func TestCheck(t *testing.T) {
 	p := feasibility.Proposal{Risks: []string{"weather"}}
 	ok := map[string]any{"verdict": "infeasible", "probability": 0.4, "probability_budget": 0.9, "probability_deadline": 0.5,
 		"binding_constraint": "deadline", "risk_drivers": []any{"weather"}, "expected_cost_k": 10.0, "p80_cost_k": 12.0, "expected_weeks": 5.0, "p80_weeks": 6.0}
-	with := func(k string, v any) map[string]any {
-		m := map[string]any{}
-		for a, b := range ok {
-			m[a] = b
-		}
-		m[k] = v
-		return m
-	}
+	with := func(k string, v any) judged { return judged(ok).with(k, v) }
 	tests := []struct {
 		name string
-		j    map[string]any
+		j    judged
 		want string
 	}{
 		{"consistent", ok, ""},
 		{"verdict against the probability", with("verdict", "feasible"), `verdict "feasible" with probability 0.4 and threshold 0.5`},
 		{"joint above a single one", with("probability", 0.6), "exceeds that of meeting one"},
 		{"binding constraint", with("binding_constraint", "budget"), `binding_constraint "budget", but budget 0.9 and deadline 0.5 make it "deadline"`},
+		{"binding constraint without a broken limit", with("probability_deadline", 0.85).with("binding_constraint", "deadline"), `but budget 0.9 and deadline 0.85 make it "none"`},
+		{"either binding constraint when tied", with("probability_budget", 0.5), ""},
+		{"either binding constraint when tied, budget", with("probability_budget", 0.5).with("binding_constraint", "budget"), ""},
 		{"unknown risk", with("risk_drivers", []any{"weather", "scope_creep"}), `risk driver "scope_creep" is not among the proposal's risks [weather]`},
 		{"p80 below expected", with("p80_weeks", 4.0), "a p80 figure is below the expected one"},
 	}
