@@ -193,52 +193,72 @@ func (s *scope) enqueue(jb *job) {
 	}
 }
 
+// worker runs ready jobs until none is left. Its own frame is kept small, since a running
+// job's stack starts with it: taking the next job and finishing one happen in take and
+// release, whose frames are gone while the job runs.
 func (s *scope) worker() {
-	for {
-		s.mu.Lock()
-		if s.head == len(s.queue) {
-			s.mu.Unlock()
-			s.active.Done()
-			return
-		}
-		jb := s.queue[s.head]
-		s.queue[s.head] = nil
-		s.head++
-		if s.head == len(s.queue) {
-			s.queue, s.head = s.queue[:0], 0 // keep the array: the next stage reuses it
-		}
-		jb.state.Store(stateRunning)
-		if s.cancelled {
-			jb.ctx.cancel(s.ctx.Err())
-			jb.deadline = earliest(jb.deadline, s.e.clock().Add(s.e.grace))
-		}
-		// Every running job is in the heap, those without a deadline last: cancelling the
-		// scope must reach them too.
-		heap.Push(&s.running, jb)
-		s.armLocked()
-		s.mu.Unlock()
-
+	for jb := s.take(); jb != nil; jb = s.take() {
 		jb.j.Run(&jb.ctx)
-
-		s.mu.Lock()
-		if jb.heapIdx >= 0 {
-			heap.Remove(&s.running, int(jb.heapIdx))
-		}
-		if !jb.state.CompareAndSwap(stateRunning, stateDone) {
-			// Expired while running: Done was called by the timer, and this goroutine's share
-			// of the scope was handed to the executor's stragglers.
-			s.mu.Unlock()
-			s.e.nStraggle.Add(-1)
-			s.e.stragglers.Done()
+		if !s.release(jb) {
 			return
 		}
-		s.releasing++
-		s.mu.Unlock()
-		jb.j.Done(false)
-		s.mu.Lock()
-		s.releasing--
-		s.mu.Unlock()
 	}
+}
+
+// take removes the next ready job from the queue and marks it running; with none left it
+// ends the worker's share of the scope and returns nil.
+//
+//go:noinline
+func (s *scope) take() *job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head == len(s.queue) {
+		s.active.Done()
+		return nil
+	}
+	jb := s.queue[s.head]
+	s.queue[s.head] = nil
+	s.head++
+	if s.head == len(s.queue) {
+		s.queue, s.head = s.queue[:0], 0 // keep the array: the next stage reuses it
+	}
+	jb.state.Store(stateRunning)
+	if s.cancelled {
+		jb.ctx.cancel(s.ctx.Err())
+		jb.deadline = earliest(jb.deadline, s.e.clock().Add(s.e.grace))
+	}
+	// Every running job is in the heap, those without a deadline last: cancelling the
+	// scope must reach them too.
+	heap.Push(&s.running, jb)
+	s.armLocked()
+	return jb
+}
+
+// release finishes a job whose Run returned: it calls Done, unless the job expired while
+// running, in which case the worker was handed to the executor's stragglers and must end
+// (release reports false).
+//
+//go:noinline
+func (s *scope) release(jb *job) bool {
+	s.mu.Lock()
+	if jb.heapIdx >= 0 {
+		heap.Remove(&s.running, int(jb.heapIdx))
+	}
+	if !jb.state.CompareAndSwap(stateRunning, stateDone) {
+		// Expired while running: Done was called by the timer, and this goroutine's share
+		// of the scope was handed to the executor's stragglers.
+		s.mu.Unlock()
+		s.e.nStraggle.Add(-1)
+		s.e.stragglers.Done()
+		return false
+	}
+	s.releasing++
+	s.mu.Unlock()
+	jb.j.Done(false)
+	s.mu.Lock()
+	s.releasing--
+	s.mu.Unlock()
+	return true
 }
 
 func earliest(a, b time.Time) time.Time {
