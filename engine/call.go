@@ -160,7 +160,9 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 			return
 		}
 	}
-	c.checkResult(ctx)
+	if len(c.spec.Guardrails) > 0 || len(r.guards) > 0 {
+		c.checkResult(ctx) // its frame is large: called only when there are guardrails
+	}
 	if res.Status == troupe.StatusCompleted && res.RequiresHuman {
 		c.review(ctx)
 	}

@@ -556,12 +556,23 @@ func (r *Run) fillLocked() {
 
 // budgetLocked says why no new dispatch may start, recording it once.
 func (r *Run) budgetLocked() string {
-	var why string
 	now := r.now
 	if now.IsZero() {
 		now = r.e.exec.Now()
 	}
-	switch elapsed := now.Sub(r.startedAt); {
+	elapsed := now.Sub(r.startedAt)
+	if elapsed < r.timeBudget && r.cost < r.costBudget && r.tokens < r.tokBudget && r.dispatches < r.e.maxDisp {
+		return "" // the common case, in a small frame: this runs before every dispatch
+	}
+	return r.budgetSpentLocked(elapsed)
+}
+
+// budgetSpentLocked says which budget is spent, recording it once.
+//
+//go:noinline
+func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
+	var why string
+	switch {
 	case elapsed >= r.timeBudget:
 		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
 	case r.cost >= r.costBudget:
@@ -738,6 +749,16 @@ func (r *Run) completeLocked(c *call) {
 		r.succeedLocked(c, false)
 		return
 	}
+	r.failedLocked(c)
+}
+
+// failedLocked applies the error policy to a dispatch that did not complete. It is apart from
+// completeLocked so that the common path, which runs on the goroutine of every finishing
+// agent, keeps a small stack frame.
+//
+//go:noinline
+func (r *Run) failedLocked(c *call) {
+	t, res := c.t, c.res
 	r.errs = append(r.errs, res.Errors...)
 	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: t.fallbacks, FallbacksUsed: int(t.fbUsed), HasPartial: len(res.AgentResult) > 0}
 	for _, e := range res.Errors {
@@ -805,6 +826,18 @@ func firstError(res *troupe.Result) string {
 func (r *Run) succeedLocked(c *call, partial bool) {
 	t, res := c.t, c.res
 	t.final, t.partial = res, partial
+	if len(c.spec.Writes) > 0 {
+		r.writeStateLocked(c)
+	}
+	r.upstream = append(r.upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
+		Confidence: res.Confidence, Summary: res.Summary(), Handoff: res.Handoff})
+}
+
+// writeStateLocked applies the session state writes the agent declared and records them.
+//
+//go:noinline
+func (r *Run) writeStateLocked(c *call) {
+	t, res := c.t, c.res
 	var delta map[string]any
 	for _, k := range c.spec.Writes {
 		if v, ok := res.AgentResult[k]; ok {
@@ -821,8 +854,6 @@ func (r *Run) succeedLocked(c *call, partial bool) {
 		maps.Copy(r.state, delta)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindStateDelta, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Data: &troupe.StateDelta{Set: delta}})
 	}
-	r.upstream = append(r.upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
-		Confidence: res.Confidence, Summary: res.Summary(), Handoff: res.Handoff})
 }
 
 // failLocked marks the run failed: nothing new starts and in-flight dispatches are cancelled.
