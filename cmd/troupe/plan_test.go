@@ -44,6 +44,8 @@ func TestPlanE2IGolden(t *testing.T) {
 		{"e2i_causal_mermaid", []string{"--format", "mermaid", "What caused the drop in NRx for Kisqali in Midwest?"}, "a_causal_impact --> a_gap_analyzer"},
 		{"e2i_causal_dot", []string{"--format=dot", "What caused the drop in NRx for Kisqali in Midwest?"}, "a_causal_impact -> a_gap_analyzer;"},
 		{"e2i_trends_mermaid", []string{"Show me market trends and opportunities for Kisqali", "--format", "mermaid"}, "query --> a_drift_monitor"},
+		// A parsed query from a file, no question: seed 000's parsed_query is the planner's input.
+		{"e2i_parsed_input", []string{"--input", "testdata/parsed.json"}, "  stage 1 (parallel, at most 10 at once)\n    gap_analyzer  1.00\n    heterogeneous_optimizer  1.00\n    causal_impact  0.85"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -182,7 +182,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad output", []string{"run", "--output", "yaml", "../../examples/e2i", "q"}, exitUsage, nil, []string{`--output "yaml": want text or json`}},
 		{"missing config", []string{"run", "testdata/nope.yaml", "q"}, exitUsage, nil, []string{"no such file"}},
 		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{"testdata/bad.yaml:6:7: agents.fetch.exec: missing required field", "16 problems"}},
-		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"--input fail.yaml: not a request"}},
+		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"--input fail.yaml: not a JSON object"}},
 		{"paused", []string{"run", "--input", "testdata/request.json", "../../examples/tutor"}, exitPaused,
 			[]string{"route   → diagnostic: New topic start", "? diagnostic asks: Quick check on", "waiting for a human:", "status  paused (exit 3)"}, nil},
 	}

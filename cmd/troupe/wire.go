@@ -277,10 +277,8 @@ func request(f *config.File, query, input string, state map[string]any, seed uin
 		if err != nil {
 			return req, fmt.Errorf("--input: %w", err)
 		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return req, fmt.Errorf("--input %s: not a request (query, parsed_query, state, …): %w", filepath.Base(input), err)
+		if req, err = decodeInput(b); err != nil {
+			return req, fmt.Errorf("--input %s: %w", filepath.Base(input), err)
 		}
 		if query != "" {
 			req.Query = query
@@ -301,6 +299,38 @@ func request(f *config.File, query, input string, state map[string]any, seed uin
 	}
 	if seed != 0 {
 		req.Seed = seed
+	}
+	return req, nil
+}
+
+// decodeInput reads --input: a whole request ({"query": ..., "parsed_query": {...},
+// "state": {...}, …}, troupe.Request's fields) or, when the object has none of a request's
+// fields, a parsed query alone ({"intent": "causal", "kpis": ["NRx"], …}).
+func decodeInput(b []byte) (troupe.Request, error) {
+	var req troupe.Request
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return req, fmt.Errorf("not a JSON object: %w", err)
+	}
+	requestFields := []string{"query", "parsed_query", "state", "criteria", "session_id", "query_id", "run_id", "rag_context", "user_context", "policy", "budget", "priority", "seed", "timeouts", "optimized_prompts", "context"}
+	isRequest := false
+	for _, f := range requestFields {
+		if _, ok := obj[f]; ok {
+			isRequest = true
+		}
+	}
+	if !isRequest {
+		var pq map[string]any
+		if err := json.Unmarshal(b, &pq); err != nil {
+			return req, err
+		}
+		req.ParsedQuery = pq
+		return req, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("not a request (query, parsed_query, state, …): %w", err)
 	}
 	return req, nil
 }
