@@ -99,7 +99,8 @@ plain line. Ctrl-C cancels the run and shows what had finished.
 Flags:
   --output text|json   json prints the run record instead: the request, every event, every
                        result and the aggregation, as docs/run-record.md describes (version 1)
-  --input FILE.json    the request from a file: {"query": ..., "parsed_query": {...}, "state": {...}}
+  --input FILE.json    the request from a file, {"query": ..., "parsed_query": {...}, "state": {...}},
+                       or a parsed query alone, {"intent": "causal", "kpis": ["NRx"], ...}
   --state key=value    session state (repeatable; the value is JSON, or else a string)
   --seed N             seed of the run: fixes its ids (0 picks one)
 `
@@ -114,7 +115,8 @@ decided it.
 ` + configArg + `
 Flags:
   --format text|mermaid|dot   text for people, a Mermaid flowchart, or a Graphviz digraph
-  --input FILE.json           the request from a file: {"query": ..., "parsed_query": {...}, "state": {...}}
+  --input FILE.json           the request from a file, {"query": ..., "parsed_query": {...}, "state": {...}},
+                              or a parsed query alone, {"intent": "causal", "kpis": ["NRx"], ...}
   --state key=value           session state (repeatable; the value is JSON, or else a string)
 `
 

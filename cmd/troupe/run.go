@@ -44,7 +44,7 @@ func commands() []command {
 			examples: [][2]string{
 				{`troupe run examples/e2i "What caused the drop in NRx for Kisqali in Midwest?"`, "plan, run and answer a question with seed 000's 17 agents"},
 				{`troupe run --output json examples/e2i "Why did NRx drop?" > run.json`, "the full run record (events, results, aggregation) as JSON"},
-				{"troupe run --input request.json my-workflow.yaml", "run a request whose parsed query (or whole request) is in a file"},
+				{`troupe run cmd/troupe/testdata/workflow "How long are the words of this question?"`, "three shell-script agents (exec): two in parallel, then one on their results"},
 			},
 			usage: runUsage,
 			run:   runRun,
@@ -56,6 +56,7 @@ func commands() []command {
 				{`troupe plan examples/e2i "Show me market trends and opportunities for Kisqali"`, "the stages, scores and reasons seed 000's rules give the question"},
 				{`troupe plan --state quiz_paused=true examples/tutor "continue quiz"`, "which agent seed 003's coordinator routes a message to, in a session state"},
 				{`troupe plan --format mermaid examples/e2i "Why did NRx drop?"`, "the plan as a Mermaid flowchart (or --format dot for Graphviz)"},
+				{"troupe plan --input cmd/troupe/testdata/parsed.json examples/e2i", "plan a parsed query (intent, brands, KPIs) given as JSON"},
 			},
 			usage: planUsage,
 			run:   runPlan,
