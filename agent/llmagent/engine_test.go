@@ -137,28 +137,42 @@ func TestEngineCostBudgetStopsTheAgent(t *testing.T) {
 	reg := troupe.NewRegistry()
 	reg.MustAdd("spender", newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{addTool},
 		Prices: map[string]llmagent.Price{"gpt-test": {PromptPerMillion: 10, CompletionPerMillion: 30}}})) // $0.04 a turn
-	eng, err := engine.New(engine.Config{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(t.Context()) })
-	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "spend", Context: troupe.NewContext("s", "q"),
-		Budget: troupe.Budget{MaxCostDollars: 0.05}}))
-	troupetest.CheckLog(t, evs)
+	evs, _ := runEngine(t, reg, troupe.Request{Query: "spend", Context: troupe.NewContext("s", "q"),
+		Budget: troupe.Budget{MaxCostDollars: 0.05}})
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("%d completions, want 2: the second brings the spend to $0.08 ≥ $0.05", n)
 	}
-	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "spender")
-	if len(failed) != 1 {
-		t.Fatalf("%d failed dispatches, want 1", len(failed))
-	}
-	res := failed[0].Data.(*troupe.Result)
+	res := failedOnce(t, evs, "spender")
 	if len(res.Errors) != 1 || res.Errors[0].Code != troupe.CodeBudget || *res.CostDollars < 0.0799 || *res.CostDollars > 0.0801 {
 		t.Errorf("failed result: errors %+v cost %v", res.Errors, *res.CostDollars)
 	}
 	if last := troupetest.Last(evs); last.Kind == troupe.KindRunCompleted {
 		t.Errorf("run completed despite its spent budget")
 	}
+}
+
+// runEngine runs req on an engine over reg and returns the run's events, checked for a
+// well-formed log.
+func runEngine(t *testing.T, reg *troupe.Registry, req troupe.Request) ([]troupe.Event, error) {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(t.Context()) })
+	evs, err := troupetest.Collect(eng.Run(t.Context(), req))
+	troupetest.CheckLog(t, evs)
+	return evs, err
+}
+
+// failedOnce returns the result of the agent's one failed dispatch in evs.
+func failedOnce(t *testing.T, evs []troupe.Event, agent string) *troupe.Result {
+	t.Helper()
+	failed := troupetest.Find(evs, troupe.KindDispatchFailed, agent)
+	if len(failed) != 1 {
+		t.Fatalf("%d failed %s dispatches, want 1", len(failed), agent)
+	}
+	return failed[0].Data.(*troupe.Result)
 }
 
 func near(got, want float64) bool { return math.Abs(got-want) < 1e-12 }
@@ -188,18 +202,10 @@ func TestEngineAgentToolUsageCountedOnce(t *testing.T) {
 	checker := newAgent(t, llmagent.Config{BaseURL: checkerSrv.URL(), Prices: price})
 	researcher := newAgent(t, llmagent.Config{BaseURL: researcherSrv.URL(), Prices: price, Tools: []troupe.Tool{flow.AsTool("checker", checker)}})
 	lead := newAgent(t, llmagent.Config{BaseURL: leadSrv.URL(), Prices: price, Tools: []troupe.Tool{flow.AsTool("researcher", researcher)}})
-	reg := troupe.NewRegistry()
-	reg.MustAdd("lead", lead)
-	eng, err := engine.New(engine.Config{Registry: reg})
+	evs, err := runEngine(t, troupe.NewRegistry().MustAdd("lead", lead), troupe.Request{Query: "boiling point?", Context: troupe.NewContext("s", "q")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { eng.Close(t.Context()) })
-	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "boiling point?", Context: troupe.NewContext("s", "q")}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	troupetest.CheckLog(t, evs)
 	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
 		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
 	}
@@ -254,24 +260,12 @@ func TestEngineCostBudgetCountsAgentTools(t *testing.T) {
 	researcherSrv := newCompletionServer(t, reply{content: "an expensive finding", usage: [2]int{2000, 2000}}) // $0.08
 	researcher := newAgent(t, llmagent.Config{BaseURL: researcherSrv.URL(), Prices: price})
 	lead := newAgent(t, llmagent.Config{BaseURL: leadSrv.URL(), Prices: price, Tools: []troupe.Tool{flow.AsTool("researcher", researcher)}})
-	reg := troupe.NewRegistry()
-	reg.MustAdd("lead", lead)
-	eng, err := engine.New(engine.Config{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(t.Context()) })
-	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "research", Context: troupe.NewContext("s", "q"),
-		Budget: troupe.Budget{MaxCostDollars: 0.05}}))
-	troupetest.CheckLog(t, evs)
+	evs, _ := runEngine(t, troupe.NewRegistry().MustAdd("lead", lead), troupe.Request{Query: "research", Context: troupe.NewContext("s", "q"),
+		Budget: troupe.Budget{MaxCostDollars: 0.05}})
 	if n := len(leadSrv.Requests()); n != 1 {
 		t.Errorf("lead asked %d times, want 1: the researcher's $0.08 spends the $0.05 budget", n)
 	}
-	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "lead")
-	if len(failed) != 1 {
-		t.Fatalf("%d failed lead dispatches, want 1", len(failed))
-	}
-	res := failed[0].Data.(*troupe.Result)
+	res := failedOnce(t, evs, "lead")
 	if len(res.Errors) != 1 || res.Errors[0].Code != troupe.CodeBudget || deref(res.TokensUsed) != int64(4200) || !near(deref(res.CostDollars).(float64), 0.084) {
 		t.Errorf("failed lead: errors %+v tokens %v cost %v; want BUDGET, 4200 tokens, $0.084", res.Errors, deref(res.TokensUsed), deref(res.CostDollars))
 	}
