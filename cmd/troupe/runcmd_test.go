@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"regexp"
 	"strings"
 	"sync"
@@ -530,4 +532,59 @@ error_policy:
 	if calls != 2 {
 		t.Errorf("%d calls, want 2", calls)
 	}
+}
+
+// Every example the help of run, plan, validate and agents gives runs as written (from the
+// repository's root) and succeeds.
+func TestHelpExamplesRun(t *testing.T) {
+	for _, c := range commands() {
+		switch c.name {
+		case "run", "plan", "validate", "agents":
+		default:
+			continue
+		}
+		for _, ex := range c.examples {
+			t.Run(ex[0], func(t *testing.T) {
+				args := shellWords(ex[0])
+				if i := slices.Index(args, ">"); i >= 0 {
+					args = args[:i] // the redirection is the shell's
+				}
+				for i := 2; i < len(args); i++ { // after "troupe" and the command
+					if _, err := os.Stat(filepath.Join("../..", args[i])); err == nil && args[i] != "" {
+						args[i] = filepath.Join("../..", args[i])
+					}
+				}
+				code, stdout, stderr := invoke(t, args[1:]...)
+				if code != exitOK || stdout == "" {
+					t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+				}
+			})
+		}
+	}
+}
+
+// shellWords splits a command line on spaces, keeping double-quoted words whole.
+func shellWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, in := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted, in = !quoted, true
+		case r == ' ' && !quoted:
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
 }
