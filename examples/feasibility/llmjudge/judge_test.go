@@ -1,9 +1,11 @@
 package llmjudge_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,18 +117,13 @@ func scripted(t *testing.T) *url.URL {
 	return u
 }
 
-type toLoopback struct{ to *url.URL }
-
-func (r toLoopback) RoundTrip(req *http.Request) (*http.Response, error) {
-	out := req.Clone(req.Context())
-	out.URL.Scheme, out.URL.Host, out.Host = r.to.Scheme, r.to.Host, ""
-	return http.DefaultTransport.RoundTrip(out)
-}
-
-type offline struct{}
-
-func (offline) RoundTrip(req *http.Request) (*http.Response, error) {
-	return nil, fmt.Errorf("replay reached the network: %s", req.URL)
+// dialing returns a transport whose every connection goes to srv's loopback address, whatever
+// host the request names: the cassette records the stable endpoint.
+func dialing(srv *url.URL) http.RoundTripper {
+	var d net.Dialer
+	return &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, srv.Host)
+	}}
 }
 
 // request is what a judge sent: its seed, brief and response format.
@@ -143,60 +139,48 @@ type request struct {
 	} `json:"response_format"`
 }
 
-// spy keeps the requests that pass through it.
-type spy struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	reqs []request
-}
-
-func (s *spy) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
+// recorded returns the requests in a cassette, by seed. A replay that served every recorded
+// exchange (run checks Unused) sent exactly these bodies: the cassette matches on the body.
+func recorded(t *testing.T, path string) map[int64]request {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	var r request
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, err
+	f, err := cassette.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, r)
-	s.mu.Unlock()
-	out := req.Clone(req.Context())
-	out.Body, out.ContentLength = io.NopCloser(strings.NewReader(string(body))), int64(len(body))
-	return s.next.RoundTrip(out)
-}
-
-func (s *spy) seeds() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []int64
-	for _, r := range s.reqs {
-		out = append(out, r.Seed)
+	out := map[int64]request{}
+	for _, in := range f.Interactions {
+		var r request
+		if err := json.Unmarshal(in.Request.JSON, &r); err != nil {
+			t.Fatal(err)
+		}
+		out[r.Seed] = r
 	}
-	slices.Sort(out)
 	return out
 }
 
 // run asks the LLM-judge system about a case through the cassette testdata/<name>.json and
-// returns the bundle, the decision and the requests the judges sent.
-func run(t *testing.T, name, caseID string) (*bundle.Bundle, feasibility.Decision, *spy) {
+// returns the bundle, the decision and the requests the judges sent, by seed.
+func run(t *testing.T, name, caseID string) (*bundle.Bundle, feasibility.Decision, map[int64]request) {
 	t.Helper()
 	mode, err := cassette.ParseMode(os.Getenv("TROUPE_CASSETTE"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inner http.RoundTripper = offline{}
+	var network http.RoundTripper // a replaying cassette never reaches it
 	if mode != cassette.ModeReplay {
-		inner = toLoopback{scripted(t)}
+		network = dialing(scripted(t))
 	}
-	c, err := cassette.New(filepath.Join("testdata", name+".json"), cassette.Config{Mode: mode})
+	path := filepath.Join("testdata", name+".json")
+	c, err := cassette.New(path, cassette.Config{Mode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &spy{next: c.Transport(inner)}
 	reg, err := llmjudge.Registry(nil, llmjudge.Config{LLM: llmagent.Config{BaseURL: endpoint, Model: "judge-model", APIKeyEnv: "LLMJUDGE_TEST_KEY",
-		Temperature: troupe.Ptr(0.7), HTTPClient: &http.Client{Transport: s}}})
+		Temperature: troupe.Ptr(0.7), HTTPClient: &http.Client{Transport: c.Transport(network)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +217,7 @@ func run(t *testing.T, name, caseID string) (*bundle.Bundle, feasibility.Decisio
 	if b == nil || dec.Decision == "" {
 		t.Fatalf("run ended %s without a bundle and a decision: %+v", troupetest.Last(evs).Kind, troupetest.Last(evs).Data)
 	}
-	return b, dec, s
+	return b, dec, recorded(t, path)
 }
 
 func fields(ds []bundle.Disagreement) []string {
@@ -247,10 +231,10 @@ func fields(ds []bundle.Disagreement) []string {
 
 func TestSplitVerdictFromThreeLLMJudges(t *testing.T) {
 	b, dec, sent := run(t, "llm_split", "warehouse-expansion")
-	if diff := cmp.Diff([]int64{11, 23, 47}, sent.seeds()); diff != "" {
+	if diff := cmp.Diff([]int64{11, 23, 47}, slices.Sorted(maps.Keys(sent))); diff != "" {
 		t.Errorf("one completion per replicate, each with its seed (-want +got):\n%s", diff)
 	}
-	for _, r := range sent.reqs {
+	for _, r := range sent {
 		brief := r.Messages[len(r.Messages)-1].Content
 		for _, want := range []string{"Proposal warehouse-expansion: Is the warehouse expansion feasible", "Budget: 1500k. Deadline: 56 weeks.",
 			"Past construction projects (14)", "- regulatory_approval: 0.25, +0.1, +0.4", "at least 0.5."} {
@@ -294,7 +278,7 @@ func TestSplitVerdictFromThreeLLMJudges(t *testing.T) {
 
 func TestAgreeingLLMJudgesStopEarly(t *testing.T) {
 	b, dec, sent := run(t, "llm_agree", "crm-rollout")
-	if diff := cmp.Diff([]int64{11, 23}, sent.seeds()); diff != "" {
+	if diff := cmp.Diff([]int64{11, 23}, slices.Sorted(maps.Keys(sent))); diff != "" {
 		t.Errorf("the third judge must not be asked (-want +got):\n%s", diff)
 	}
 	if !b.Meta.EarlyStop || b.Meta.K != 2 {
