@@ -117,3 +117,15 @@ func loadTestConfig(t *testing.T, path string) *config.File {
 	}
 	return f
 }
+
+// BenchmarkPlanCommand is `troupe plan examples/e2i "…"` in-process: load and check the file
+// (YAML, schema, references), parse the question, plan and print.
+func BenchmarkPlanCommand(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var out, errOut strings.Builder
+		if code := run(b.Context(), []string{"plan", "../../examples/e2i", "What caused the drop in NRx for Kisqali in Midwest?"}, &out, &errOut); code != exitOK {
+			b.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	}
+}
