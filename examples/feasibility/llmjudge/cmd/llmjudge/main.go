@@ -28,45 +28,61 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(func() int {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop() // before os.Exit, which runs no deferred calls
+		return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	}())
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// options are the command line's.
+type options struct {
+	k           int
+	temperature float64
+	cassette    string
+	caseID      string
+}
+
+func parse(args []string, stderr io.Writer) (options, bool) {
+	var o options
 	fs := flag.NewFlagSet("llmjudge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	k := fs.Int("k", 3, "most judges to run (2 to 32)")
-	temp := fs.Float64("temperature", 0.7, "sampling temperature: judges differ by their seeds only when it is above 0")
-	tape := fs.String("cassette", "", "record or replay the HTTP exchanges in this file (mode from TROUPE_CASSETTE)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs.IntVar(&o.k, "k", 3, "most judges to run (2 to 32)")
+	fs.Float64Var(&o.temperature, "temperature", 0.7, "sampling temperature: judges differ by their seeds only when it is above 0")
+	fs.StringVar(&o.cassette, "cassette", "", "record or replay the HTTP exchanges in this file (mode from TROUPE_CASSETTE)")
+	if fs.Parse(args) != nil {
+		return o, false
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "llmjudge: give one case: crm-rollout, warehouse-expansion or lab-platform")
+		return o, false
+	}
+	o.caseID = fs.Arg(0)
+	return o, true
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, ok := parse(args, stderr)
+	if !ok {
 		return 2
 	}
-	cfg := llmjudge.Config{LLM: llmagent.Config{BaseURL: getenv("OPENAI_BASE_URL"), Model: getenv("OPENAI_MODEL"), Temperature: temp},
-		Feasibility: feasibility.Config{K: *k}}
-	var c *cassette.Cassette
-	if *tape != "" {
+	cfg := llmjudge.Config{LLM: llmagent.Config{BaseURL: getenv("OPENAI_BASE_URL"), Model: getenv("OPENAI_MODEL"), Temperature: &o.temperature},
+		Feasibility: feasibility.Config{K: o.k}}
+	save := func() error { return nil }
+	if o.cassette != "" {
 		mode, err := cassette.ParseMode(getenv("TROUPE_CASSETTE"))
 		if err != nil {
 			fmt.Fprintln(stderr, "llmjudge: TROUPE_CASSETTE:", err)
 			return 2
 		}
-		if c, err = cassette.New(*tape, cassette.Config{Mode: mode}); err != nil {
+		c, err := cassette.New(o.cassette, cassette.Config{Mode: mode})
+		if err != nil {
 			fmt.Fprintln(stderr, "llmjudge:", err)
 			return 1
 		}
-		cfg.LLM.HTTPClient = c.Client()
+		cfg.LLM.HTTPClient, save = c.Client(), c.Save
 	}
-	err := judge(ctx, cfg, fs.Arg(0), stdout)
-	if c != nil {
-		err = errors.Join(err, c.Save())
-	}
-	if err != nil {
+	if err := errors.Join(judge(ctx, cfg, o.caseID, stdout), save()); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
