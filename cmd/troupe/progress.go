@@ -30,7 +30,6 @@ type progress struct {
 	plan    *troupe.Plan
 	rows    []*row          // in the order they appeared
 	byID    map[string]*row // by dispatch id
-	pending map[string]*row // planned agents not yet dispatched, by agent
 	notes   []string        // warnings, retries, questions, routing decisions
 	agg     *troupe.Aggregation
 	confs   []string
@@ -48,6 +47,7 @@ type row struct {
 	agent, id, parent string
 	stage, depth      int
 	status            string // "waiting", "running", or the result's status
+	routed            bool   // a planned task whose agent the router chooses
 	start, end        time.Time
 	detail            string
 	subs              []string // replicates and progress lines, latest last
@@ -62,7 +62,7 @@ const spinEvery = 100 * time.Millisecond
 const maxSubs = 4
 
 func newProgress(w io.Writer, f *config.File, req troupe.Request, term bool, now func() time.Time) *progress {
-	p := &progress{w: w, term: term, now: now, file: f, req: req, byID: map[string]*row{}, pending: map[string]*row{}, width: eventWidth}
+	p := &progress{w: w, term: term, now: now, file: f, req: req, byID: map[string]*row{}, width: eventWidth}
 	if tw := termWidth(w); tw > 0 {
 		p.width = tw - 1
 	}
@@ -122,25 +122,31 @@ func (p *progress) event(ev troupe.Event) {
 		for i, st := range d.Stages {
 			var names []string
 			for _, t := range st.Tasks {
-				agent := t.Agent
-				if agent == "" {
-					agent = t.ID + " (routed)"
+				r := &row{agent: t.Agent, stage: i + 1, status: "waiting"}
+				if t.Agent == "" {
+					r.agent, r.routed = "(routed)", true
 				}
-				names = append(names, agent)
-				r := &row{agent: agent, stage: i + 1, status: "waiting"}
+				names = append(names, r.agent)
 				p.rows = append(p.rows, r)
-				p.pending[t.ID] = r
 			}
 			stages = append(stages, "["+strings.Join(names, ", ")+"]")
 		}
 		line = fmt.Sprintf("plan    %d stage%s: %s", len(d.Stages), plural(len(d.Stages)), strings.Join(stages, " → "))
 	case *troupe.RoutingDecision:
-		r, ok := p.pending[routedTask(ev)]
-		if ok && r.agent == d.Target || d.Metadata["source"] == "task" {
-			break // the planner chose; the plan line said so
+		// The decision names the dispatch to come: the planned row it fills takes its id.
+		r := p.byID[ev.DispatchID]
+		if r == nil {
+			if r = p.claim(ev.Step, d.Target); r != nil {
+				r.id = ev.DispatchID
+				p.byID[ev.DispatchID] = r
+			}
 		}
-		if ok {
-			r.agent = d.Target
+		planned := r != nil && !r.routed && r.agent == d.Target
+		if r != nil {
+			r.agent, r.routed = d.Target, false
+		}
+		if planned || d.Metadata["source"] == "task" {
+			break // the planner chose; the plan line said so
 		}
 		line = fmt.Sprintf("route   → %s: %s", d.Target, d.Reason)
 		p.notes = append(p.notes, line)
@@ -148,7 +154,7 @@ func (p *progress) event(ev troupe.Event) {
 		r := p.byID[ev.DispatchID]
 		if r == nil {
 			if ev.Parent == "" {
-				r = p.claimPending(ev.Agent)
+				r = p.claim(ev.Step, ev.Agent)
 			}
 			if r == nil {
 				r = &row{stage: ev.Step}
@@ -211,22 +217,15 @@ func (p *progress) event(ev troupe.Event) {
 	}
 }
 
-// routedTask is the task id a route_decided event is about: the routed task's, which the
-// engine records as the event's agent until the router names one.
-func routedTask(ev troupe.Event) string {
-	if ev.Agent != "" {
-		return ev.Agent
-	}
-	return "route"
-}
-
-// claimPending takes the planned row of agent, so a dispatch of it fills the row the plan
-// drew.
-func (p *progress) claimPending(agent string) *row {
-	for id, r := range p.pending {
-		if r.agent == agent {
-			delete(p.pending, id)
-			return r
+// claim returns the planned row, not yet dispatched, that a dispatch of agent in plan stage
+// step fills: the row planned for agent, else one whose agent the router was to choose.
+func (p *progress) claim(step int, agent string) *row {
+	for _, routed := range []bool{false, true} {
+		for _, r := range p.rows {
+			if r.id == "" && r.depth == 0 && r.status == "waiting" && (step == 0 || r.stage == step) &&
+				r.routed == routed && (routed || r.agent == agent) {
+				return r
+			}
 		}
 	}
 	return nil
@@ -389,7 +388,7 @@ func resultDetail(r *troupe.Result) string {
 		parts = append(parts, fmt.Sprintf("confidence %.2f", *r.Confidence))
 	}
 	if s := r.Summary(); s != "" {
-		parts = append(parts, fmt.Sprintf("%q", cut(s, 70)))
+		parts = append(parts, `"`+cut(strings.Join(strings.Fields(s), " "), 70)+`"`)
 	}
 	return strings.Join(parts, "  ")
 }

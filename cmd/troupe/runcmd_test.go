@@ -588,3 +588,21 @@ func shellWords(s string) []string {
 	}
 	return out
 }
+
+// A coordinator's task is drawn as "(routed)" until the router decides; then that row is the
+// chosen agent's, with no placeholder left behind.
+func TestRunTerminalRoutedRow(t *testing.T) {
+	var out, errOut syncBuffer
+	code := runWorkflow(t.Context(), []string{"../../examples/tutor", "show my progress"}, &out, &errOut, true)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+	s := out.String()
+	last := s[strings.LastIndex(s, "\x1b[J")+len("\x1b[J"):]
+	if !regexp.MustCompile(`(?m)^stage 1/1\n  ✓ pathplanner +completed`).MatchString(last) || strings.Contains(last, "(routed)") {
+		t.Errorf("final view:\n%s", last)
+	}
+	if !strings.Contains(last, "route   → pathplanner: Progress inquiry") {
+		t.Errorf("the routing decision is not shown:\n%s", last)
+	}
+}
