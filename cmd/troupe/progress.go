@@ -24,19 +24,19 @@ type progress struct {
 	term bool
 	now  func() time.Time
 
-	mu      sync.Mutex
-	file    *config.File
-	req     troupe.Request
-	plan    *troupe.Plan
-	rows    []*row          // in the order they appeared
-	byID    map[string]*row // by dispatch id
-	notes   []string        // warnings, retries, questions, routing decisions
-	agg     *troupe.Aggregation
-	confs   []string
-	drawn   int // lines of the live view on screen
-	width   int // of the terminal: longer lines are cut, or they would wrap and break the redraw
-	frame   int
-	ended   bool
+	mu    sync.Mutex
+	file  *config.File
+	req   troupe.Request
+	plan  *troupe.Plan
+	rows  []*row          // in the order they appeared
+	byID  map[string]*row // by dispatch id
+	notes []string        // warnings, retries, questions, routing decisions
+	agg   *troupe.Aggregation
+	confs []string
+	drawn int // lines of the live view on screen
+	width int // of the terminal: longer lines are cut, or they would wrap and break the redraw
+	frame int
+	ended bool
 
 	stop chan struct{}
 	done chan struct{}
