@@ -134,10 +134,14 @@ type ExecSpec struct {
 	Env     map[string]string `json:"env,omitempty"`
 }
 
-// HTTPSpec posts each dispatch to URL with Headers.
+// HTTPSpec posts each dispatch to URL with Headers. Secrets are never in the file: a header
+// whose value is secret names the environment variable holding it (HeadersFromEnv), and
+// BearerTokenEnv names the variable holding a bearer token.
 type HTTPSpec struct {
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
+	URL            string            `json:"url"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	HeadersFromEnv map[string]string `json:"headers_from_env,omitempty"`
+	BearerTokenEnv string            `json:"bearer_token_env,omitempty"`
 }
 
 // SequentialSpec lists the agents of a sequential agent, in the order they run.

@@ -488,6 +488,10 @@ func TestHTTPAgentFromFileWithRetry(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		if got := r.Header.Get("Authorization"); got != "Bearer tok-1" {
+			http.Error(w, "token "+got, http.StatusUnauthorized)
+			return
+		}
 		mu.Lock()
 		calls++
 		n := calls
@@ -505,12 +509,13 @@ func TestHTTPAgentFromFileWithRetry(t *testing.T) {
 		})
 	}))
 	defer srv.Close()
+	t.Setenv("TEST_HTTP_TOKEN", "tok-1")
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`version: 1
 agents:
   shout:
     kind: http
-    http: {url: %s/dispatch}
+    http: {url: %s/dispatch, bearer_token_env: TEST_HTTP_TOKEN}
 error_policy:
   on_error: retry
   retry: {max_attempts: 3, initial_backoff: 5ms, max_backoff: 10ms}

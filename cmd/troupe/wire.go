@@ -69,7 +69,8 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 }
 
 func buildHTTP(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Agent, error) {
-	return httpagent.New(httpagent.Config{URL: a.HTTP.URL, Headers: a.HTTP.Headers, Timeout: time.Duration(a.Timeout)})
+	h := a.HTTP
+	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv, Timeout: time.Duration(a.Timeout)})
 }
 
 // members builds the named agents as members of a composite, with what each declares: the
