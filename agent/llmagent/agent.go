@@ -88,7 +88,10 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		msgs = append(msgs, openai.SystemMessage(system))
 	}
 	msgs = append(msgs, openai.UserMessage(user))
-	params := c.base // a copy; only its Messages change, and the SDK does not modify the rest
+	params := c.base // a copy; only its Messages and Seed change, and the SDK does not modify the rest
+	if s, ok := dispatchSeed(d); ok {
+		params.Seed = param.NewOpt(s)
+	}
 	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMiddleware(attempts(d))}
 	if key == "" {
 		opts[0] = option.WithHeaderDel("authorization")
@@ -372,4 +375,21 @@ func apiError(model string, err error) error {
 		return err
 	}
 	return &troupe.AgentError{Code: troupe.CodeAgentError, Message: "llmagent: " + model + ": " + err.Error(), Recoverable: true}
+}
+
+// dispatchSeed is the seed the dispatch asks for in user_context["seed"] — an evidence bundle
+// gives each replicate its own there — which takes precedence over Config.Seed: replicates
+// that all sent the same seed would not be independent samples.
+func dispatchSeed(d *troupe.Dispatch) (int64, bool) {
+	switch v := d.UserContext["seed"].(type) {
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	case float64: // a dispatch decoded from JSON
+		if v == float64(int64(v)) {
+			return int64(v), true
+		}
+	}
+	return 0, false
 }

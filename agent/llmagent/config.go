@@ -56,7 +56,8 @@ type Config struct {
 	APIKeyEnv string
 	// Model to ask for; required.
 	Model string
-	// Temperature and Seed are sent when set.
+	// Temperature and Seed are sent when set. A dispatch's user_context["seed"] (an integer,
+	// as evidence bundles set per replicate) overrides Seed for that dispatch.
 	Temperature *float64
 	Seed        *int64
 	// MaxTokens bounds each completion (max_completion_tokens); 0 means DefaultMaxTokens.
