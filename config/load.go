@@ -290,13 +290,7 @@ func (c *checker) refKey(ptr, name string) {
 
 func (c *checker) unknown(name string) string {
 	s := fmt.Sprintf("unknown agent %q", name)
-	best, bestD := "", 3
-	for _, n := range c.f.Order {
-		if d := editDistance(name, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if best != "" {
+	if best := Closest(name, c.f.Order); best != "" {
 		return s + fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return s + " (not declared under agents)"

@@ -227,19 +227,25 @@ func knownFields(e *jsonschema.ValidationError) []string {
 // unknownField says a field is unknown, suggesting the closest known one.
 func unknownField(name string, known []string) string {
 	s := fmt.Sprintf("unknown field %q", name)
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best != "" {
+	if best := Closest(strings.ToLower(name), known); best != "" {
 		return s + fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	if len(known) > 0 && len(known) <= 12 {
 		return s + "; known fields: " + strings.Join(slices.Clone(known), ", ")
 	}
 	return s
+}
+
+// Closest returns the candidate nearest to name, if one is within two edits of it (a typo),
+// for "did you mean" messages; the first of equally near ones.
+func Closest(name string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

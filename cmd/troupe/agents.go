@@ -20,14 +20,9 @@ func runAgents(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	f, ok := loadConfig("agents", words[0], stderr)
+	f, b, code, ok := loadWithBuiltins("agents", words[0], stderr)
 	if !ok {
-		return exitUsage
-	}
-	b, err := builtins()
-	if err != nil {
-		fmt.Fprintf(stderr, "troupe agents: %v\n", err)
-		return exitFailed
+		return code
 	}
 	title := f.Name
 	if title == "" {

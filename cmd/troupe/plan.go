@@ -26,8 +26,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	if len(words) == 1 && *input == "" {
-		fmt.Fprintln(stderr, "troupe plan: want a query after CONFIG, or --input FILE.json")
+	if !needQuery("plan", words, *input, stderr) {
 		return exitUsage
 	}
 	switch *format {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/troupehq/troupe/config"
 )
 
 // Exit codes of every command.
@@ -134,32 +136,5 @@ func commandNames() []string {
 
 // suggest returns the command closest to name, if one is within two edits of it.
 func suggest(name string) string {
-	best, bestD := "", 3
-	for _, c := range commands() {
-		if d := editDistance(strings.ToLower(name), c.name); d < bestD {
-			best, bestD = c.name, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return config.Closest(strings.ToLower(name), commandNames())
 }

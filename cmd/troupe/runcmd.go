@@ -34,8 +34,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	if done {
 		return code
 	}
-	if len(words) == 1 && *input == "" {
-		fmt.Fprintln(stderr, "troupe run: want a query after CONFIG, or --input FILE.json")
+	if !needQuery("run", words, *input, stderr) {
 		return exitUsage
 	}
 	if *output != "text" && *output != "json" {

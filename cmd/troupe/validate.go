@@ -19,14 +19,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if done {
 		return code
 	}
-	f, ok := loadConfig("validate", words[0], stderr)
+	f, b, code, ok := loadWithBuiltins("validate", words[0], stderr)
 	if !ok {
-		return exitUsage
-	}
-	b, err := builtins()
-	if err != nil {
-		fmt.Fprintf(stderr, "troupe validate: %v\n", err)
-		return exitFailed
+		return code
 	}
 	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories()}); err != nil {
 		var es config.Errors

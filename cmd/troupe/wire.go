@@ -249,6 +249,31 @@ func loadConfig(cmd, path string, stderr io.Writer) (*config.File, bool) {
 	return f, true
 }
 
+// loadWithBuiltins is loadConfig and the builtin agents a file may name; ok is false when the
+// command is over, with code its exit code.
+func loadWithBuiltins(cmd, path string, stderr io.Writer) (f *config.File, b *troupe.Registry, code int, ok bool) {
+	f, ok = loadConfig(cmd, path, stderr)
+	if !ok {
+		return nil, nil, exitUsage, false
+	}
+	b, err := builtins()
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe %s: %v\n", cmd, err)
+		return nil, nil, exitFailed, false
+	}
+	return f, b, exitOK, true
+}
+
+// needQuery reports whether words (CONFIG, then the query) or --input give a request, saying
+// what is missing when they do not.
+func needQuery(cmd string, words []string, input string, stderr io.Writer) bool {
+	if len(words) == 1 && input == "" {
+		fmt.Fprintf(stderr, "troupe %s: want a query after CONFIG, or --input FILE.json\n", cmd)
+		return false
+	}
+	return true
+}
+
 func plural(n int) string {
 	if n == 1 {
 		return ""
