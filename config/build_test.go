@@ -187,3 +187,48 @@ agents:
 		t.Errorf("plan %s, want [[w seq] [c]]: c reads what w writes", got)
 	}
 }
+
+// A program builds a file's agents with the kinds it supports: here builtin agents from its
+// own registry, and a sequential kind of its own that runs members in order.
+func ExampleBuild() {
+	f, err := config.Parse("example.yaml", []byte(`
+version: 1
+agents:
+  greet: {kind: builtin, writes: [greeting]}
+  both: {kind: sequential, sequential: {agents: [greet, greet]}}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	builtins := troupe.NewRegistry()
+	builtins.MustAdd("greet", troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{Status: troupe.StatusCompleted, AgentResult: map[string]any{"greeting": "hello " + d.Query}}, nil
+	}))
+	sequential := func(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+		var members []troupe.Agent
+		for _, n := range a.Sequential.Agents {
+			m, err := b.Agent(ctx, n)
+			if err != nil {
+				return nil, err
+			}
+			members = append(members, m)
+		}
+		return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (r *troupe.Result, err error) {
+			for _, m := range members {
+				if r, err = m.Run(ctx, d); err != nil {
+					return nil, err
+				}
+			}
+			return r, nil
+		}), nil
+	}
+	reg, err := config.Build(context.Background(), f, config.Options{Builtins: builtins, Factories: config.Factories{config.KindSequential: sequential}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	spec, _ := reg.Spec("greet")
+	fmt.Println(reg.Names(), spec.Writes)
+	// Output: [greet both] [greeting]
+}
