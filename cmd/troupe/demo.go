@@ -343,9 +343,9 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 			for _, c := range a.ConflictsDetected {
 				var vals []string
 				for _, v := range c.Values {
-					vals = append(vals, fmt.Sprintf("%s=%v", v.Agent, v.Value))
+					vals = append(vals, fmt.Sprintf("%s=%s", v.Agent, brief(v.Value)))
 				}
-				fmt.Fprintf(t.w, "    %s: %s → %v (%s)\n", c.Field, strings.Join(vals, ", "), c.Resolved, c.Reason)
+				fmt.Fprintf(t.w, "    %s: %s → %s (%s)\n", c.Field, strings.Join(vals, ", "), brief(c.Resolved), c.Reason)
 			}
 		}
 		if len(a.Warnings) == 0 {
@@ -362,6 +362,15 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 		s += ": " + o.Error.Message
 	}
 	fmt.Fprintf(t.w, "\nstatus  %s (exit %d)\n", s, code)
+}
+
+// brief renders a value as JSON, cut to a few words: conflicting values can be whole results.
+func brief(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return cut(fmt.Sprint(v), 40)
+	}
+	return cut(string(b), 40)
 }
 
 // offset formats the time since the run's first event: +0.4ms, +12ms, +1.3s.

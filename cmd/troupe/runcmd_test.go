@@ -611,3 +611,23 @@ func TestRunTerminalRoutedRow(t *testing.T) {
 		t.Errorf("the routing decision is not shown:\n%s", last)
 	}
 }
+
+// Seed 004's feasibility file runs with the example's Go agents as builtins: the bundle's
+// replicates appear as they finish, then the orchestrator decides from them.
+func TestRunFeasibility(t *testing.T) {
+	code, stdout, stderr := invoke(t, "run", "--input", "../../examples/feasibility/testdata/warehouse.json", "../../examples/feasibility")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"plan    2 stages: [feasibility_bundle] → [orchestrator]",
+		"  · feasibility_bundle replicate r1 (seed 11) completed",
+		"  · feasibility_bundle bundle ready: ",
+		"✓ orchestrator completed",
+		"status  completed (exit 0)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/evidence"
 	"github.com/troupehq/troupe/examples/e2i"
+	"github.com/troupehq/troupe/examples/feasibility"
 	"github.com/troupehq/troupe/examples/tutor"
 	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/internal/jsonvalue"
@@ -179,7 +180,7 @@ func schemaFile(b *config.Builder, raw json.RawMessage) (json.RawMessage, error)
 }
 
 // builtins returns the Go agents a file may name as builtin: the agents of troupe's
-// examples (seed 000's e2i and seed 003's tutor).
+// examples (seed 000's e2i, seed 003's tutor, seed 004's feasibility judge and orchestrator).
 func builtins() (*troupe.Registry, error) {
 	reg := troupe.NewRegistry()
 	e, err := e2i.Registry()
@@ -190,7 +191,11 @@ func builtins() (*troupe.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range []*troupe.Registry{e, t} {
+	fz, err := feasibility.Builtins(feasibility.DefaultDataset(), feasibility.Config{})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range []*troupe.Registry{e, t, fz} {
 		for _, n := range r.Names() {
 			s, _ := r.Spec(n)
 			if err := reg.Add(n, s.Agent, troupe.Describe(s.Description)); err != nil {
