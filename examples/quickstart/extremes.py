@@ -1,0 +1,17 @@
+"""extremes: the smallest, largest and median number in the query."""
+import re
+import statistics
+
+from agent import serve
+
+
+def extremes(dispatch):
+    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", dispatch["query"])]
+    if not numbers:
+        raise ValueError("no numbers in the query")
+    low, high, median = min(numbers), max(numbers), statistics.median(numbers)
+    return ({"min": low, "max": high, "median": median},
+            f"from {low:g} to {high:g}, median {median:g}", 1.0)
+
+
+serve(extremes)

@@ -1,0 +1,16 @@
+"""report: combines the results of total and extremes into a mean and a range."""
+from agent import serve
+
+
+def report(dispatch):
+    upstream = {u["agent"]: u["result"] for u in dispatch["upstream_results"]}
+    total, extremes = upstream["total"], upstream["extremes"]
+    mean = total["sum"] / total["count"]
+    low, high = extremes["min"], extremes["max"]
+    return ({"count": total["count"], "mean": mean, "min": low, "max": high,
+             "range": high - low, "median": extremes["median"]},
+            f"{total['count']} numbers from {low:g} to {high:g}: mean {mean:g}, "
+            f"median {extremes['median']:g}", 1.0)
+
+
+serve(report)
