@@ -78,12 +78,15 @@ func (c *jobCtx) cancel(err error) {
 }
 
 // AfterFunc is used by context.WithCancel and friends on a child of c: f cancels the child.
+// When c is already cancelled, f runs on a goroutine of its own, as context.AfterFunc's does:
+// the context package calls AfterFunc holding the child's lock, which f takes (c cancelled
+// between the package's check of Done and this call would otherwise hang the caller for good).
 func (c *jobCtx) AfterFunc(f func()) (stop func() bool) {
 	a := &afterFunc{f: f}
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		f()
+		go f()
 		return func() bool { return false }
 	}
 	if c.afters == nil {
