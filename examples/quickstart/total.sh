@@ -4,11 +4,12 @@
 set -eu
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 dispatch=$(cat)
-# get NAME: the dispatch's first string field NAME (its own fields come first).
+# get NAME: the dispatch's first string field NAME (its own fields come first), up to any
+# escaped quote in it.
 get() {
 	printf '%s' "$dispatch" | grep -o "\"$1\":\"[^\"]*\"" | head -n 1 | cut -d '"' -f 4
 }
-numbers=$(get query | tr -cs '0-9.-' '\n' | grep -E '^-?[0-9]+(\.[0-9]+)?$' || true)
+numbers=$(get query | grep -Eo -- '-?[0-9]+(\.[0-9]+)?' || true)
 if [ -z "$numbers" ]; then
 	echo "no numbers in the query" >&2
 	exit 1
