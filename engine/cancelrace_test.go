@@ -1,0 +1,77 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/troupetest"
+)
+
+// hooked is an agent's view of its dispatch context that runs hook on the first Value call.
+// Deriving a child context (context.WithTimeoutCause, as the exec agent does first) asks the
+// parent for its cancelCtx through Value after it has checked the parent is not done and
+// before it registers with the parent's AfterFunc: hook cancels the run in that window.
+type hooked struct {
+	context.Context
+	af   interface{ AfterFunc(func()) func() bool }
+	once sync.Once
+	hook func()
+}
+
+func (h *hooked) Value(key any) any {
+	h.once.Do(h.hook)
+	return h.Context.Value(key)
+}
+
+func (h *hooked) AfterFunc(f func()) func() bool { return h.af.AfterFunc(f) }
+
+// A run cancelled just as its agent derives a context from the dispatch's ends the dispatch
+// CANCELLED and leaves no straggler. It used to hang the agent's goroutine inside the context
+// package for good: the dispatch was recorded as a timeout once the cancel grace ran out, and
+// Close waited on a straggler that never returned (seen in troupe run's Ctrl-C test).
+func TestCancelWhileAgentDerivesContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	agent := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		af, ok := ctx.(interface{ AfterFunc(func()) func() bool })
+		if !ok {
+			return nil, errors.New("the dispatch context has no AfterFunc method")
+		}
+		h := &hooked{Context: ctx, af: af, hook: func() {
+			cancel()     // Ctrl-C
+			<-ctx.Done() // the run's scope has cancelled this dispatch
+		}}
+		dctx, stop := context.WithTimeoutCause(h, time.Hour, troupe.ErrTimeout)
+		defer stop()
+		<-dctx.Done()
+		return nil, context.Cause(dctx)
+	})
+	exec := local.New(local.Config{CancelGrace: time.Second})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "sleeper", agent), Executor: exec})
+	evs, err := troupetest.Collect(eng.Run(ctx, troupe.Request{Query: "q"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	if o := outcome(t, evs); o.Status != troupe.RunCancelled {
+		t.Errorf("run %s, want cancelled", o.Status)
+	}
+	got := results(evs)["sleeper"]
+	if len(got) != 1 || got[0].Status != troupe.StatusCancelled {
+		for _, r := range got {
+			t.Errorf("sleeper: %s %v", r.Status, r.Errors)
+		}
+		t.Fatalf("sleeper: %d results, want one cancelled", len(got))
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	if err := eng.Close(cctx); err != nil {
+		t.Errorf("Close: %v (%d stragglers)", err, exec.Stragglers())
+	}
+}
