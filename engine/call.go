@@ -82,7 +82,7 @@ func (c *call) prepare(ctx context.Context) error {
 	}
 	if sc := r.e.schemas[c.spec]; sc != nil && sc.in != nil {
 		if err := sc.in.Validate(c.d.ParsedQuery); err != nil {
-			return &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: fmt.Sprintf("input of %s fails its schema: %v", c.d.TargetAgent, err),
+			return &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: fmt.Sprintf("input of %s fails its schema", c.d.TargetAgent),
 				FallbackAction: "ask the user to clarify", Cause: err}
 		}
 	}

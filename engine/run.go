@@ -775,6 +775,7 @@ func (r *Run) failedLocked(c *call) {
 	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: t.fallbacks, FallbacksUsed: int(t.fbUsed), HasPartial: len(res.AgentResult) > 0}
 	for _, e := range res.Errors {
 		f.Recoverable = f.Recoverable || e.Recoverable
+		f.RetryAfter = max(f.RetryAfter, retryAfter(e))
 	}
 	if r.ctx.Err() != nil && r.failure == nil {
 		f.Status = troupe.StatusCancelled
@@ -1113,3 +1114,23 @@ func (r *Run) Err() error {
 }
 
 var _ local.DoneNotifier = (*scopeCtx)(nil) // the local executor's cheap way to watch a run
+
+// retryAfter reads the wait an agent's service asked for from an error's details
+// (retry_after_seconds, as the HTTP agent records a Retry-After header).
+func retryAfter(e troupe.ErrorInfo) time.Duration {
+	switch v := e.Details["retry_after_seconds"].(type) {
+	case float64:
+		if v > 0 {
+			return time.Duration(v * float64(time.Second))
+		}
+	case int:
+		if v > 0 {
+			return time.Duration(v) * time.Second
+		}
+	case int64:
+		if v > 0 {
+			return time.Duration(v) * time.Second
+		}
+	}
+	return 0
+}

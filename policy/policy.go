@@ -48,6 +48,10 @@ type Failure struct {
 	Fallbacks     []string      // fallback agents for the task's primary, in order
 	FallbacksUsed int           // how many of Fallbacks were already tried
 	HasPartial    bool          // the agent reported a partial result
+	// RetryAfter is how long the agent's service asked callers to wait before trying again
+	// (an HTTP Retry-After); 0 when it did not say. A retry waits at least this long, and a
+	// request to wait longer than the policy's longest backoff is not retried.
+	RetryAfter time.Duration
 }
 
 // Action is the decision.
@@ -85,9 +89,19 @@ func Decide(p *troupe.ErrorPolicy, f Failure, rnd uint64) Action {
 		return Action{Kind: Skip, Reason: "timed out; skipping (on_timeout skip_agent)"}
 	}
 	onErr := p.Error()
-	if (onErr == troupe.Retry || onErr == troupe.Fallback) && f.Recoverable && f.Attempt < p.Retry.Attempts() {
+	retryable := f.Recoverable && f.Attempt < p.Retry.Attempts()
+	if retryable && f.RetryAfter > maxBackoff(p.Retry) {
+		// Waiting that long would hold the run past anything its policy allows; the failure
+		// stands (and falls back or continues as the policy says).
+		retryable = false
+	}
+	if (onErr == troupe.Retry || onErr == troupe.Fallback) && retryable {
 		b := Backoff(p.Retry, f.Attempt+1, rnd)
-		return Action{Kind: Retry, Backoff: b, Reason: fmt.Sprintf("recoverable failure; retry %d of %d after %v (on_error %s)", f.Attempt+1, p.Retry.Attempts(), b, onErr)}
+		why := ""
+		if f.RetryAfter > b {
+			b, why = f.RetryAfter, " as the service asked (Retry-After)"
+		}
+		return Action{Kind: Retry, Backoff: b, Reason: fmt.Sprintf("recoverable failure; retry %d of %d after %v%s (on_error %s)", f.Attempt+1, p.Retry.Attempts(), b, why, onErr)}
 	}
 	if onErr == troupe.Fallback && p.FallbackEnabled() && f.FallbacksUsed < len(f.Fallbacks) {
 		fb := f.Fallbacks[f.FallbacksUsed]
@@ -117,12 +131,9 @@ const (
 // Backoff returns the wait before attempt (from 2): Initial·Multiplier^(attempt-2), capped at
 // Max, then scaled by 1 ± Jitter using rnd. Zero fields take the defaults above.
 func Backoff(r troupe.RetryPolicy, attempt int, rnd uint64) time.Duration {
-	initial, maxB, mult := r.Initial, r.Max, r.Multiplier
+	initial, maxB, mult := r.Initial, maxBackoff(r), r.Multiplier
 	if initial <= 0 {
 		initial = DefaultInitialBackoff
-	}
-	if maxB <= 0 {
-		maxB = DefaultMaxBackoff
 	}
 	if mult <= 0 {
 		mult = DefaultMultiplier
@@ -139,6 +150,14 @@ func Backoff(r troupe.RetryPolicy, attempt int, rnd uint64) time.Duration {
 		w *= 1 + r.Jitter*(2*u-1)
 	}
 	return time.Duration(w)
+}
+
+// maxBackoff is the policy's longest backoff, with its default.
+func maxBackoff(r troupe.RetryPolicy) time.Duration {
+	if r.Max <= 0 {
+		return DefaultMaxBackoff
+	}
+	return r.Max
 }
 
 // Verdict is the judgement of a whole run once its dispatches are done.

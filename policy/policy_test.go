@@ -36,6 +36,9 @@ func TestDecide(t *testing.T) {
 		{"fallback disabled", troupe.ErrorPolicy{OnError: troupe.Fallback, EnableFallback: no}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1, Fallbacks: fbs}, policy.FailRun, ""},
 		{"fallback enabled explicitly", troupe.ErrorPolicy{OnError: troupe.Fallback, EnableFallback: yes}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1, Fallbacks: fbs}, policy.Fallback, "f1"},
 		{"fallback with none configured", troupe.ErrorPolicy{OnError: troupe.Fallback}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1}, policy.FailRun, ""},
+		{"retry after the service's Retry-After", troupe.ErrorPolicy{OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, RetryAfter: 3 * time.Second}, policy.Retry, ""},
+		{"Retry-After beyond the longest backoff", troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{Max: 2 * time.Second}}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, RetryAfter: 3 * time.Second}, policy.FailRun, ""},
+		{"Retry-After too long: fall back instead", troupe.ErrorPolicy{OnError: troupe.Fallback}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, Fallbacks: fbs, RetryAfter: time.Minute}, policy.Fallback, "f1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,8 +49,8 @@ func TestDecide(t *testing.T) {
 			if a.Reason == "" {
 				t.Error("no reason given")
 			}
-			if a.Kind == policy.Retry && a.Backoff <= 0 {
-				t.Errorf("retry without a backoff: %v", a.Backoff)
+			if a.Kind == policy.Retry && (a.Backoff <= 0 || a.Backoff < tc.f.RetryAfter) {
+				t.Errorf("retry after %v; want a positive backoff, at least the Retry-After %v", a.Backoff, tc.f.RetryAfter)
 			}
 		})
 	}

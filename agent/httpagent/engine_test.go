@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/httpagent"
@@ -50,6 +51,10 @@ func TestHTTPAgentInARun(t *testing.T) {
 	e := failed[0].Data.(*troupe.Result).Errors[0]
 	if !e.Recoverable || e.Details["http_status"] != 503 || e.Details["retry_after_seconds"] != 1.0 || !strings.Contains(e.Message, "warming up") {
 		t.Errorf("recorded error %+v", e)
+	}
+	// The engine waits as long as the service asked, not its own shorter backoff.
+	if rs := troupetest.Find(evs, troupe.KindRetryScheduled, "counter"); len(rs) != 1 || rs[0].Data.(*troupe.RetryScheduled).Backoff != time.Second {
+		t.Errorf("retry_scheduled %+v; want one, after the service's Retry-After of 1s", rs)
 	}
 	if got := done[0].Data.(*troupe.Result).AgentResult["words"]; got != 4.0 {
 		t.Errorf("words = %v", got)
