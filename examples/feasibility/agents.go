@@ -124,13 +124,17 @@ func SeedOf(d *troupe.Dispatch) uint64 {
 
 // Decision is the orchestrator's agent_result.
 type Decision struct {
-	Decision      string   `json:"decision"` // go | no_go | go_with_contingency | no_go_unless_rescoped
-	Verdict       string   `json:"verdict"`  // the majority verdict of the valid replicates
-	Votes         string   `json:"votes"`    // e.g. "2 of 3 infeasible"
-	Confidence    float64  `json:"confidence"`
-	Unanimous     bool     `json:"unanimous"`
-	EarlyStop     bool     `json:"early_stop"`
-	Replicates    int      `json:"replicates"`
+	Decision   string  `json:"decision"` // go | no_go | go_with_contingency | no_go_unless_rescoped
+	Verdict    string  `json:"verdict"`  // the majority verdict of the valid replicates
+	Votes      string  `json:"votes"`    // e.g. "2 of 3 infeasible"
+	Confidence float64 `json:"confidence"`
+	Unanimous  bool    `json:"unanimous"`
+	EarlyStop  bool    `json:"early_stop"`
+	// Judges is how many judges ran (the bundle's k). It is not named "replicates": the
+	// bundle's agent_result holds the replicates themselves under that key, and the run's
+	// aggregation compares fields of the same name across agents, so an echo under the same
+	// key would read as a conflict between the orchestrator and the bundle it cites.
+	Judges        int      `json:"judges"`
 	Disagreements []string `json:"disagreements"` // fields the judges disagree on, most distant first
 	Justification string   `json:"justification"`
 }
@@ -176,7 +180,7 @@ func Decide(p Proposal, b *bundle.Bundle, minConfidence float64) (Decision, erro
 			feasible++
 		}
 	}
-	d := Decision{Confidence: b.Summary.Confidence, EarlyStop: b.Meta.EarlyStop, Replicates: len(b.Replicates), Disagreements: []string{}}
+	d := Decision{Confidence: b.Summary.Confidence, EarlyStop: b.Meta.EarlyStop, Judges: len(b.Replicates), Disagreements: []string{}}
 	d.Verdict, d.Votes = "feasible", fmt.Sprintf("%d of %d feasible", feasible, len(verdicts))
 	if 2*feasible <= len(verdicts) { // a tie reads cautiously
 		d.Verdict, d.Votes = "infeasible", fmt.Sprintf("%d of %d infeasible", len(verdicts)-feasible, len(verdicts))

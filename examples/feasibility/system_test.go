@@ -175,3 +175,49 @@ func TestOwnProposal(t *testing.T) {
 		t.Errorf("outcome %+v, error %+v", out, out.Error)
 	}
 }
+
+// TestAggregationCitesWithoutConflict: the orchestrator cites the bundle without repeating
+// any of its fields under the same key, so the run's aggregation finds no conflict between
+// the two (its consistency is 1, nothing being held by both) — whether the judges agree or
+// split. The judges' own disagreement is the bundle's to report, and it still does.
+func TestAggregationCitesWithoutConflict(t *testing.T) {
+	for _, tc := range []struct {
+		caseID string
+		split  bool // the judges disagree on the verdict
+	}{
+		{"crm-rollout", false},
+		{"warehouse-expansion", true},
+		{"lab-platform", false},
+	} {
+		t.Run(tc.caseID, func(t *testing.T) {
+			b, d, evs := run(t, tc.caseID)
+			aggs := troupetest.Find(evs, troupe.KindRunAggregated, "")
+			if len(aggs) != 1 {
+				t.Fatalf("%d run_aggregated events, want 1", len(aggs))
+			}
+			agg := aggs[0].Data.(*troupe.Aggregation)
+			var fields []string
+			for _, c := range agg.ConflictsDetected {
+				fields = append(fields, c.Field)
+			}
+			if len(fields) != 0 || agg.ConsistencyScore != 1 {
+				t.Errorf("conflicts on %v, consistency %v; want none and 1", fields, agg.ConsistencyScore)
+			}
+			for k := range d.AgentResult {
+				if _, ok := b.AgentResult[k]; ok {
+					t.Errorf("the orchestrator repeats the bundle's key %q", k)
+				}
+			}
+			if d.AgentResult["judges"] != meta(b)["k"] {
+				t.Errorf("judges = %v, bundle k = %v", d.AgentResult["judges"], meta(b)["k"])
+			}
+			var split bool
+			for _, g := range summary(b)["disagreements"].([]any) {
+				split = split || g.(map[string]any)["field"] == "verdict"
+			}
+			if split != tc.split || d.AgentResult["unanimous"] == tc.split {
+				t.Errorf("bundle disagrees on verdict: %v, orchestrator unanimous: %v; want a split %v", split, d.AgentResult["unanimous"], tc.split)
+			}
+		})
+	}
+}
