@@ -28,7 +28,7 @@ func runAgents(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if title == "" {
 		title = f.Path
 	}
-	fmt.Fprintf(stdout, "%s: %d agents", title, len(f.Order))
+	fmt.Fprintf(stdout, "%s: %s", title, count(len(f.Order), "agent"))
 	if f.Description != "" {
 		fmt.Fprintf(stdout, " — %s", f.Description)
 	}

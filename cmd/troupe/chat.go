@@ -39,7 +39,7 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitUsage
 	}
 	if len(words) != 1 {
-		fmt.Fprintf(stderr, "troupe chat: want one example directory, as in 'troupe chat examples/tutor', got %d arguments\n", len(words))
+		fmt.Fprintf(stderr, "troupe chat: want one example directory, as in 'troupe chat examples/tutor', got %s\n", count(len(words), "argument"))
 		return exitUsage
 	}
 	dir := words[0]

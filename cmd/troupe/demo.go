@@ -186,7 +186,7 @@ const (
 )
 
 func (t *textWriter) header(req troupe.Request, eng *engine.Engine) {
-	fmt.Fprintf(t.w, "troupe demo: seed 000's E2I causal analytics system, %d agents over synthetic prescription data\n\n", eng.Registry().Len())
+	fmt.Fprintf(t.w, "troupe demo: seed 000's E2I causal analytics system, %s over synthetic prescription data\n\n", count(eng.Registry().Len(), "agent"))
 	fmt.Fprintf(t.w, "question  %s\n", req.Query)
 	fmt.Fprintf(t.w, "parsed    %s\n\n", formatParsed(req.ParsedQuery))
 	fmt.Fprintln(t.w, "plan")
@@ -257,16 +257,13 @@ func (t *textWriter) detail(ev troupe.Event) string {
 		for _, s := range d.ExecutionPlan() {
 			stages = append(stages, "["+strings.Join(s, ", ")+"]")
 		}
-		return fmt.Sprintf("%d stages: %s", len(d.Stages), strings.Join(stages, " → "))
+		return count(len(d.Stages), "stage") + ": " + strings.Join(stages, " → ")
 	case *troupe.RoutingDecision:
 		return "→ " + d.Target + ": " + d.Reason
 	case *troupe.Dispatch:
 		s := fmt.Sprintf("%s, step %d, %s", d.DispatchID, ev.Step, d.ExecutionMode)
 		if n := len(d.UpstreamResults); n > 0 {
-			s += fmt.Sprintf(", %d upstream result", n)
-			if n > 1 {
-				s += "s"
-			}
+			s += ", " + count(n, "upstream result")
 		}
 		return s
 	case *troupe.Result:
@@ -303,7 +300,7 @@ func (t *textWriter) detail(ev troupe.Event) string {
 		return d.Message
 	case *troupe.Aggregation:
 		t.agg = d
-		return fmt.Sprintf("%d agents, confidence %.2f, consistency %.2f, %d conflicts", len(d.AgentsExecuted), d.OverallConfidence, d.ConsistencyScore, len(d.ConflictsDetected))
+		return fmt.Sprintf("%s, confidence %.2f, consistency %.2f, %s", count(len(d.AgentsExecuted), "agent"), d.OverallConfidence, d.ConsistencyScore, count(len(d.ConflictsDetected), "conflict"))
 	case *troupe.Outcome:
 		s := string(d.Status)
 		if d.Error != nil {

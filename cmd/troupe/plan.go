@@ -113,7 +113,7 @@ func (p *planned) text() string {
 	if title == "" {
 		title = p.file.Path
 	}
-	fmt.Fprintf(&b, "%s: %d agents (%s)\n\n", title, len(p.file.Order), p.file.Path)
+	fmt.Fprintf(&b, "%s: %s (%s)\n\n", title, count(len(p.file.Order), "agent"), p.file.Path)
 	fmt.Fprintf(&b, "query     %s\n", p.req.Query)
 	if len(p.req.ParsedQuery) > 0 {
 		fmt.Fprintf(&b, "parsed    %s\n", formatParsed(p.req.ParsedQuery))

@@ -70,7 +70,7 @@ func newProgress(w io.Writer, f *config.File, req troupe.Request, term bool, now
 	if title == "" {
 		title = f.Path
 	}
-	fmt.Fprintf(w, "troupe run: %s, %d agents (%s)\n", title, len(f.Order), f.Path)
+	fmt.Fprintf(w, "troupe run: %s, %s (%s)\n", title, count(len(f.Order), "agent"), f.Path)
 	fmt.Fprintf(w, "query   %s\n", req.Query)
 	if len(req.ParsedQuery) > 0 {
 		fmt.Fprintf(w, "parsed  %s\n", formatParsed(req.ParsedQuery))
@@ -444,4 +444,9 @@ func duration(d time.Duration) string {
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
 	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// count returns n and the noun, in the plural unless n is 1: "1 agent", "17 agents".
+func count(n int, noun string) string {
+	return fmt.Sprintf("%d %s%s", n, noun, plural(n))
 }

@@ -72,3 +72,26 @@ func TestHelp(t *testing.T) {
 		})
 	}
 }
+
+// A file of one agent is counted in the singular by every command that counts its agents.
+func TestOneAgentSingular(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "testdata/one.yaml", "hello there"}, "troupe run: one, 1 agent (testdata/one.yaml)\n"},
+		{[]string{"plan", "testdata/one.yaml", "hello there"}, "one: 1 agent (testdata/one.yaml)\n"},
+		{[]string{"agents", "testdata/one.yaml"}, "one: 1 agent\n"},
+		{[]string{"validate", "testdata/one.yaml"}, "testdata/one.yaml: ok — 1 agent, every agent"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			code, stdout, stderr := invoke(t, tc.args...)
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, stdout)
+			}
+		})
+	}
+}

@@ -38,10 +38,10 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	how := "every agent, in the stages their declarations imply"
 	switch {
 	case f.Routing != nil:
-		how = fmt.Sprintf("planned by %d intent rules", len(f.Routing.Intents))
+		how = "planned by " + count(len(f.Routing.Intents), "intent rule")
 	case f.Coordinator != nil:
-		how = fmt.Sprintf("routed by a coordinator of %d triggers", len(f.Coordinator.Triggers))
+		how = "routed by a coordinator of " + count(len(f.Coordinator.Triggers), "trigger")
 	}
-	fmt.Fprintf(stdout, "%s: ok — %d agents, %s\n", f.Path, len(f.Order), how)
+	fmt.Fprintf(stdout, "%s: ok — %s, %s\n", f.Path, count(len(f.Order), "agent"), how)
 	return exitOK
 }
