@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -342,9 +343,21 @@ func (p *progress) end(o *troupe.Outcome, code int) int {
 		fmt.Fprintf(p.w, "unfinished   %s\n", listOrNone(unfinished))
 	}
 	tw := &textWriter{w: p.w, agg: p.agg, confs: p.confs}
-	if o.Status == troupe.RunPaused {
+	if o.Status == troupe.RunPaused && len(o.Questions) > 0 {
+		fmt.Fprintf(p.w, "\nwaiting for a human: %s, and troupe run takes no answers, so the run stops here\n", count(len(o.Questions), "open question"))
 		for _, q := range o.Questions {
-			fmt.Fprintf(p.w, "\nwaiting for a human: %s (%s)\n", q.Prompt, q.ID)
+			who := q.Agent
+			if who == "" {
+				who = "review"
+			}
+			fmt.Fprintf(p.w, "  %s (%s): %s\n", who, q.ID, q.Prompt)
+		}
+		if p.file.Coordinator != nil { // a conversational file: chat holds the conversation
+			dir := p.file.Path
+			if filepath.Base(dir) == "troupe.yaml" {
+				dir = filepath.Dir(dir)
+			}
+			fmt.Fprintf(p.w, "  to answer, hold the conversation instead: troupe chat %s\n", dir)
 		}
 	}
 	tw.end(o, code)
@@ -420,9 +433,25 @@ func progressLine(d *troupe.Progress) string {
 		b, _ := json.Marshal(inner)
 		return fmt.Sprintf("replicate %s: %s %s", get("replicate"), get("kind"), cut(string(b), 80))
 	case "partial_summary":
-		return fmt.Sprintf("first two replicates: distance %s, confidence %s, early stop %s", get("distance"), get("confidence"), get("early_stop"))
+		agreed, _ := m["early_stop"].(bool)
+		what := fmt.Sprintf("(distance %s, confidence %s)", short(m["distance"], "%.3f"), short(m["confidence"], "%.2f"))
+		eps := short(m["epsilon"], "%g")
+		dist, okD := number(m["distance"])
+		e, okE := number(m["epsilon"])
+		switch {
+		case agreed:
+			return fmt.Sprintf("first two replicates agree within ε = %s %s: stopping early", eps, what)
+		case okD && okE && dist <= e: // close, but the evidence package stops only on two valid ones
+			return fmt.Sprintf("first two replicates are within ε = %s %s but not both valid: running the rest", eps, what)
+		}
+		return fmt.Sprintf("first two replicates differ by more than ε = %s %s: running the rest", eps, what)
 	case "bundle_ready":
-		return fmt.Sprintf("bundle ready: %s replicates, confidence %s, early stop %s", get("k"), get("confidence"), get("early_stop"))
+		k, _ := number(m["k"])
+		s := fmt.Sprintf("bundle ready: %s, confidence %s", count(int(k), "replicate"), short(m["confidence"], "%.2f"))
+		if stopped, _ := m["early_stop"].(bool); stopped {
+			s += ", stopped early"
+		}
+		return s
 	case "stderr":
 		if s, ok := d.Data.(string); ok {
 			return s
@@ -449,4 +478,31 @@ func duration(d time.Duration) string {
 // count returns n and the noun, in the plural unless n is 1: "1 agent", "17 agents".
 func count(n int, noun string) string {
 	return fmt.Sprintf("%d %s%s", n, noun, plural(n))
+}
+
+// number reads a JSON number as a float64, whether decoded from JSON or put in a map in-process.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// short formats a number of a progress payload with format ("%.2f"), or says "?" when it is
+// missing or not a number.
+func short(v any, format string) string {
+	if f, ok := number(v); ok {
+		return fmt.Sprintf(format, f)
+	}
+	return "?"
 }

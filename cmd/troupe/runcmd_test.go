@@ -186,7 +186,9 @@ func TestRunExitCodes(t *testing.T) {
 		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{"testdata/bad.yaml:6:7: agents.fetch.exec: missing required field", "16 problems"}},
 		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"--input fail.yaml: not a JSON object"}},
 		{"paused", []string{"run", "--input", "testdata/request.json", "../../examples/tutor"}, exitPaused,
-			[]string{"route   → diagnostic: New topic start", "? diagnostic asks: Quick check on", "waiting for a human:", "status  paused (exit 3)"}, nil},
+			[]string{"route   → diagnostic: New topic start", "? diagnostic asks: Quick check on",
+				"waiting for a human: 1 open question, and troupe run takes no answers, so the run stops here\n  diagnostic (",
+				"to answer, hold the conversation instead: troupe chat ../../examples/tutor\n", "status  paused (exit 3)"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -375,7 +377,8 @@ func TestCompositeWorkflow(t *testing.T) {
 		"plan    1 stage: [jury, until_counted]",
 		"  · jury replicate r1 (seed 11) completed",
 		"  · jury replicate r2 (seed 23) completed",
-		"  · jury bundle ready: 2 replicates, confidence 1, early stop true",
+		"  · jury first two replicates agree within ε = 0.2 (distance 0.000, confidence 1.00): stopping early",
+		"  · jury bundle ready: 2 replicates, confidence 1.00, stopped early",
 		"  ▸ count_both started\n",
 		"    ✓ words completed",
 		"✓ until_counted completed",
@@ -624,12 +627,15 @@ func TestRunFeasibility(t *testing.T) {
 		want []string
 	}{
 		{"warehouse", []string{"--input", "../../examples/feasibility/testdata/warehouse.json", "../../examples/feasibility"}, []string{
+			"  · feasibility_bundle first two replicates differ by more than ε = 0.2 (distance 0.216, confidence 0.78): running the rest",
 			"  · feasibility_bundle replicate r3 (seed 47) completed",
+			"  · feasibility_bundle bundle ready: 3 replicates, confidence 0.78\n",
 			"10 disagreements, largest on \"binding_constraint\"",
 			"The judges disagree on the verdict — r1 (seed 11) feasible, r2 (seed 23) infeasible, r3 (seed 47) infeasible",
 		}},
 		{"crm", []string{"../../examples/feasibility", "Is crm-rollout feasible?"}, []string{
-			"early stop true",
+			"  · feasibility_bundle first two replicates agree within ε = 0.2 (distance 0.043, confidence 0.96): stopping early",
+			"  · feasibility_bundle bundle ready: 2 replicates, confidence 0.96, stopped early",
 			"All 2 valid judges find it feasible",
 		}},
 	} {
@@ -653,5 +659,30 @@ func TestRunFeasibility(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A bundle's progress reads as what happened: whether the first two agreed, and why the rest
+// ran, with its numbers rounded — whether the payload was built in-process or decoded from JSON.
+func TestBundleProgressLines(t *testing.T) {
+	tests := []struct {
+		kind string
+		data map[string]any
+		want string
+	}{
+		{"partial_summary", map[string]any{"distance": 0.04346, "confidence": 0.95654, "epsilon": 0.2, "early_stop": true},
+			"first two replicates agree within ε = 0.2 (distance 0.043, confidence 0.96): stopping early"},
+		{"partial_summary", map[string]any{"distance": json.Number("0.215562"), "confidence": json.Number("0.784438"), "epsilon": json.Number("0.2"), "early_stop": false},
+			"first two replicates differ by more than ε = 0.2 (distance 0.216, confidence 0.78): running the rest"},
+		{"partial_summary", map[string]any{"distance": 0.0, "confidence": 0.5, "epsilon": 0.2, "early_stop": false},
+			"first two replicates are within ε = 0.2 (distance 0.000, confidence 0.50) but not both valid: running the rest"},
+		{"bundle_ready", map[string]any{"k": 3, "confidence": 0.775252, "early_stop": false}, "bundle ready: 3 replicates, confidence 0.78"},
+		{"bundle_ready", map[string]any{"k": 1.0, "confidence": 1.0, "early_stop": true}, "bundle ready: 1 replicate, confidence 1.00, stopped early"},
+		{"bundle_ready", map[string]any{"k": 2}, "bundle ready: 2 replicates, confidence ?"},
+	}
+	for _, tt := range tests {
+		if got := progressLine(&troupe.Progress{Kind: tt.kind, Data: tt.data}); got != tt.want {
+			t.Errorf("%s %v:\n got %q\nwant %q", tt.kind, tt.data, got, tt.want)
+		}
 	}
 }
