@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -480,22 +481,15 @@ func count(n int, noun string) string {
 	return fmt.Sprintf("%d %s%s", n, noun, plural(n))
 }
 
-// number reads a JSON number as a float64, whether decoded from JSON or put in a map in-process.
+// number reads a JSON number as a float64 whatever Go type holds it (float64, int, json.Number…):
+// as the number it encodes to.
 func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, false
 	}
-	return 0, false
+	f, err := strconv.ParseFloat(string(b), 64) // a string, a bool or null does not parse
+	return f, err == nil
 }
 
 // short formats a number of a progress payload with format ("%.2f"), or says "?" when it is
