@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -77,13 +76,10 @@ func checkSchema(t *tree) (Errors, [][]string) {
 			// The library's InstanceLocation of a propertyNames error can share memory with
 			// later locations; find the key in the document instead.
 			loc := append(slices.Clone(e.InstanceLocation), k.Property)
-			for member := range t.keys {
-				if strings.HasSuffix(member, "/"+escapePointer(k.Property)) {
-					loc = nil
-					for _, tok := range strings.Split(member[1:], "/") {
-						loc = append(loc, unescapePointer(tok))
-					}
-					break
+			if members := t.membersNamed(k.Property); len(members) > 0 {
+				loc = nil
+				for _, tok := range strings.Split(members[0][1:], "/") {
+					loc = append(loc, unescapePointer(tok))
 				}
 			}
 			bad = append(bad, loc)
@@ -142,34 +138,32 @@ func checkSchema(t *tree) (Errors, [][]string) {
 	return out, bad
 }
 
-// prune removes the values at locs from v (a copy is made of what changes): in objects the
-// member goes, in arrays the item becomes null. What is left decodes into the Go types, so
-// that references can be checked even in a file the schema rejects.
+// prune removes the value at loc from v, in place: in objects the member goes, in arrays the
+// item becomes null. What is left decodes into the Go types, so that references can be
+// checked even in a file the schema rejects. It changes v, which is why Parse prunes only
+// after the schema check is done with the tree; changing in place keeps pruning every bad
+// value of a large file linear.
 func prune(v any, loc []string) any {
 	if len(loc) == 0 {
 		return nil
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		c := maps.Clone(x)
 		if len(loc) == 1 {
-			delete(c, loc[0])
-		} else if m, ok := c[loc[0]]; ok {
-			c[loc[0]] = prune(m, loc[1:])
+			delete(x, loc[0])
+		} else if m, ok := x[loc[0]]; ok {
+			x[loc[0]] = prune(m, loc[1:])
 		}
-		return c
 	case []any:
 		i, err := strconv.Atoi(loc[0])
 		if err != nil || i < 0 || i >= len(x) {
 			return x
 		}
-		c := slices.Clone(x)
 		if len(loc) == 1 {
-			c[i] = nil
+			x[i] = nil
 		} else {
-			c[i] = prune(c[i], loc[1:])
+			x[i] = prune(x[i], loc[1:])
 		}
-		return c
 	}
 	return v
 }

@@ -1,20 +1,37 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
-// maxNodes bounds the values a document may expand to, aliases included, so that a small
-// file of nested aliases (a "billion laughs") cannot exhaust memory.
-const maxNodes = 100_000
+// Bounds on what a document may expand to, so that Load takes time and memory in proportion
+// to a small multiple of MaxFileBytes whatever the input: a few lines of nested aliases (a
+// "billion laughs") would otherwise expand to billions of values, long keys nested deep and
+// repeated by aliases to gigabytes of field paths, and deeply nested flow collections take
+// the YAML parser quadratic time.
+const (
+	// maxNodes bounds the values a document holds, aliases expanded.
+	maxNodes = 100_000
+	// maxDepth bounds how deeply collections nest, aliases expanded.
+	maxDepth = 200
+	// maxKeys bounds the keys of one block mapping.
+	maxKeys = 5_000
+	// maxPathBytes bounds the total length of the field paths of all values (each value's
+	// place is kept by its path).
+	maxPathBytes = 32 << 20
+)
 
 // pos is a place in the file.
 type pos struct{ line, col int }
@@ -27,23 +44,32 @@ type tree struct {
 	keys  map[string]pos // pointer of a member → where its key is
 	order map[string][]string
 	errs  []*Error
-	path  string // the file's name, for errors
-	nodes int
+	path  string              // the file's name, for errors
+	nodes int                 // values walked, aliases expanded
+	bytes int                 // total length of their paths
+	alias *ast.AliasNode      // the outermost alias being expanded, if any
+	aptr  string              // where that alias is
+	over  bool                // a bound was exceeded and reported
+	byKey map[string][]string // members by key, see membersNamed
 }
 
 // parseYAML reads data as one YAML document. A syntax error is returned alone; every other
 // problem (a merge key, a non-JSON number, a duplicate key) is collected in the tree's errs.
 func parseYAML(name string, data []byte) (*tree, error) {
 	t := &tree{vals: map[string]pos{}, keys: map[string]pos{}, order: map[string][]string{}, path: name}
-	f, err := parser.ParseBytes(data, 0)
+	tokens := lexer.Tokenize(string(data))
+	if p, problem := tooComplex(tokens); problem != "" {
+		return nil, &Error{File: name, Line: p.line, Column: p.col, Problem: problem}
+	}
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
-		e := &Error{File: name, Problem: "YAML syntax: " + err.Error()}
+		// A SyntaxError's Error prints the file's tokens around the place, which takes time
+		// in proportion to the file: its message and place are enough.
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) && se.Token != nil {
-			e.Line, e.Column = se.Token.Position.Line, se.Token.Position.Column
-			e.Problem = "YAML syntax: " + se.Message
+			return nil, &Error{File: name, Line: se.Token.Position.Line, Column: se.Token.Position.Column, Problem: "YAML syntax: " + se.Message}
 		}
-		return nil, e
+		return nil, &Error{File: name, Problem: "YAML syntax: " + err.Error()}
 	}
 	var bodies []ast.Node
 	for _, d := range f.Docs {
@@ -62,6 +88,63 @@ func parseYAML(name string, data []byte) (*tree, error) {
 	anchors := map[string]ast.Node{}
 	t.value = t.walk(bodies[0], "", anchors, 0)
 	return t, nil
+}
+
+func aliasName(a *ast.AliasNode) string {
+	if a.Value == nil || a.Value.GetToken() == nil {
+		return ""
+	}
+	return a.Value.GetToken().Value
+}
+
+// tooComplex reports where the tokens first go past what the YAML parser handles in time
+// proportional to the file, before it sees them: its time grows with the square of the
+// nesting depth and with the square of the number of keys of one block mapping. Flow
+// collections ([...] and {...}) nest until they close; on one line, a run of block
+// indicators (- - - x, ? - x, &a !t) nests too. Nesting by indentation needs no check: it
+// costs its depth squared in bytes, so MaxFileBytes bounds it.
+func tooComplex(tokens token.Tokens) (p pos, problem string) {
+	type mapping struct{ col, keys int }
+	var open []mapping // the block mappings open, by the column of their keys
+	flow, run, line := 0, 0, 0
+	for i, tk := range tokens {
+		at := pos{tk.Position.Line, tk.Position.Column}
+		if at.line != line {
+			line, run = at.line, 0
+			for len(open) > 0 && open[len(open)-1].col > at.col {
+				open = open[:len(open)-1]
+			}
+		}
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
+			flow++
+		case token.SequenceEndType, token.MappingEndType:
+			flow = max(flow-1, 0)
+		case token.SequenceEntryType, token.MappingKeyType, token.AnchorType, token.TagType:
+			run++
+		case token.MappingValueType:
+			run = 0
+			if flow > 0 || i == 0 {
+				break
+			}
+			col := tokens[i-1].Position.Column
+			for len(open) > 0 && open[len(open)-1].col > col {
+				open = open[:len(open)-1]
+			}
+			if len(open) == 0 || open[len(open)-1].col < col {
+				open = append(open, mapping{col: col})
+			}
+			if open[len(open)-1].keys++; open[len(open)-1].keys > maxKeys {
+				return pos{tokens[i-1].Position.Line, col}, fmt.Sprintf("a mapping holds more than %d keys", maxKeys)
+			}
+		default:
+			run = 0
+		}
+		if flow+run > maxDepth {
+			return at, fmt.Sprintf("collections nest more than %d deep", maxDepth)
+		}
+	}
+	return pos{}, ""
 }
 
 func at(n ast.Node) pos {
@@ -88,10 +171,28 @@ func (t *tree) fail(n ast.Node, ptr, problem string) {
 
 // walk converts n, found at pointer ptr, to a JSON value.
 func (t *tree) walk(n ast.Node, ptr string, anchors map[string]ast.Node, depth int) any {
+	if t.over {
+		return nil
+	}
 	t.nodes++
-	if t.nodes > maxNodes || depth > 200 {
-		if t.nodes == maxNodes+1 || depth == 201 {
-			t.fail(n, ptr, fmt.Sprintf("the document is too large or too deep (more than %d values or 200 levels, aliases expanded)", maxNodes))
+	t.bytes += len(ptr)
+	var problem string
+	switch {
+	case depth > maxDepth:
+		problem = fmt.Sprintf("collections nest more than %d deep", maxDepth)
+	case t.nodes > maxNodes:
+		problem = fmt.Sprintf("the document holds more than %d values", maxNodes)
+	case t.bytes > maxPathBytes:
+		problem = fmt.Sprintf("the document's field paths are more than %d MiB in all (long keys nested deep)", maxPathBytes>>20)
+	}
+	if problem != "" {
+		// One error, at the alias whose expansion crossed the bound when there is one, and
+		// nothing more is read: a bound exceeded once is exceeded everywhere after.
+		t.over = true
+		if a := t.alias; a != nil {
+			t.fail(a, t.aptr, fmt.Sprintf("alias *%s expands too far: %s, aliases expanded", aliasName(a), problem))
+		} else {
+			t.fail(n, ptr, problem)
 		}
 		return nil
 	}
@@ -105,16 +206,19 @@ func (t *tree) walk(n ast.Node, ptr string, anchors map[string]ast.Node, depth i
 		}
 		return t.walk(n.Value, ptr, anchors, depth+1)
 	case *ast.AliasNode:
-		name := ""
-		if n.Value != nil {
-			name = n.Value.GetToken().Value
-		}
+		name := aliasName(n)
 		target, ok := anchors[name]
 		if !ok {
 			t.fail(n, ptr, fmt.Sprintf("alias *%s names no anchor defined before it", name))
 			return nil
 		}
-		return t.walk(target, ptr, anchors, depth+1)
+		if t.alias != nil {
+			return t.walk(target, ptr, anchors, depth+1)
+		}
+		t.alias, t.aptr = n, ptr
+		v := t.walk(target, ptr, anchors, depth+1)
+		t.alias = nil
+		return v
 	case *ast.TagNode:
 		return t.walk(n.Value, ptr, anchors, depth+1)
 	case *ast.MappingNode:
@@ -191,6 +295,25 @@ func (t *tree) mapping(members []*ast.MappingValueNode, ptr string, anchors map[
 		out[key] = v
 	}
 	return out
+}
+
+// membersNamed returns the pointers of the members whose key is key, in the order of the
+// file. The index is built on first use, so that looking up many keys stays linear.
+func (t *tree) membersNamed(key string) []string {
+	if t.byKey == nil {
+		t.byKey = map[string][]string{}
+		for member := range t.keys {
+			k := unescapePointer(member[strings.LastIndexByte(member, '/')+1:])
+			t.byKey[k] = append(t.byKey[k], member)
+		}
+		for _, ms := range t.byKey {
+			slices.SortFunc(ms, func(a, b string) int {
+				pa, pb := t.keys[a], t.keys[b]
+				return cmp.Or(cmp.Compare(pa.line, pb.line), cmp.Compare(pa.col, pb.col), strings.Compare(a, b))
+			})
+		}
+	}
+	return t.byKey[key]
 }
 
 // position returns where the value at ptr is, or, when it is absent, where the nearest
