@@ -28,6 +28,8 @@ type File struct {
 	Name        string            `json:"name,omitempty"`
 	Description string            `json:"description,omitempty"`
 	Agents      map[string]*Agent `json:"agents"`
+	// MCPServers are the MCP servers whose tools llm agents call and mcp agents are, by name.
+	MCPServers map[string]*MCPServer `json:"mcp_servers,omitempty"`
 	// Order lists the agents' names in the order the file declares them.
 	Order       []string     `json:"-"`
 	Routing     *Routing     `json:"routing,omitempty"`
@@ -88,6 +90,7 @@ type Agent struct {
 	Loop       *LoopSpec       `json:"loop,omitempty"`
 	Bundle     *BundleSpec     `json:"bundle,omitempty"`
 	LLM        *LLMSpec        `json:"llm,omitempty"`
+	MCP        *MCPSpec        `json:"mcp,omitempty"`
 }
 
 // The kinds of agent a file can declare. Each has a block of the same name in the agent.
@@ -100,6 +103,7 @@ const (
 	KindLoop       = "loop"       // one agent repeated until a condition holds
 	KindBundle     = "bundle"     // replicates of one agent whose evidence is combined
 	KindLLM        = "llm"        // a chat model on an OpenAI-compatible endpoint
+	KindMCP        = "mcp"        // one tool of an MCP server
 )
 
 // Children returns the agents a composite agent runs, in order, and the agents an llm agent
@@ -115,9 +119,52 @@ func (a *Agent) Children() []string {
 	case a.Bundle != nil:
 		return []string{a.Bundle.Agent}
 	case a.LLM != nil:
-		return a.LLM.Tools
+		var out []string
+		for _, t := range a.LLM.Tools {
+			if _, _, isMCP := MCPTool(t); !isMCP {
+				out = append(out, t)
+			}
+		}
+		return out
 	}
 	return nil
+}
+
+// MCPTool reads an llm agent's tool that names MCP tools rather than an agent: "mcp:NAME" is
+// every tool of the server NAME (tool is ""), "mcp:NAME/TOOL" its tool TOOL. ok is false for
+// an agent's name.
+func MCPTool(ref string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(ref, "mcp:")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, _ = strings.Cut(rest, "/")
+	return server, tool, true
+}
+
+// MCPServer says how to reach an MCP server: exactly one of Command (a subprocess speaking
+// MCP over stdio, with Args, Env and Dir) or URL (a streamable HTTP endpoint). Env maps a
+// variable set for the server to the NAME of the environment variable holding its value, so
+// that secrets stay out of the file. Include keeps only the tools it names, Prefix is put
+// before the name of every tool offered to a model, ConnectTimeout bounds starting the server
+// and listing its tools (0: 30s) and CallTimeout each call (0: a minute).
+type MCPServer struct {
+	Command        string            `json:"command,omitempty"`
+	Args           []string          `json:"args,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Dir            string            `json:"dir,omitempty"`
+	URL            string            `json:"url,omitempty"`
+	Include        []string          `json:"include,omitempty"`
+	Prefix         string            `json:"prefix,omitempty"`
+	ConnectTimeout Duration          `json:"connect_timeout,omitempty"`
+	CallTimeout    Duration          `json:"call_timeout,omitempty"`
+}
+
+// MCPSpec is an mcp agent: the tool Tool (as the server names it) of the server Server, a key
+// of the file's mcp_servers, called with the dispatch's arguments.
+type MCPSpec struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
 }
 
 // BuiltinSpec names the Go agent a builtin agent is; Name defaults to the agent's own name.
@@ -180,8 +227,9 @@ type BundleSpec struct {
 
 // LLMSpec asks a chat model on an OpenAI-compatible endpoint. The API key is never in the
 // file: APIKeyEnv names the environment variable holding it. The agent's output_schema, when
-// set, is the structured answer the model must give. Tools are agents of the file the model
-// may call.
+// set, is the structured answer the model must give. Tools are what the model may call:
+// agents of the file by name, and tools of the file's MCP servers ("mcp:NAME" for all of a
+// server's tools, "mcp:NAME/TOOL" for one; see MCPTool).
 type LLMSpec struct {
 	Model       string   `json:"model"`
 	BaseURL     string   `json:"base_url,omitempty"`

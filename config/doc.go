@@ -21,7 +21,7 @@
 //	    kind: sequential
 //	    sequential: {agents: [fetch, summarize]}
 //
-// The kinds are builtin, exec, http, llm, sequential, parallel, loop and bundle. A new kind
+// The kinds are builtin, exec, http, llm, mcp, sequential, parallel, loop and bundle. A new kind
 // (a2a) is a new block and a new Factory; files written for the kinds that exist do not
 // change — llm arrived that way.
 //

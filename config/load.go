@@ -178,7 +178,16 @@ func check(t *tree, f *File) Errors {
 		case a.Loop != nil:
 			c.ref(base+"/loop/agent", a.Loop.Agent)
 		case a.LLM != nil:
-			c.refs(base+"/llm/tools", a.LLM.Tools)
+			for i, tool := range a.LLM.Tools {
+				p := base + pointer("llm", "tools", fmt.Sprint(i))
+				if server, _, ok := MCPTool(tool); ok {
+					c.server(p, server)
+					continue
+				}
+				c.ref(p, tool)
+			}
+		case a.MCP != nil:
+			c.server(base+"/mcp/server", a.MCP.Server)
 		case a.Bundle != nil:
 			c.ref(base+"/bundle/agent", a.Bundle.Agent)
 			if b := a.Bundle; b.MinReplicates > b.Replicates {
@@ -194,6 +203,13 @@ func check(t *tree, f *File) Errors {
 					c.add(base+"/"+s.field, err.Error())
 				}
 			}
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(f.MCPServers)) {
+		if s := f.MCPServers[n]; s != nil && (s.Command == "") == (s.URL == "") {
+			c.add(pointer("mcp_servers", n), "an MCP server has a command (stdio) or a url (streamable HTTP): give exactly one")
+		} else if s != nil && s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0 || s.Dir != "") {
+			c.add(pointer("mcp_servers", n), "args, env and dir are for a server run as a command, not one at a url")
 		}
 	}
 	c.cycles(func(a *Agent) []string { return a.Children() }, "", func(a *Agent, cyc string) string {
@@ -280,6 +296,20 @@ func (c *checker) ref(ptr, name string) {
 	if _, ok := c.f.Agents[name]; !ok {
 		c.add(ptr, c.unknown(name))
 	}
+}
+
+// server checks that the MCP server name at ptr is declared.
+func (c *checker) server(ptr, name string) {
+	if _, ok := c.f.MCPServers[name]; ok {
+		return
+	}
+	problem := fmt.Sprintf("unknown MCP server %q", name)
+	if m := Closest(name, slices.Sorted(maps.Keys(c.f.MCPServers))); m != "" {
+		problem += fmt.Sprintf(" (did you mean %q?)", m)
+	} else if len(c.f.MCPServers) == 0 {
+		problem += ": declare it under mcp_servers"
+	}
+	c.add(ptr, problem)
 }
 
 func (c *checker) refKey(ptr, name string) {

@@ -50,7 +50,7 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:3:1: agnets: unknown field "agnets" (did you mean "agents"?)`,
 		}},
 		{"unknown kind", "version: 1\nagents:\n  a:\n    kind: magic\n", []string{
-			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle', 'llm'`,
+			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle', 'llm', 'mcp'`,
 		}},
 		{"kind without its block", "version: 1\nagents:\n  a:\n    kind: exec\n", []string{
 			`t.yaml:4:5: agents.a: missing required field "exec"`,
@@ -63,7 +63,7 @@ func TestParseErrors(t *testing.T) {
 		}},
 		{"merge key", "version: 1\nx: &x {kind: builtin}\nagents:\n  a:\n    <<: *x\n", []string{
 			// The merge key is reported; so are the consequences, at their own places.
-			`t.yaml:2:1: x: unknown field "x"; known fields: agents, budget, coordinator, description, error_policy, examples, name, parser, routing, version`,
+			`t.yaml:2:1: x: unknown field "x"; known fields: agents, budget, coordinator, description, error_policy, examples, mcp_servers, name, parser, routing, version`,
 			`t.yaml:5:5: agents.a: merge keys (<<) are not supported: write the fields out`,
 		}},
 		{"after cycle and self", "version: 1\nagents:\n  a: {kind: builtin, after: [b]}\n  b: {kind: builtin, after: [a, b]}\n", []string{

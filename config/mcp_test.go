@@ -1,0 +1,98 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe/config"
+)
+
+const mcpFile = `version: 1
+agents:
+  writer:
+    kind: llm
+    llm: {model: m, tools: [lookup, "mcp:everything", "mcp:everything/echo"]}
+  lookup:
+    kind: mcp
+    mcp: {server: everything, tool: get-sum}
+mcp_servers:
+  everything:
+    command: mcp-server-everything
+    env: {TOKEN: MY_TOKEN}
+    include: [echo, get-sum]
+    prefix: ev_
+    call_timeout: 5s
+`
+
+func TestMCPServers(t *testing.T) {
+	t.Parallel()
+	f, err := config.Parse("t.yaml", []byte(mcpFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"lookup"}, f.Agents["writer"].Children()); diff != "" {
+		t.Errorf("an llm agent's children are its agent tools only (-want +got):\n%s", diff)
+	}
+	want := &config.MCPServer{Command: "mcp-server-everything", Env: map[string]string{"TOKEN": "MY_TOKEN"}, Include: []string{"echo", "get-sum"}, Prefix: "ev_", CallTimeout: config.Duration(5e9)}
+	if diff := cmp.Diff(want, f.MCPServers["everything"]); diff != "" {
+		t.Errorf("server (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&config.MCPSpec{Server: "everything", Tool: "get-sum"}, f.Agents["lookup"].MCP); diff != "" {
+		t.Errorf("mcp agent (-want +got):\n%s", diff)
+	}
+}
+
+func TestMCPTool(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		ref, server, tool string
+		ok                bool
+	}{
+		{"mcp:fs", "fs", "", true},
+		{"mcp:fs/read_file", "fs", "read_file", true},
+		{"mcp:fs/a/b", "fs", "a/b", true},
+		{"fetch", "", "", false},
+	}
+	for _, tt := range tests {
+		s, tool, ok := config.MCPTool(tt.ref)
+		if s != tt.server || tool != tt.tool || ok != tt.ok {
+			t.Errorf("MCPTool(%q) = %q, %q, %v; want %q, %q, %v", tt.ref, s, tool, ok, tt.server, tt.tool, tt.ok)
+		}
+	}
+}
+
+func TestMCPErrors(t *testing.T) {
+	t.Parallel()
+	const head = "version: 1\nagents:\n"
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"unknown server in tools", head + "  w: {kind: llm, llm: {model: m, tools: [\"mcp:everthing\"]}}\nmcp_servers:\n  everything: {command: x}\n",
+			[]string{`t.yaml:3:42: agents.w.llm.tools[0]: unknown MCP server "everthing" (did you mean "everything"?)`}},
+		{"no servers", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\n",
+			[]string{`t.yaml:3:32: agents.s.mcp.server: unknown MCP server "fs": declare it under mcp_servers`}},
+		{"command and url", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {command: x, url: http://h/mcp}\n",
+			[]string{`t.yaml:5:7: mcp_servers.fs: an MCP server has a command (stdio) or a url (streamable HTTP): give exactly one`}},
+		{"neither", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {include: [read]}\n",
+			[]string{`t.yaml:5:7: mcp_servers.fs: an MCP server has a command (stdio) or a url (streamable HTTP): give exactly one`}},
+		{"args at a url", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {url: http://h/mcp, args: [x]}\n",
+			[]string{`t.yaml:5:7: mcp_servers.fs: args, env and dir are for a server run as a command, not one at a url`}},
+		{"mcp without tool", head + "  s: {kind: mcp, mcp: {server: fs}}\nmcp_servers:\n  fs: {command: x}\n",
+			[]string{`t.yaml:3:23: agents.s.mcp: missing required field "tool"`}},
+		{"mcp block on another kind", head + "  s: {kind: builtin, mcp: {server: fs, tool: t}}\nmcp_servers:\n  fs: {command: x}\n",
+			[]string{`t.yaml:3:22: agents.s.mcp: field "mcp" is not allowed in an agent of kind builtin: an agent has the block of its own kind only`}},
+		{"bad tool reference", head + "  w: {kind: llm, llm: {model: m, tools: [\"mcp:\"]}}\n",
+			[]string{`t.yaml:3:42: agents.w.llm.tools[0]: 'mcp:' does not match pattern '^([A-Za-z][A-Za-z0-9_-]*|mcp:[A-Za-z][A-Za-z0-9_-]*(/.+)?)$'`}},
+		{"env value is a name", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {command: x, env: {T: \"secret value\"}}\n",
+			[]string{`t.yaml:5:29: mcp_servers.fs.env.T: 'secret value' does not match pattern '^[A-Za-z_][A-Za-z0-9_]*$'`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
