@@ -147,7 +147,8 @@ func MCPTool(ref string) (server, tool string, ok bool) {
 // variable set for the server to the NAME of the environment variable holding its value, so
 // that secrets stay out of the file. Include keeps only the tools it names, Prefix is put
 // before the name of every tool offered to a model, ConnectTimeout bounds starting the server
-// and listing its tools (0: 30s) and CallTimeout each call (0: a minute).
+// and listing its tools (0: 30s), CallTimeout each call (0: a minute) and StopTimeout how long
+// a command's server is given to exit once its stdin closes before it is terminated (0: 5s).
 type MCPServer struct {
 	Command        string            `json:"command,omitempty"`
 	Args           []string          `json:"args,omitempty"`
@@ -158,6 +159,7 @@ type MCPServer struct {
 	Prefix         string            `json:"prefix,omitempty"`
 	ConnectTimeout Duration          `json:"connect_timeout,omitempty"`
 	CallTimeout    Duration          `json:"call_timeout,omitempty"`
+	StopTimeout    Duration          `json:"stop_timeout,omitempty"`
 }
 
 // MCPSpec is an mcp agent: the tool Tool (as the server names it) of the server Server, a key

@@ -55,7 +55,9 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		fmt.Fprintf(stderr, "troupe run: %v\n", err)
 		return exitFailed
 	}
-	reg, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories()})
+	servers := newMCPServers()
+	defer servers.Close() // after the engine's Close, deferred below: no agent calls a tool then
+	reg, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories(servers)})
 	if err != nil {
 		fmt.Fprintf(stderr, "troupe run: %v\n", err)
 		return exitUsage

@@ -23,7 +23,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if !ok {
 		return code
 	}
-	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories()}); err != nil {
+	servers := newMCPServers()
+	defer servers.Close()
+	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories(servers)}); err != nil {
 		var es config.Errors
 		if errors.As(err, &es) {
 			for _, e := range es {

@@ -6,16 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/execagent"
 	"github.com/troupehq/troupe/agent/httpagent"
 	"github.com/troupehq/troupe/agent/llmagent"
+	"github.com/troupehq/troupe/agent/mcptool"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/evidence"
@@ -30,34 +34,28 @@ import (
 // factories of each kind of agent, the builtin Go agents a file may name, and the query parser.
 
 // factories builds every kind of agent a file can declare except builtin, which package
-// config builds from builtins.
-func factories() config.Factories {
+// config builds from builtins. The MCP servers llm and mcp agents use are connected through
+// servers, which the command closes when it ends.
+func factories(servers *mcpServers) config.Factories {
 	return config.Factories{
+		config.KindMCP:        servers.buildMCP,
 		config.KindExec:       buildExec,
 		config.KindHTTP:       buildHTTP,
 		config.KindSequential: buildSequential,
 		config.KindParallel:   buildParallel,
 		config.KindLoop:       buildLoop,
 		config.KindBundle:     buildBundle,
-		config.KindLLM:        buildLLM,
+		config.KindLLM:        servers.buildLLM,
 	}
 }
 
 func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	cmd := append([]string(nil), a.Exec.Command...)
-	// A program written as a path ("./fetch.sh", "bin/agent") is relative to the file; a bare
-	// name ("python3") is looked up in PATH.
-	if strings.ContainsRune(cmd[0], '/') {
-		abs, err := filepath.Abs(b.Path(cmd[0]))
-		if err != nil {
-			return nil, err
-		}
-		cmd[0] = abs
+	prog, err := program(b, cmd[0])
+	if err != nil {
+		return nil, err
 	}
-	// A program that is not there fails now, when the file is validated, not at the first run.
-	if _, err := exec.LookPath(cmd[0]); err != nil {
-		return nil, fmt.Errorf("no program to run: %w", err)
-	}
+	cmd[0] = prog
 	dir := b.File.Dir
 	if a.Exec.Dir != "" {
 		dir = b.Path(a.Exec.Dir)
@@ -67,6 +65,23 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 		env = append(env, k+"="+v)
 	}
 	return execagent.New(execagent.Config{Command: cmd, Dir: dir, Env: env, Timeout: time.Duration(a.Timeout)})
+}
+
+// program resolves the program of a command: one written as a path ("./fetch.sh",
+// "bin/agent") is relative to the file; a bare name ("python3") is looked up in PATH. A
+// program that is not there fails now, when the file is validated, not at the first run.
+func program(b *config.Builder, name string) (string, error) {
+	if strings.ContainsRune(name, '/') {
+		abs, err := filepath.Abs(b.Path(name))
+		if err != nil {
+			return "", err
+		}
+		name = abs
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return "", fmt.Errorf("no program to run: %w", err)
+	}
+	return name, nil
 }
 
 func buildHTTP(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Agent, error) {
@@ -140,7 +155,7 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 	return evidence.Bundle(sub, cfg), nil
 }
 
-func buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+func (s *mcpServers) buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	l := a.LLM
 	cfg := llmagent.Config{
 		Name: a.Name, Model: l.Model, BaseURL: l.BaseURL, APIKeyEnv: l.APIKeyEnv,
@@ -156,6 +171,14 @@ func buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.A
 		cfg.Schema, cfg.SchemaName = s, a.Name
 	}
 	for _, n := range l.Tools {
+		if server, tool, ok := config.MCPTool(n); ok {
+			ts, err := s.tools(ctx, b, server, tool)
+			if err != nil {
+				return nil, fmt.Errorf("llm %s: %w", a.Name, err)
+			}
+			cfg.Tools = append(cfg.Tools, ts...)
+			continue
+		}
 		ag, err := b.Agent(ctx, n)
 		if err != nil {
 			return nil, err
@@ -167,6 +190,129 @@ func buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.A
 		cfg.Tools = append(cfg.Tools, flow.AsTool(n, ag, opts...))
 	}
 	return llmagent.New(cfg)
+}
+
+// mcpConnectTimeout bounds starting or dialling an MCP server and listing its tools when the
+// file gives no connect_timeout.
+const mcpConnectTimeout = 30 * time.Second
+
+// mcpServers connects each of a file's MCP servers the first time an agent being built needs
+// it, once, and closes them all — ending the sessions and the servers' processes — when the
+// command ends. The zero value is not usable; a nil *mcpServers builds no MCP agent.
+type mcpServers struct {
+	mu      sync.Mutex
+	clients map[string]*mcptool.Client
+	closed  bool
+}
+
+func newMCPServers() *mcpServers { return &mcpServers{clients: map[string]*mcptool.Client{}} }
+
+// client returns the connected server name of b's file, connecting it with ctx first if
+// needed.
+func (s *mcpServers) client(ctx context.Context, b *config.Builder, name string) (*mcptool.Client, error) {
+	if s == nil {
+		return nil, errors.New("this command does not connect MCP servers")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("the MCP servers are closed")
+	}
+	if c, ok := s.clients[name]; ok {
+		return c, nil
+	}
+	decl := b.File.MCPServers[name]
+	if decl == nil {
+		return nil, fmt.Errorf("unknown MCP server %q", name)
+	}
+	cfg := mcptool.Config{URL: decl.URL, Include: decl.Include, Prefix: decl.Prefix, CallTimeout: time.Duration(decl.CallTimeout), StopTimeout: time.Duration(decl.StopTimeout)}
+	if decl.Command != "" {
+		prog, err := program(b, decl.Command)
+		if err != nil {
+			return nil, fmt.Errorf("MCP server %s: %w", name, err)
+		}
+		cfg.Command = append([]string{prog}, decl.Args...)
+		cfg.Dir = b.File.Dir
+		if decl.Dir != "" {
+			cfg.Dir = b.Path(decl.Dir)
+		}
+		for _, k := range slices.Sorted(maps.Keys(decl.Env)) {
+			v, ok := os.LookupEnv(decl.Env[k])
+			if !ok {
+				return nil, fmt.Errorf("MCP server %s: env %s: the environment variable %s is not set", name, k, decl.Env[k])
+			}
+			cfg.Env = append(cfg.Env, k+"="+v)
+		}
+	}
+	timeout := time.Duration(decl.ConnectTimeout)
+	if timeout <= 0 {
+		timeout = mcpConnectTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := mcptool.Connect(cctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: %w", name, err)
+	}
+	s.clients[name] = c
+	return c, nil
+}
+
+// tools returns the tools an llm agent's "mcp:SERVER" (tool "") or "mcp:SERVER/TOOL" names.
+func (s *mcpServers) tools(ctx context.Context, b *config.Builder, server, tool string) ([]troupe.Tool, error) {
+	c, err := s.client(ctx, b, server)
+	if err != nil {
+		return nil, err
+	}
+	if tool == "" {
+		return c.Tools(), nil
+	}
+	t, err := serverTool(c, server, tool)
+	if err != nil {
+		return nil, err
+	}
+	return []troupe.Tool{t}, nil
+}
+
+// serverTool returns the tool a server names tool, or an error listing the ones it has.
+func serverTool(c *mcptool.Client, server, tool string) (*mcptool.Tool, error) {
+	if t, ok := c.Tool(tool); ok {
+		return t, nil
+	}
+	var names []string
+	for _, t := range c.Tools() {
+		names = append(names, t.Info().Name)
+	}
+	return nil, fmt.Errorf("MCP server %s has no tool %q (it offers %s)", server, tool, strings.Join(names, ", "))
+}
+
+// buildMCP builds an mcp agent: one tool of a server, called with the dispatch's arguments.
+func (s *mcpServers) buildMCP(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	c, err := s.client(ctx, b, a.MCP.Server)
+	if err != nil {
+		return nil, fmt.Errorf("mcp %s: %w", a.Name, err)
+	}
+	t, err := serverTool(c, a.MCP.Server, a.MCP.Tool)
+	if err != nil {
+		return nil, fmt.Errorf("mcp %s: %w", a.Name, err)
+	}
+	return mcptool.Agent(t), nil
+}
+
+// Close closes every server connected, waiting for their processes to end; later builds
+// connect none.
+func (s *mcpServers) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	var errs []error
+	for _, n := range slices.Sorted(maps.Keys(s.clients)) {
+		if err := s.clients[n].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("MCP server %s: %w", n, err))
+		}
+	}
+	clear(s.clients)
+	return errors.Join(errs...)
 }
 
 // schemaFile returns an agent's schema: inline, or read from the path (relative to the file)

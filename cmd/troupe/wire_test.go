@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/peers"
+)
+
+// children returns the processes this test process has started and not yet reaped (Linux).
+func children(t *testing.T) []string {
+	t.Helper()
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	if len(tasks) == 0 {
+		t.Skip("no /proc/self/task/*/children to check for leaked processes")
+	}
+	var out []string
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		out = append(out, strings.Fields(string(b))...)
+	}
+	return out
+}
+
+// runMCPRecord runs troupe run --output json on cfg (written to a directory of its own) with
+// extra arguments, and returns the record's results; the run must succeed and leave no
+// server process behind.
+func runMCPRecord(t *testing.T, cfg string, args ...string) []*troupe.Result {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "troupe.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := len(children(t))
+	code, stdout, stderr := invoke(t, append([]string{"run", "--output", "json", dir}, args...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if after := children(t); len(after) != before {
+		t.Errorf("the run left processes %v behind", after)
+	}
+	var rec struct{ Results []*troupe.Result }
+	if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Results
+}
+
+// An llm agent of a file calls a tool of a real MCP server (the reference "everything" server
+// over stdio) declared in mcp_servers: the model is offered the server's tools under the
+// file's prefix, asks for get-sum, and the server's answer reaches it and its result.
+func TestLLMAgentCallsMCPTool(t *testing.T) {
+	bin := peers.Bin(t, "mcp-server-everything")
+	var mu sync.Mutex
+	var offered []string
+	var toolAnswers []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		offered = offered[:0]
+		for _, tl := range req.Tools {
+			offered = append(offered, tl.Function.Name)
+		}
+		var message map[string]any
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role != "tool" {
+			message = map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
+				"id": "call1", "type": "function", "function": map[string]any{"name": "ev_get-sum", "arguments": `{"a": 19, "b": 23}`},
+			}}}
+		} else {
+			// The model answers with what the tool told it.
+			toolAnswers = append(toolAnswers, last.Content)
+			message = map[string]any{"role": "assistant", "content": "The tool said: " + last.Content}
+		}
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "c1", "object": "chat.completion", "created": 0, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": message}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+		})
+	}))
+	defer srv.Close()
+	t.Setenv("TEST_LLM_KEY", "sk-test")
+	results := runMCPRecord(t, fmt.Sprintf(`version: 1
+agents:
+  adder:
+    kind: llm
+    llm:
+      model: adding-model
+      base_url: %s/v1/
+      api_key_env: TEST_LLM_KEY
+      prompt: "{{.Query}}"
+      tools: ["mcp:everything"]
+mcp_servers:
+  everything:
+    command: %s
+    args: [stdio]
+    include: [echo, get-sum]
+    prefix: ev_
+    call_timeout: 10s
+    stop_timeout: 200ms
+`, srv.URL, bin), "what is 19 plus 23?")
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(offered, ",") != "ev_echo,ev_get-sum" {
+		t.Errorf("tools offered %v, want the server's echo and get-sum under the prefix ev_", offered)
+	}
+	if len(toolAnswers) != 1 || !strings.Contains(toolAnswers[0], "is 42") {
+		t.Errorf("the model was given the tool answers %q, want the server's sum 42", toolAnswers)
+	}
+	if len(results) != 1 || results[0].Status != troupe.StatusCompleted {
+		t.Fatalf("results %+v", results)
+	}
+	if text, _ := results[0].AgentResult["text"].(string); !strings.Contains(text, "is 42") {
+		t.Errorf("agent_result %v, want the model's answer carrying the server's sum", results[0].AgentResult)
+	}
+}
+
+// An mcp agent is one tool of a server run directly: its arguments are the request's
+// user_context.arguments and its result the tool's answer.
+func TestMCPAgentFromFile(t *testing.T) {
+	bin := peers.Bin(t, "mcp-server-everything")
+	input := filepath.Join(t.TempDir(), "in.json")
+	if err := os.WriteFile(input, []byte(`{"query": "add", "user_context": {"arguments": {"a": 2, "b": 40}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := runMCPRecord(t, fmt.Sprintf(`version: 1
+agents:
+  sum:
+    kind: mcp
+    mcp: {server: everything, tool: get-sum}
+mcp_servers:
+  everything: {command: %s, args: [stdio], stop_timeout: 200ms}
+`, bin), "--input", input)
+	if len(results) != 1 || results[0].Status != troupe.StatusCompleted {
+		t.Fatalf("results %+v", results)
+	}
+	if text, _ := results[0].AgentResult["text"].(string); !strings.Contains(text, "The sum of 2 and 40 is 42") {
+		t.Errorf("agent_result %v, want the server's sum", results[0].AgentResult)
+	}
+}
+
+// Building fails, with the agent and server named, when a file names a tool the server does
+// not have or a server that cannot start; validate reports it and leaves no process behind.
+func TestMCPBuildErrors(t *testing.T) {
+	bin := peers.Bin(t, "mcp-server-everything")
+	tests := []struct {
+		name, cfg, want string
+	}{
+		{"no such tool", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: get-summ}}\nmcp_servers:\n  ev: {command: %s, args: [stdio], stop_timeout: 200ms}\n", bin),
+			`mcp s: MCP server ev has no tool "get-summ" (it offers `},
+		{"no such program", "version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: t}}\nmcp_servers:\n  ev: {command: ./not-there}\n",
+			"mcp s: MCP server ev: no program to run: "},
+		{"unset variable", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: echo}}\nmcp_servers:\n  ev: {command: %s, env: {TOKEN: TROUPE_TEST_UNSET_VARIABLE}}\n", bin),
+			"mcp s: MCP server ev: env TOKEN: the environment variable TROUPE_TEST_UNSET_VARIABLE is not set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "troupe.yaml"), []byte(tt.cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := len(children(t))
+			code, _, stderr := invoke(t, "validate", dir)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, tt.want)
+			}
+			if after := children(t); len(after) != before {
+				t.Errorf("validate left processes %v behind", after)
+			}
+		})
+	}
+}
