@@ -24,7 +24,7 @@ type Factory func(ctx context.Context, b *Builder, a *Agent) (troupe.Agent, erro
 
 // Factories maps a kind to its factory. A program passes the kinds it supports to Build:
 // this package knows the format of every kind but builds only builtin agents itself, so it
-// depends on no transport or runtime; cmd/troupe wires exec, http, llm and the composites.
+// depends on no transport or runtime; cmd/troupe wires exec, http, llm, mcp and the composites.
 // A new kind (a2a) slots in as a block of its own name and a factory here, as llm did.
 type Factories map[string]Factory
 

@@ -23,7 +23,30 @@
 //
 // The kinds are builtin, exec, http, llm, mcp, sequential, parallel, loop and bundle. A new kind
 // (a2a) is a new block and a new Factory; files written for the kinds that exist do not
-// change — llm arrived that way.
+// change — llm and mcp arrived that way.
+//
+// # MCP tools
+//
+// mcp_servers declares MCP (Model Context Protocol) servers by name: a command run as a
+// subprocess speaking MCP over stdio, or a streamable HTTP url, with the tools to include, a
+// prefix for their names and timeouts. An llm agent lists their tools among its tools, all of
+// a server's ("mcp:NAME") or one ("mcp:NAME/TOOL"); an agent of kind mcp is one tool used
+// directly as a workflow step:
+//
+//	agents:
+//	  writer:
+//	    kind: llm
+//	    llm: {model: small, tools: [fetch, "mcp:files/read_file"]}
+//	  sum:
+//	    kind: mcp
+//	    mcp: {server: calc, tool: add}
+//	mcp_servers:
+//	  files: {command: mcp-server-filesystem, args: [./data]}
+//	  calc: {url: "http://127.0.0.1:3001/mcp", call_timeout: 10s}
+//
+// Load checks that every server named is declared and has exactly one of command and url;
+// the program connects the servers when it builds the agents (cmd/troupe closes them when
+// the command ends).
 //
 // # Errors
 //
@@ -33,9 +56,12 @@
 //	troupe.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)
 //	troupe.yaml:11:23: agents.summarize.sequential.agents[1]: unknown agent "sumarize" (did you mean "summarize"?)
 //
-// It checks the YAML, then the schema (unknown fields are errors), then what the schema
-// cannot say: that every agent named in after, composites, routing, pairs, coordinator,
-// fallbacks and the parser is declared; that no composite contains itself and after has no
+// It checks the YAML — refusing, with the place, a file that nests more than 200 deep, holds
+// a mapping of more than 5000 keys or expands (aliases included) to more than 100000 values,
+// so that loading any file takes bounded time and memory — then the schema (unknown fields
+// are errors), then what the schema cannot say: that every agent named in after, composites,
+// routing, pairs, coordinator, fallbacks and the parser, and every MCP server named, is
+// declared; that no composite contains itself and after has no
 // cycle; that input and output schemas compile; that routing and coordinator are not both
 // given; and finally the planner's, router's and error policy's own validation.
 //
@@ -44,7 +70,7 @@
 // Load only reads. Build turns a file into a troupe.Registry through Factories, one per
 // kind, that the program passes in: this package builds builtin agents itself (from the
 // program's registry) and nothing else, so it depends on no transport; cmd/troupe wires the
-// exec, http, llm and composite kinds. Catalog registers the agents' declarations without
+// exec, http, llm, mcp and composite kinds. Catalog registers the agents' declarations without
 // building them, which is all planning needs. PlanRules, RouteRules, Planner, Router and
 // Policy give the file's rules as the runtime's types.
 package config

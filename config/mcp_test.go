@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,4 +96,16 @@ func TestMCPErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An llm agent's tools are agents of the file and MCP tools; MCPTool tells them apart.
+func ExampleMCPTool() {
+	for _, ref := range []string{"fetch", "mcp:files", "mcp:files/read_file"} {
+		server, tool, ok := config.MCPTool(ref)
+		fmt.Printf("%s: server %q tool %q mcp %v\n", ref, server, tool, ok)
+	}
+	// Output:
+	// fetch: server "" tool "" mcp false
+	// mcp:files: server "files" tool "" mcp true
+	// mcp:files/read_file: server "files" tool "read_file" mcp true
 }
