@@ -66,20 +66,15 @@ func TestLLMAgentCallsMCPTool(t *testing.T) {
 	var offered []string
 	var toolAnswers []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The request as the model sees it: its tools, and the last message (the tool's answer
+		// once the tool has been called).
 		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-			Tools []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			} `json:"tools"`
+			Model    string
+			Messages []map[string]any
+			Tools    []struct{ Function struct{ Name string } }
 		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+			http.Error(w, fmt.Sprint("bad request: ", err), http.StatusBadRequest)
 			return
 		}
 		mu.Lock()
@@ -90,14 +85,15 @@ func TestLLMAgentCallsMCPTool(t *testing.T) {
 		}
 		var message map[string]any
 		last := req.Messages[len(req.Messages)-1]
-		if last.Role != "tool" {
+		if last["role"] != "tool" {
 			message = map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
 				"id": "call1", "type": "function", "function": map[string]any{"name": "ev_get-sum", "arguments": `{"a": 19, "b": 23}`},
 			}}}
 		} else {
 			// The model answers with what the tool told it.
-			toolAnswers = append(toolAnswers, last.Content)
-			message = map[string]any{"role": "assistant", "content": "The tool said: " + last.Content}
+			answer := fmt.Sprint(last["content"])
+			toolAnswers = append(toolAnswers, answer)
+			message = map[string]any{"role": "assistant", "content": "The tool said: " + answer}
 		}
 		json.NewEncoder(w).Encode(map[string]any{
 			"id": "c1", "object": "chat.completion", "created": 0, "model": req.Model,
@@ -134,11 +130,17 @@ mcp_servers:
 	if len(toolAnswers) != 1 || !strings.Contains(toolAnswers[0], "is 42") {
 		t.Errorf("the model was given the tool answers %q, want the server's sum 42", toolAnswers)
 	}
+	wantText(t, results, "is 42")
+}
+
+// wantText checks that the run had one result, completed, whose text holds want.
+func wantText(t *testing.T, results []*troupe.Result, want string) {
+	t.Helper()
 	if len(results) != 1 || results[0].Status != troupe.StatusCompleted {
 		t.Fatalf("results %+v", results)
 	}
-	if text, _ := results[0].AgentResult["text"].(string); !strings.Contains(text, "is 42") {
-		t.Errorf("agent_result %v, want the model's answer carrying the server's sum", results[0].AgentResult)
+	if text, _ := results[0].AgentResult["text"].(string); !strings.Contains(text, want) {
+		t.Errorf("agent_result %v, want its text to hold %q", results[0].AgentResult, want)
 	}
 }
 
@@ -158,12 +160,7 @@ agents:
 mcp_servers:
   everything: {command: %s, args: [stdio], stop_timeout: 200ms}
 `, bin), "--input", input)
-	if len(results) != 1 || results[0].Status != troupe.StatusCompleted {
-		t.Fatalf("results %+v", results)
-	}
-	if text, _ := results[0].AgentResult["text"].(string); !strings.Contains(text, "The sum of 2 and 40 is 42") {
-		t.Errorf("agent_result %v, want the server's sum", results[0].AgentResult)
-	}
+	wantText(t, results, "The sum of 2 and 40 is 42")
 }
 
 // Building fails, with the agent and server named, when a file names a tool the server does
