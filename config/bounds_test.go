@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/troupehq/troupe/config"
 )
 
 // laughs is a "billion laughs": ten levels of an anchor aliased ten times each, 10^10
@@ -78,4 +80,16 @@ func trim(ss []string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// BenchmarkParseBillionLaughs rejects a 600-byte file whose aliases expand to 10^10 values:
+// the cost is that of reading up to the bound (100000 values), not of the expansion.
+func BenchmarkParseBillionLaughs(b *testing.B) {
+	data := []byte(laughs())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := config.Parse("t.yaml", data); err == nil {
+			b.Fatal("no error")
+		}
+	}
 }
