@@ -264,40 +264,57 @@ func TestStopKillsAProcessGroupThatIgnoresSIGTERM(t *testing.T) {
 		{"cancel", time.Minute, true, troupe.CodeCancelled, false, context.Canceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hold := filepath.Join(t.TempDir(), "hold")
-			if err := syscall.Mkfifo(hold, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			// The read end, open before the agent starts so its writers never block; it reads
-			// EOF once every process holding the write end — the agent and its child — is dead.
-			f, err := os.OpenFile(hold, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			rt := &runtime{onEvent: func(p troupe.Progress) {
-				if p.Data == "ready" && tc.cancelWhenUp {
-					cancel()
+			// The timeout runs from Run's start: a machine slow to start the agent (the race
+			// detector, a loaded CI box) may kill it before it is up, which tests nothing. Such
+			// an attempt is made again with twice the timeout.
+			for timeout := tc.timeout; ; timeout *= 2 {
+				if stopGroup(t, tc.cancelWhenUp, timeout, tc.code, tc.recoverable, tc.cause) {
+					return
 				}
-			}}
-			a := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/ignoreterm.sh"}, Env: []string{"HOLD=" + hold},
-				Timeout: tc.timeout, KillGrace: 100 * time.Millisecond})
-			_, err = a.Run(ctx, dispatch("q", nil, rt))
-			ae := agentError(t, err)
-			if ae.Code != tc.code || ae.Recoverable != tc.recoverable || !errors.Is(err, tc.cause) {
-				t.Errorf("error %v: code %s recoverable %v", err, ae.Code, ae.Recoverable)
-			}
-			if !hasLine(rt.lines(), "ready") {
-				t.Fatalf("the agent never got ready: %v", rt.lines())
-			}
-			f.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if n, err := f.Read(make([]byte, 1)); n != 0 || err != io.EOF {
-				t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %d, %v", n, err)
+				if tc.cancelWhenUp || timeout > 10*time.Second {
+					t.Fatalf("the agent never got ready (timeout %v)", timeout)
+				}
+				t.Logf("the agent was not up within %v; trying again with %v", timeout, 2*timeout)
 			}
 		})
 	}
+}
+
+// stopGroup runs testdata/ignoreterm.sh until it times out or, with cancelWhenUp, until it is
+// cancelled once up, and checks the error and that its whole group is gone when Run returns.
+// It reports whether the agent was up before it was stopped.
+func stopGroup(t *testing.T, cancelWhenUp bool, timeout time.Duration, code string, recoverable bool, cause error) bool {
+	t.Helper()
+	hold := filepath.Join(t.TempDir(), "hold")
+	if err := syscall.Mkfifo(hold, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The read end, open before the agent starts so its writers never block; it reads EOF once
+	// every process holding the write end — the agent and its child — is dead.
+	f, err := os.OpenFile(hold, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rt := &runtime{onEvent: func(p troupe.Progress) {
+		if p.Data == "ready" && cancelWhenUp {
+			cancel()
+		}
+	}}
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/ignoreterm.sh"}, Env: []string{"HOLD=" + hold},
+		Timeout: timeout, KillGrace: 100 * time.Millisecond})
+	_, err = a.Run(ctx, dispatch("q", nil, rt))
+	ae := agentError(t, err)
+	if ae.Code != code || ae.Recoverable != recoverable || !errors.Is(err, cause) {
+		t.Errorf("error %v: code %s recoverable %v", err, ae.Code, ae.Recoverable)
+	}
+	f.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := f.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %d, %v", n, err)
+	}
+	return hasLine(rt.lines(), "ready")
 }
 
 func TestCancelStopsTheAgent(t *testing.T) {
