@@ -261,6 +261,13 @@ func (c *call) timedOut() {
 		Errors: []troupe.ErrorInfo{{Code: troupe.CodeTimeout, Recoverable: true,
 			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.timeout)}},
 	}
+	if r.ctx.Err() != nil && now.Sub(start) < c.timeout {
+		// Not its deadline: the run was cancelled and the agent did not stop within the
+		// executor's grace. Saying "timeout" would send a reader after the wrong cause.
+		c.res.Status = troupe.StatusCancelled
+		c.res.Errors[0] = troupe.ErrorInfo{Code: troupe.CodeCancelled,
+			Message: fmt.Sprintf("%s did not stop within the cancel grace after the run was cancelled", c.d.TargetAgent)}
+	}
 	if c.paused {
 		// It asked a human and then ran out of time: its question no longer holds the run.
 		c.paused = false

@@ -75,3 +75,37 @@ func TestCancelWhileAgentDerivesContext(t *testing.T) {
 		t.Errorf("Close: %v (%d stragglers)", err, exec.Stragglers())
 	}
 }
+
+// An agent that ignores its context outlives the cancel grace of a cancelled run: its dispatch
+// is recorded as CANCELLED, for what happened, not as a timeout of its (far) deadline.
+func TestStragglerOfACancelledRunIsCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	started, release := make(chan struct{}), make(chan struct{})
+	agent := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		close(started)
+		<-release // deaf to ctx
+		return &troupe.Result{}, nil
+	})
+	exec := local.New(local.Config{CancelGrace: 20 * time.Millisecond})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "deaf", agent), Executor: exec})
+	go func() { <-started; cancel() }()
+	evs, err := troupetest.Collect(eng.Run(ctx, troupe.Request{Query: "q"}))
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	got := results(evs)["deaf"]
+	if len(got) != 1 || got[0].Status != troupe.StatusCancelled || got[0].Errors[0].Code != troupe.CodeCancelled {
+		for _, r := range got {
+			t.Errorf("deaf: %s %v", r.Status, r.Errors)
+		}
+		t.Fatalf("deaf: %d results, want one cancelled", len(got))
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	if err := eng.Close(cctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
