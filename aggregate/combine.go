@@ -67,17 +67,36 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		ResolutionStrategy: string(s),
 		Warnings:           []string{},
 	}
-	last := make(map[string]int, len(results)) // agent → index of its last completed result
-	for i, r := range results {
+	for _, r := range results {
 		if r == nil {
 			continue
 		}
 		if err := check(r); err != nil {
 			return nil, err
 		}
-		if r.Succeeded() {
-			last[r.AgentName] = i
+	}
+	// An agent that completed more than once contributes its last result: walking backwards,
+	// the first completed result of each agent is its last, and CombinedResults, which is
+	// needed anyway, says which agents have one already.
+	var supBuf [64]bool
+	superseded := supBuf[:]
+	if len(results) > len(supBuf) {
+		superseded = make([]bool, len(results))
+	}
+	for i := len(results) - 1; i >= 0; i-- {
+		r := results[i]
+		if r == nil || !r.Succeeded() {
+			continue
 		}
+		if _, ok := a.CombinedResults[r.AgentName]; ok {
+			superseded[i] = true
+			continue
+		}
+		ar := r.AgentResult
+		if ar == nil {
+			ar = map[string]any{}
+		}
+		a.CombinedResults[r.AgentName] = ar
 	}
 
 	kept := make([]*troupe.Result, 0, len(results))
@@ -102,7 +121,7 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		switch {
 		case !r.Succeeded():
 			a.Warnings = append(a.Warnings, notCompleted(r))
-		case last[r.AgentName] != i:
+		case superseded[i]:
 			a.Warnings = append(a.Warnings, r.AgentName+": completed again; the later result is combined")
 		default:
 			kept = append(kept, r)
@@ -126,11 +145,6 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 	var unconfident []string
 	for _, r := range kept {
 		a.AgentsExecuted = append(a.AgentsExecuted, r.AgentName)
-		ar := r.AgentResult
-		if ar == nil {
-			ar = map[string]any{}
-		}
-		a.CombinedResults[r.AgentName] = ar
 		if r.Confidence != nil {
 			confidences = append(confidences, *r.Confidence)
 		} else {

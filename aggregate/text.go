@@ -18,13 +18,17 @@ func KeyInsights(results []*troupe.Result) []string { return keyInsights(complet
 // keyInsights is KeyInsights over results already known to be completed.
 func keyInsights(rs []*troupe.Result) []string {
 	out := []string{}
-	seen := map[string]bool{}
+	var seen map[string]bool // made on the first insight: most runs have none
 	add := func(s string) {
 		s = strings.TrimSpace(s)
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+		if s == "" || seen[s] {
+			return
 		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[s] = true
+		out = append(out, s)
 	}
 	for _, r := range rs {
 		add(r.Summary())
@@ -76,8 +80,19 @@ func synthesis(rs []*troupe.Result) string {
 	if len(sentences) > 0 {
 		return strings.Join(sentences, " ")
 	}
+	// Size the text first so it is built in one allocation: "<agent> contributed " plus
+	// "no fields" or the keys joined by writeList (each ", " or " and " at most 5 bytes), ".".
+	size := 0
+	for _, r := range rs {
+		size += len(r.AgentName) + len(" contributed ") + len("no fields") + len(". ")
+		for k := range r.AgentResult {
+			size += len(k) + len(" and ")
+		}
+	}
 	var b strings.Builder
-	var keys []string
+	b.Grow(size)
+	var kbuf [16]string
+	keys := kbuf[:0]
 	for i, r := range rs {
 		if i > 0 {
 			b.WriteByte(' ')
