@@ -3,6 +3,7 @@ package aggregate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/troupehq/troupe"
@@ -61,7 +62,6 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 	}
 	a := &troupe.Aggregation{
 		AgentsExecuted:     make([]string, 0, len(results)),
-		ExecutionOrder:     make([]string, 0, len(results)),
 		CombinedResults:    make(map[string]any, len(results)),
 		KeyInsights:        []string{},
 		ResolutionStrategy: string(s),
@@ -99,7 +99,18 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		a.CombinedResults[r.AgentName] = ar
 	}
 
-	kept := make([]*troupe.Result, 0, len(results))
+	// The execution order is the caller's, copied, or else the results' agents in order.
+	order := len(o.ExecutionOrder) == 0
+	if order {
+		a.ExecutionOrder = make([]string, 0, len(results))
+	} else {
+		a.ExecutionOrder = slices.Clone(o.ExecutionOrder)
+	}
+	var keptBuf [16]*troupe.Result
+	kept := keptBuf[:0]
+	if len(results) > len(keptBuf) {
+		kept = make([]*troupe.Result, 0, len(results))
+	}
 	var execTime, tokens int64
 	var cost float64
 	var haveTokens, haveCost bool
@@ -108,7 +119,9 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 			a.Warnings = append(a.Warnings, fmt.Sprintf("result %d is nil", i))
 			continue
 		}
-		a.ExecutionOrder = append(a.ExecutionOrder, r.AgentName)
+		if order {
+			a.ExecutionOrder = append(a.ExecutionOrder, r.AgentName)
+		}
 		execTime += r.ExecutionTimeMS
 		if r.TokensUsed != nil {
 			tokens += *r.TokensUsed
@@ -127,35 +140,38 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 			kept = append(kept, r)
 		}
 	}
-	if len(o.ExecutionOrder) > 0 {
-		a.ExecutionOrder = append(a.ExecutionOrder[:0], o.ExecutionOrder...)
-	}
 	a.TotalExecutionTimeMS = execTime
 	if o.TotalExecutionTimeMS > 0 {
 		a.TotalExecutionTimeMS = o.TotalExecutionTimeMS
 	}
 	if haveTokens {
-		a.TotalTokensUsed = &tokens
+		t := tokens // escapes only when there is a total to point at
+		a.TotalTokensUsed = &t
 	}
 	if haveCost {
-		a.TotalCostDollars = &cost
+		c := cost
+		a.TotalCostDollars = &c
 	}
 
-	confidences := make([]float64, 0, len(kept))
+	var confident int // CombineConfidence over the kept results' confidences, without the slice
 	var unconfident []string
 	for _, r := range kept {
 		a.AgentsExecuted = append(a.AgentsExecuted, r.AgentName)
-		if r.Confidence != nil {
-			confidences = append(confidences, *r.Confidence)
-		} else {
+		switch c := r.Confidence; {
+		case c == nil:
 			unconfident = append(unconfident, r.AgentName)
+		case confident == 0:
+			a.OverallConfidence = *c
+			confident++
+		default:
+			a.OverallConfidence = min(a.OverallConfidence, *c)
+			confident++
 		}
 	}
-	a.OverallConfidence = CombineConfidence(confidences)
 	switch {
 	case len(kept) == 0:
 		a.Warnings = append(a.Warnings, "no agent completed", "no agent reported confidence")
-	case len(confidences) == 0:
+	case confident == 0:
 		a.Warnings = append(a.Warnings, "no agent reported confidence")
 	case len(unconfident) > 0:
 		a.Warnings = append(a.Warnings, "overall_confidence leaves out "+list(unconfident)+", which reported no confidence")

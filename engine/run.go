@@ -1023,7 +1023,11 @@ func (r *Run) aggregateLocked() {
 	for i, u := range r.upstream {
 		order[i] = u.Agent // upstream results are appended in completion order
 	}
-	results := make([]*troupe.Result, 0, len(r.upstream))
+	var buf [16]*troupe.Result // Combine does not keep the slice
+	results := buf[:0]
+	if len(r.upstream) > len(buf) {
+		results = make([]*troupe.Result, 0, len(r.upstream))
+	}
 	for _, st := range r.stages {
 		for _, t := range st {
 			switch {
