@@ -75,10 +75,10 @@ func completed(results []*troupe.Result) []*troupe.Result {
 // (which only counts when another result has a leaf at the same path).
 type leaf struct {
 	path   string
-	holder int // index of the result
 	value  any
-	object bool
 	rank   uint64 // lengths of the keys that spell path, packed most significant first
+	holder int32  // index of the result
+	object bool
 }
 
 // collect flattens every result into one slice sorted by path and holder, keeping one entry
@@ -92,14 +92,14 @@ func collect(rs []*troupe.Result) []leaf {
 	}
 	ls := make([]leaf, 0, n)
 	for i, r := range rs {
-		ls = walkLeaves(ls, i, "", r.AgentResult, 0, 0)
+		ls = walkLeaves(ls, int32(i), "", r.AgentResult, 0, 0)
 	}
 	slices.SortFunc(ls, func(a, b leaf) int {
 		if c := strings.Compare(a.path, b.path); c != 0 {
 			return c
 		}
 		if a.holder != b.holder {
-			return a.holder - b.holder
+			return int(a.holder) - int(b.holder)
 		}
 		return cmp.Compare(a.rank, b.rank)
 	})
@@ -113,7 +113,7 @@ func collect(rs []*troupe.Result) []leaf {
 	return out
 }
 
-func walkLeaves(ls []leaf, holder int, prefix string, m map[string]any, depth int, rank uint64) []leaf {
+func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth int, rank uint64) []leaf {
 	for k, v := range m {
 		p := k
 		if prefix != "" {

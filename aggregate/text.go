@@ -80,19 +80,28 @@ func synthesis(rs []*troupe.Result) string {
 	if len(sentences) > 0 {
 		return strings.Join(sentences, " ")
 	}
-	// Size the text first so it is built in one allocation: "<agent> contributed " plus
-	// "no fields" or the keys joined by writeList (each ", " or " and " at most 5 bytes), ".".
+	// One walk over the maps gathers every result's keys, in turn (len(AgentResult) each), and
+	// sizes the text so it is built in one allocation: "<agent> contributed " plus "no fields"
+	// or the keys joined by writeList (each ", " or " and " at most 5 bytes), ". ".
+	n := 0
+	for _, r := range rs {
+		n += len(r.AgentResult)
+	}
+	var kbuf [16]string
+	keys := kbuf[:0]
+	if n > len(kbuf) {
+		keys = make([]string, 0, n)
+	}
 	size := 0
 	for _, r := range rs {
 		size += len(r.AgentName) + len(" contributed ") + len("no fields") + len(". ")
 		for k := range r.AgentResult {
+			keys = append(keys, k)
 			size += len(k) + len(" and ")
 		}
 	}
 	var b strings.Builder
 	b.Grow(size)
-	var kbuf [16]string
-	keys := kbuf[:0]
 	for i, r := range rs {
 		if i > 0 {
 			b.WriteByte(' ')
@@ -102,12 +111,10 @@ func synthesis(rs []*troupe.Result) string {
 		if len(r.AgentResult) == 0 {
 			b.WriteString("no fields")
 		}
-		keys = keys[:0]
-		for k := range r.AgentResult {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		writeList(&b, keys)
+		own := keys[:len(r.AgentResult)]
+		keys = keys[len(own):]
+		slices.Sort(own)
+		writeList(&b, own)
 		b.WriteByte('.')
 	}
 	return b.String()
