@@ -48,8 +48,9 @@ type Run struct {
 	mu         sync.Mutex
 	now        time.Time // the clock read once per state transition; zero outside one
 	seq        int64
-	pending    *[]troupe.Event // the current transition's events (a pooled batch), appended by flushLocked
-	toStart    []*call         // dispatches the current transition created, started by flushLocked
+	pending    *[]troupe.Event  // the current transition's events (a pooled batch), appended by flushLocked
+	toStart    []*call          // dispatches the current transition created, started by flushLocked
+	startBuf   [batchSize]*call // toStart's first array: a full batch of events flushes it
 	plan       *troupe.Plan
 	stages     [][]*task
 	stage      int // index of the current stage
@@ -147,6 +148,7 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
 		timeBudget: e.timeBudget, costBudget: e.costBudget, tokBudget: e.tokBudget,
 	}
+	r.toStart = r.startBuf[:0]
 	if r.human == nil {
 		r.human = e.human
 	}
