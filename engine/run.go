@@ -82,7 +82,8 @@ type Run struct {
 	closed     bool // the closing sequence is over: done is closed
 	err        error
 	watchers   []chan struct{}
-	done       chan struct{} // made by doneChan
+	watchBuf   [1]chan struct{} // watchers' first array: most runs have one reader
+	done       chan struct{}    // made by doneChan
 	waitOnce   sync.Once
 }
 
@@ -148,7 +149,7 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
 		timeBudget: e.timeBudget, costBudget: e.costBudget, tokBudget: e.tokBudget,
 	}
-	r.toStart = r.startBuf[:0]
+	r.toStart, r.watchers = r.startBuf[:0], r.watchBuf[:0]
 	if r.human == nil {
 		r.human = e.human
 	}
@@ -1021,10 +1022,6 @@ func (r *Run) unfinished() (failed, skipped []string) {
 }
 
 func (r *Run) aggregateLocked() {
-	order := make([]string, len(r.upstream))
-	for i, u := range r.upstream {
-		order[i] = u.Agent // upstream results are appended in completion order
-	}
 	var buf [16]*troupe.Result // Combine does not keep the slice
 	results := buf[:0]
 	if len(r.upstream) > len(buf) {
@@ -1044,6 +1041,17 @@ func (r *Run) aggregateLocked() {
 			default:
 				results = append(results, t.final)
 			}
+		}
+	}
+	// The execution order is the completion order (upstream results are appended in it). When
+	// it is the order of results, as in a chain, Combine derives the same from results.
+	var order []string
+	if len(r.upstream) != len(results) || !slices.EqualFunc(r.upstream, results, func(u troupe.UpstreamResult, res *troupe.Result) bool {
+		return u.Agent == res.AgentName
+	}) {
+		order = make([]string, len(r.upstream))
+		for i, u := range r.upstream {
+			order[i] = u.Agent
 		}
 	}
 	agg, err := aggregate.Combine(results, aggregate.Options{Strategy: r.e.strategy, ExecutionOrder: order,
