@@ -28,22 +28,7 @@ func TestThroughEngine(t *testing.T) {
 	})
 	reg := troupe.NewRegistry()
 	reg.MustAdd("feas_bundle", evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema), SchemaVersion: "feasibility.v1"}))
-	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := eng.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	troupetest.CheckLog(t, evs)
+	evs := runFeasibility(t, reg)
 	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
 		t.Fatalf("run ended %s", last.Kind)
 	}
@@ -123,22 +108,7 @@ func TestAsToolForAnOrchestrator(t *testing.T) {
 	})
 	reg := troupe.NewRegistry()
 	reg.MustAdd("orchestrator", orchestrator)
-	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := eng.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	troupetest.CheckLog(t, evs)
+	evs := runFeasibility(t, reg)
 	done := troupetest.Find(evs, troupe.KindDispatchCompleted, "orchestrator")
 	if len(done) != 1 || calls != 1 {
 		t.Fatalf("%d orchestrator completions, %d calls", len(done), calls)
@@ -228,4 +198,27 @@ func TestProgressStreamsWhileTheBundleRuns(t *testing.T) {
 	if !released || !cmp.Equal(seen, want) {
 		t.Errorf("progress seen %v (released %v), want %v", seen, released, want)
 	}
+}
+
+// runFeasibility runs the feasibility question through a real engine over reg, checks the
+// log's invariants and closes the engine when the test ends.
+func runFeasibility(t *testing.T, reg *troupe.Registry) []troupe.Event {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	return evs
 }
