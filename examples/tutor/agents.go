@@ -691,6 +691,10 @@ func (a *Specialists) PathPlanner(_ context.Context, d *troupe.Dispatch) (*troup
 	switch {
 	case next == "":
 		reasoning = "Every concept is mastered."
+	case goal != "" && !unmastered(goal):
+		// The topic is mastered but some of what it builds on is not: say so, rather than
+		// telling the learner to "reach" what they already know.
+		reasoning = fmt.Sprintf("You have mastered %s; %d concepts it builds on are still below %.2f, so reinforce them in prerequisite order, starting with %s.", goal, len(order), a.cfg.Threshold, next)
 	case goal != "":
 		reasoning = fmt.Sprintf("To reach %s, learn the %d unmastered concepts it depends on in prerequisite order, starting with %s.", goal, len(order), next)
 	default:

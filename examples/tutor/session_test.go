@@ -248,3 +248,23 @@ func TestDiagnosticEstimatesMastery(t *testing.T) {
 		t.Errorf("right probes: level %v, recommendation %v", st["learner_level"], st["recommendation"])
 	}
 }
+
+// TestPathAfterMasteringTheTopic: once the current topic is mastered, "what's next" does not
+// tell the learner to reach it; it names the prerequisites still below the threshold.
+func TestPathAfterMasteringTheTopic(t *testing.T) {
+	s, _ := newSession(t, 1)
+	send(t, s, "teach me fractions")
+	send(t, s, "quiz me") // all answers right: fractions mastered, prerequisites at the probe estimate
+	m, _ := s.State()["mastery"].(map[string]float64)
+	if m["fractions"] < 0.85 {
+		t.Fatalf("fractions mastery %v after a perfect quiz; want ≥ 0.85", m["fractions"])
+	}
+	r := send(t, s, "what's next")
+	reasoning, _ := s.State()["path_reasoning"].(string)
+	if strings.Contains(reasoning, "To reach fractions") || !strings.HasPrefix(reasoning, "You have mastered fractions;") {
+		t.Errorf("path reasoning after mastering fractions: %q", reasoning)
+	}
+	if strings.Contains(r.Text(), "5. Fractions") || strings.Contains(r.Text(), "your current topic;") {
+		t.Errorf("the mastered topic is still on the path:\n%s", r.Text())
+	}
+}
