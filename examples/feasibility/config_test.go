@@ -8,6 +8,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/examples/feasibility"
+	"github.com/troupehq/troupe/troupetest"
 )
 
 // TestConfigLoads: troupe.yaml is valid, names the builtins Builtins provides, and its bundle
@@ -48,5 +49,35 @@ func TestInputFile(t *testing.T) {
 	}
 	if _, ok := feasibility.DefaultDataset().Case(req.ParsedQuery["case"].(string)); !ok {
 		t.Errorf("unknown case in %v", req.ParsedQuery)
+	}
+}
+
+// TestConfigExamplesRun: every example query troupe.yaml lists (troupe agents shows them to a
+// new user) picks a shipped case from its words alone and runs to the orchestrator's decision.
+func TestConfigExamplesRun(t *testing.T) {
+	f, err := config.Load(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Examples) == 0 {
+		t.Fatal("troupe.yaml lists no example queries")
+	}
+	for _, ex := range f.Examples {
+		t.Run(ex.Query, func(t *testing.T) {
+			evs, err := troupetest.Collect(newEngine(t).Run(t.Context(), troupe.Request{Query: ex.Query}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
+				t.Fatalf("run ended %s: %+v", last.Kind, last.Data)
+			}
+			decided := false
+			for _, ev := range troupetest.Find(evs, troupe.KindDispatchCompleted, feasibility.OrchestratorAgent) {
+				decided = ev.Data.(*troupe.Result).AgentResult["decision"] != nil
+			}
+			if !decided {
+				t.Errorf("no orchestrator decision for %q", ex.Query)
+			}
+		})
 	}
 }
