@@ -181,6 +181,8 @@ func TestRunExitCodes(t *testing.T) {
 			[]string{"✗ broken failed in", "AGENT_ERROR", "no data for this question", "status  failed"}, nil},
 		{"no arguments", []string{"run"}, exitUsage, nil, []string{"want CONFIG and a query"}},
 		{"no query", []string{"run", "../../examples/e2i"}, exitUsage, nil, []string{"want a query after CONFIG"}},
+		{"empty query", []string{"run", "../../examples/e2i", " ", ""}, exitUsage, nil, []string{"troupe run: the query is empty"}},
+		{"empty plan query", []string{"plan", "../../examples/e2i", ""}, exitUsage, nil, []string{"troupe plan: the query is empty"}},
 		{"bad output", []string{"run", "--output", "yaml", "../../examples/e2i", "q"}, exitUsage, nil, []string{`--output "yaml": want text or json`}},
 		{"missing config", []string{"run", "testdata/nope.yaml", "q"}, exitUsage, nil, []string{"no such file"}},
 		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{"testdata/bad.yaml:6:7: agents.fetch.exec: missing required field", "16 problems"}},

@@ -422,6 +422,12 @@ func needQuery(cmd string, words []string, input string, stderr io.Writer) bool 
 		fmt.Fprintf(stderr, "troupe %s: want a query after CONFIG, or --input FILE.json\n", cmd)
 		return false
 	}
+	if input == "" && strings.TrimSpace(strings.Join(words[1:], " ")) == "" {
+		// An empty argument ("$Q" with Q unset) is no question: say so rather than run the
+		// agents on nothing.
+		fmt.Fprintf(stderr, "troupe %s: the query is empty: want a question after CONFIG, or --input FILE.json\n", cmd)
+		return false
+	}
 	return true
 }
 
