@@ -52,6 +52,12 @@ func TestParseErrors(t *testing.T) {
 		{"unknown kind", "version: 1\nagents:\n  a:\n    kind: magic\n", []string{
 			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle', 'llm', 'mcp'`,
 		}},
+		{"misspelt kind", "version: 1\nagents:\n  a:\n    kind: exce\n", []string{
+			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle', 'llm', 'mcp' (did you mean "exec"?)`,
+		}},
+		{"negative duration", "version: 1\nagents:\n  a:\n    kind: builtin\n    timeout: -5s\n", []string{
+			`t.yaml:5:14: agents.a.timeout: "-5s" is negative: a duration here is positive, such as 30s`,
+		}},
 		{"kind without its block", "version: 1\nagents:\n  a:\n    kind: exec\n", []string{
 			`t.yaml:4:5: agents.a: missing required field "exec"`,
 		}},

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -124,6 +125,23 @@ func checkSchema(t *tree) (Errors, [][]string) {
 			problem := e.ErrorKind.LocalizedString(printer)
 			if strings.Contains(k.Want, "(ns|us|µs|ms|s|m|h)") {
 				problem = fmt.Sprintf("%q is not a duration: write one as Go does, such as 30s, 1m30s or 250ms", k.Got)
+				if d, err := time.ParseDuration(k.Got); err == nil && d < 0 {
+					problem = fmt.Sprintf("%q is negative: a duration here is positive, such as 30s", k.Got)
+				}
+			}
+			out = append(out, t.errorAt(ptr, problem))
+		case *kind.Enum:
+			problem := e.ErrorKind.LocalizedString(printer)
+			if got, ok := k.Got.(string); ok {
+				var want []string
+				for _, w := range k.Want {
+					if w, ok := w.(string); ok {
+						want = append(want, w)
+					}
+				}
+				if best := Closest(strings.ToLower(got), want); best != "" {
+					problem += fmt.Sprintf(" (did you mean %q?)", best)
+				}
 			}
 			out = append(out, t.errorAt(ptr, problem))
 		case *kind.Required:
