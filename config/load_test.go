@@ -52,6 +52,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown kind", "version: 1\nagents:\n  a:\n    kind: magic\n", []string{
 			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle', 'llm', 'mcp'`,
 		}},
+		{"no agents", "version: 1\nagents: {}\n", []string{
+			`t.yaml:2:9: agents: no agents: declare at least one under agents, each with its kind`,
+		}},
 		{"misspelt kind", "version: 1\nagents:\n  a:\n    kind: exce\n", []string{
 			`t.yaml:4:11: agents.a.kind: value must be one of 'builtin', 'exec', 'http', 'sequential', 'parallel', 'loop', 'bundle', 'llm', 'mcp' (did you mean "exec"?)`,
 		}},

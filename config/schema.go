@@ -130,6 +130,12 @@ func checkSchema(t *tree) (Errors, [][]string) {
 				}
 			}
 			out = append(out, t.errorAt(ptr, problem))
+		case *kind.MinProperties:
+			problem := e.ErrorKind.LocalizedString(printer)
+			if ptr == "/agents" {
+				problem = "no agents: declare at least one under agents, each with its kind"
+			}
+			out = append(out, t.errorAt(ptr, problem))
 		case *kind.Enum:
 			problem := e.ErrorKind.LocalizedString(printer)
 			if got, ok := k.Got.(string); ok {
