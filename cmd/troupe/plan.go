@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/route"
 )
 
 // runPlan is `troupe plan CONFIG "query"`: the stage plan and the routing decisions a run of
@@ -154,6 +156,11 @@ func (p *planned) text() string {
 			if d.Fallback != "" {
 				fmt.Fprintf(&b, "    %-10s %s\n", "fallback", d.Fallback)
 			}
+			if d.Metadata["source"] == "default" {
+				for _, m := range nearMisses(p.file, p.req.Query) {
+					fmt.Fprintf(&b, "    %-10s %s\n", "near miss", m)
+				}
+			}
 		}
 	}
 	if len(p.plan.Selected) > 0 {
@@ -264,3 +271,33 @@ func nodeID(name string) string {
 }
 
 func mermaidText(s string) string { return strings.ReplaceAll(s, `"`, "#quot;") }
+
+// nearMisses names the rules of f's coordinator whose words match query but whose state
+// conditions did not hold ("continue quiz" without quiz_paused=true), so that a message that
+// fell through to the default says which rule it almost met and what state that rule needs.
+// Each rule is routed alone with its state conditions dropped, so the match is the router's own.
+func nearMisses(f *config.File, query string) []string {
+	r := f.RouteRules()
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, tr := range r.Triggers {
+		if len(tr.Patterns) == 0 || len(tr.When) == 0 {
+			continue
+		}
+		words := route.Rules{Triggers: []route.Trigger{{Name: tr.Name, Patterns: tr.Patterns, Target: tr.Target}}}
+		d, err := words.Route(troupe.RouteInput{Query: query, Available: []string{tr.Target}}, troupe.Context{})
+		if err != nil || d.Metadata["source"] != "trigger" {
+			continue
+		}
+		var need []string
+		for _, k := range slices.Sorted(maps.Keys(tr.When)) {
+			v, _ := json.Marshal(tr.When[k])
+			need = append(need, k+"="+string(v))
+		}
+		out = append(out, fmt.Sprintf("rule %s (→ %s) matches %q but needs state %s; try --state %s",
+			tr.Name, tr.Target, d.Metadata["pattern"], strings.Join(need, ", "), strings.Join(need, " --state ")))
+	}
+	return out
+}
