@@ -13,14 +13,15 @@
 //     agent_progress event of kind "stderr" in the run's log (at most Config.MaxProgress
 //     lines a dispatch, each cut at Config.MaxLineBytes). The last Config.StderrTail bytes
 //     are quoted in the error when the dispatch fails.
-//  3. Write one JSON object to stdout and exit 0: seed 000's AgentDispatchResponse with every
-//     required field — dispatch_id and agent_name copied from the dispatch (target_agent),
-//     session_id, query_id, status ("completed" with a non-empty agent_result, or "failed"
-//     with errors shaped as {code, message, recoverable}), execution_time_ms, started_at and
-//     completed_at as RFC 3339 — plus whatever else it knows (analysis_summary, confidence,
-//     next_agent, handoff, tokens_used, …). It is validated with troupe.DecodeResult: output
-//     that fails is never accepted; the dispatch fails with code INVALID_OUTPUT, every problem
-//     listed in the error's details.
+//  3. Write one JSON object to stdout and exit 0: seed 000's AgentDispatchResponse. The
+//     smallest valid answer is {"agent_result": {...}}: the fields the engine owns anyway —
+//     dispatch_id, session_id, query_id, agent_name, status ("completed"), execution_time_ms,
+//     started_at and completed_at — are filled in from the dispatch when left out, and checked
+//     when sent (a dispatch_id or agent_name that answers another dispatch is refused). Add
+//     whatever else the agent knows (analysis_summary, confidence, next_agent, handoff,
+//     tokens_used, …), or status "failed" with errors shaped as {code, message, recoverable}.
+//     It is validated with troupe.DecodeResult: output that fails is never accepted; the
+//     dispatch fails with code INVALID_OUTPUT, every problem listed in the error's details.
 //  4. To fail without a result, exit non-zero: the dispatch fails with code AGENT_ERROR, the exit
 //     status and the stderr tail, not recoverable — except exit 75 (EX_TEMPFAIL, ExitTempFail)
 //     and death by a signal, which are recoverable, so the run's error policy may retry.

@@ -106,6 +106,8 @@ func TestAgentsInThreeLanguages(t *testing.T) {
 		{"go", []string{goBin}, "counting words"},
 		{"python", []string{"python3", "testdata/agent.py"}, "python agent got disp_"},
 		{"sh", []string{"sh", "testdata/agent.sh"}, "shell agent got disp_"},
+		// The smallest agent: it prints only what it knows; the engine-owned fields are filled in.
+		{"minimal sh", []string{"sh", "-c", `echo "minimal agent" >&2; printf '{"agent_result":{"words":%d}}' "$(sed 's/.*"query": *"\([^"]*\)".*/\1/' | wc -w)"`}, "minimal agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &runtime{traceID: "trace_42"}
@@ -177,7 +179,7 @@ func TestFailures(t *testing.T) {
 		{"EX_TEMPFAIL is recoverable", py, "tempfail", execagent.Config{},
 			want{troupe.CodeAgentError, true, []string{"exited with status 75", "upstream busy"}, execagent.ExitTempFail}},
 		{"a result that fails validation", py, "invalid", execagent.Config{},
-			want{troupe.CodeInvalidOutput, false, []string{"invalid result", `"session_id": required`, "more problems", "python agent got"}, 0}},
+			want{troupe.CodeInvalidOutput, false, []string{"invalid result", `"confidence": 7 is outside [0, 1]`, "python agent got"}, 0}},
 		{"garbage on stdout", []string{"sh", "testdata/garbage.sh"}, "", execagent.Config{},
 			want{troupe.CodeInvalidOutput, false, []string{"invalid result", "Traceback"}, 0}},
 		{"stdout over its bound", py, "huge", execagent.Config{MaxOutputBytes: 64 << 10},

@@ -16,9 +16,9 @@
 //   - Authorization: Bearer <token> when Config.BearerTokenEnv names a variable, and whatever
 //     Config.Headers and Config.HeadersFromEnv add.
 //
-// Response: status 2xx with seed 000's AgentDispatchResponse as JSON — every required field,
-// dispatch_id and agent_name copied from the dispatch (see package execagent for the list). It
-// is validated with troupe.DecodeResult; output that fails is never accepted: the dispatch fails
+// Response: status 2xx with seed 000's AgentDispatchResponse as JSON. As for exec agents, the
+// engine-owned fields (identification, timing, a "completed" status) may be left out and are
+// filled in from the dispatch; the smallest answer is {"agent_result": {...}}. It is validated with troupe.DecodeResult; output that fails is never accepted: the dispatch fails
 // with INVALID_OUTPUT and every problem in the error's details. A body over
 // Config.MaxResponseBytes fails the same way.
 //

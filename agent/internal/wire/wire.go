@@ -6,6 +6,7 @@ package wire
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,9 +23,13 @@ import (
 // output is an *troupe.AgentError with code INVALID_OUTPUT, not recoverable — the same agent
 // given the same dispatch is unlikely to do better — whose details list every problem under
 // "errors" and carry extra (the adapter's own context, e.g. a stderr tail).
+//
+// Fields the engine owns anyway — identification, timing and a "completed" status — may be
+// left out: they are filled in from d, so an agent in another language need print no more
+// than {"agent_result": {...}}. Fields it does send are checked as sent.
 func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.AgentSet, extra map[string]any) (*troupe.Result, error) {
 	var problems []string
-	r, err := troupe.DecodeResult(data, agents)
+	r, err := troupe.DecodeResult(fillEngineFields(data, d, time.Now()), agents)
 	var ves troupe.ValidationErrors
 	switch {
 	case errors.As(err, &ves):
@@ -55,6 +60,43 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 		msg = pkg + ": invalid result: empty output"
 	}
 	return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: msg, Cause: err, Details: details}
+}
+
+// fillEngineFields adds to a JSON object the engine-owned result fields it lacks, taken from
+// d; anything that is not a JSON object is returned as it is, for DecodeResult to report.
+func fillEngineFields(data []byte, d *troupe.Dispatch, now time.Time) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil || obj == nil {
+		return data
+	}
+	started := d.DispatchedAt
+	if started.IsZero() || started.After(now) {
+		started = now
+	}
+	defaults := map[string]any{
+		"dispatch_id": d.DispatchID, "session_id": d.SessionID, "query_id": d.QueryID, "agent_name": d.TargetAgent,
+		"status": troupe.StatusCompleted, "started_at": started, "completed_at": now,
+		"execution_time_ms": now.Sub(started).Milliseconds(),
+	}
+	added := false
+	for k, v := range defaults {
+		if _, ok := obj[k]; ok {
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return data
+		}
+		obj[k], added = b, true
+	}
+	if !added {
+		return data
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 // Head quotes at most n bytes of the start of b, cut on a rune boundary, with "…" when cut.

@@ -70,7 +70,7 @@ func TestTail(t *testing.T) {
 
 func TestDecodeResult(t *testing.T) {
 	d := troupe.NewDispatch()
-	d.DispatchID, d.TargetAgent = troupe.NewDispatchID(1), "a"
+	d.DispatchID, d.TargetAgent, d.SessionID, d.QueryID = troupe.NewDispatchID(1), "a", "s", "q"
 	good := `{"dispatch_id":"` + d.DispatchID + `","session_id":"s","query_id":"q","agent_name":"a","status":"completed","agent_result":{"x":1},"errors":[],"warnings":[],"execution_time_ms":1,"started_at":"2026-01-01T00:00:00Z","completed_at":"2026-01-01T00:00:01Z"}`
 	for _, tc := range []struct {
 		name, data string
@@ -79,13 +79,16 @@ func TestDecodeResult(t *testing.T) {
 		{"valid", good, nil},
 		{"another dispatch", strings.Replace(good, d.DispatchID, "disp_0000000000000000", 1), []string{`dispatch_id "disp_0000000000000000" answers another dispatch`}},
 		{"another agent", strings.Replace(good, `"agent_name":"a"`, `"agent_name":"b"`, 1), []string{`agent_name "b" is not the dispatch's target "a"`}},
-		{"missing fields", `{"status":"completed"}`, []string{"dispatch_id", "session_id"}},
+		// Engine-owned fields are filled in; what the agent owes stays required.
+		{"only what the agent knows", `{"agent_result":{"x":1}}`, nil},
+		{"no agent_result", `{"status":"completed"}`, []string{"completed status requires agent_result"}},
+		{"a field it sends is checked", `{"agent_result":{"x":1},"session_id":7}`, []string{"session_id"}},
 		{"not JSON", `nope`, []string{"nope"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := wire.DecodeResult("pkg", []byte(tc.data), d, nil, map[string]any{"k": "v"})
 			if tc.want == nil {
-				if err != nil || r.AgentResult["x"] != 1.0 {
+				if err != nil || r.AgentResult["x"] != 1.0 || r.DispatchID != d.DispatchID || r.AgentName != "a" || r.Status != troupe.StatusCompleted {
 					t.Fatalf("%+v, %v", r, err)
 				}
 				return
