@@ -2,7 +2,6 @@
 # total: counts and adds the numbers in the query. Reads the dispatch (JSON) on stdin, writes
 # its result (JSON) on stdout, progress on stderr. POSIX sh and awk; jq would do it shorter.
 set -eu
-started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 dispatch=$(cat)
 # get NAME: the dispatch's first string field NAME (its own fields come first), up to any
 # escaped quote in it.
@@ -16,10 +15,7 @@ if [ -z "$numbers" ]; then
 fi
 set -- $(printf '%s\n' "$numbers" | awk '{ n++; s += $1 } END { print n, s }')
 echo "$1 numbers, sum $2" >&2
+# Only what the agent knows: troupe fills in the dispatch's ids, the status and the timing.
 cat <<JSON
-{"dispatch_id":"$(get dispatch_id)","session_id":"$(get session_id)","query_id":"$(get query_id)",
- "agent_name":"$(get target_agent)","status":"completed",
- "agent_result":{"count":$1,"sum":$2},"analysis_summary":"$1 numbers adding up to $2",
- "confidence":1,"execution_time_ms":0,
- "started_at":"$started","completed_at":"$(date -u +%Y-%m-%dT%H:%M:%SZ)"}
+{"agent_result":{"count":$1,"sum":$2},"analysis_summary":"$1 numbers adding up to $2","confidence":1}
 JSON
