@@ -37,3 +37,18 @@ func BenchmarkCombine100(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCombine10Small combines what a ten-step chain of small agents hands the engine: ten
+// results with one shared, agreeing field each.
+func BenchmarkCombine10Small(b *testing.B) {
+	rs := make([]*troupe.Result, 10)
+	for i := range rs {
+		rs[i] = result(fmt.Sprintf("agent_%04d", i), map[string]any{"ok": true}, conf(1))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := aggregate.Combine(rs, aggregate.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
