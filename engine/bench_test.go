@@ -261,3 +261,38 @@ func BenchmarkChain10Detached(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFinishedRunRetained reports what the default memory store keeps per finished
+// Chain10 run (heap in use after GC, per run, over 100 runs): the log and its payloads, which
+// the garbage collector marks on every cycle while the store keeps them.
+func BenchmarkFinishedRunRetained(b *testing.B) {
+	reg, names := registry(b, 10, troupe.AgentFunc(noop))
+	ctx := context.Background()
+	for b.Loop() {
+		eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := func() {
+			r, err := eng.Start(ctx, troupe.Request{Query: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		run() // the engine's and store's own first allocations
+		_, before, _ := memInUse()
+		var objBefore, objAfter runtime.MemStats
+		runtime.ReadMemStats(&objBefore)
+		for range 100 {
+			run()
+		}
+		_, after, _ := memInUse()
+		runtime.ReadMemStats(&objAfter)
+		runtime.KeepAlive(eng)
+		b.ReportMetric((float64(after)-float64(before))/100, "B/finished-run")
+		b.ReportMetric((float64(objAfter.HeapObjects)-float64(objBefore.HeapObjects))/100, "objects/finished-run")
+	}
+}

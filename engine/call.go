@@ -21,11 +21,10 @@ type call struct {
 	r        *Run
 	t        *task
 	spec     *troupe.AgentSpec
-	d        troupe.Dispatch
+	d        *troupe.Dispatch // in a dispatchRec of its own: the log keeps it, not the call
 	work     *troupe.Result // made and written by Run on the executor goroutine only, as it finishes
 	res      *troupe.Result // the outcome: work, a timeout result, or a recorded one
 	timeout  time.Duration  // the deadline is d.DispatchedAt plus this
-	costLeft float64        // what d.MaxCostDollars points at
 	delay    time.Duration  // before the executor runs it (retry backoff)
 	nextDone *call          // link in the run's stack of finished calls
 	prev     *call          // the task's previous dispatch (a retry's or fallback's predecessor)
@@ -55,6 +54,15 @@ func (c *call) Run(ctx context.Context) {
 		out, err = c.invoke(ctx)
 	}
 	c.finish(ctx, start, out, err)
+	// The agent has returned: its dispatch, which the log keeps, lets go of the call (and
+	// through it the run), so a finished run's log holds only what it records.
+	c.d.Bind(nil)
+}
+
+// dispatchRec is a dispatch as the log keeps it, with the value its MaxCostDollars points at.
+type dispatchRec struct {
+	d        troupe.Dispatch
+	costLeft float64
 }
 
 // prepare checks what must hold before the agent runs: the run not cancelled, declared state
@@ -87,7 +95,7 @@ func (c *call) prepare(ctx context.Context) error {
 		}
 	}
 	for _, g := range c.guards() {
-		if v := g.CheckDispatch(ctx, &c.d); v.Block {
+		if v := g.CheckDispatch(ctx, c.d); v.Block {
 			return fmt.Errorf("%w: %s: %s", troupe.ErrBlocked, g.Name(), v.Reason)
 		}
 	}
@@ -97,7 +105,7 @@ func (c *call) prepare(ctx context.Context) error {
 // invoke runs the agent; this is the one place troupe recovers an agent's panic.
 func (c *call) invoke(ctx context.Context) (out *troupe.Result, err error) {
 	defer c.recoverPanic(&out, &err)
-	return c.spec.Agent.Run(ctx, &c.d)
+	return c.spec.Agent.Run(ctx, c.d)
 }
 
 //go:noinline
@@ -125,7 +133,7 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	res.StartedAt, res.CompletedAt = start, end
 	res.ExecutionTimeMS = end.Sub(start).Milliseconds()
 	if res.TraceID == nil {
-		res.TraceID = &r.traceID
+		res.TraceID = r.traceID
 	}
 	switch {
 	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
@@ -185,7 +193,7 @@ func (c *call) guards() []troupe.Guardrail {
 func (c *call) checkResult(ctx context.Context) {
 	res := c.work
 	for _, g := range c.guards() {
-		v := g.CheckResult(ctx, &c.d, res)
+		v := g.CheckResult(ctx, c.d, res)
 		res.Warnings = append(res.Warnings, v.Warnings...)
 		if len(v.Annotations) > 0 {
 			if res.Annotations == nil {
@@ -361,7 +369,7 @@ func (c *call) Emit(ev troupe.Event) {
 		ev.Parent = c.d.DispatchID
 	}
 	if ev.Context == nil {
-		tc := r.tc.Child()
+		tc := r.req.Context.Child()
 		ev.Context = &tc
 	}
 	ev.Stage, ev.Step = troupe.StageExecute, c.t.step
@@ -375,7 +383,7 @@ func (c *call) Emit(ev troupe.Event) {
 }
 
 // ExecutionContext is the run's execution context: a planned dispatch's.
-func (c *call) ExecutionContext() troupe.Context { return c.r.tc }
+func (c *call) ExecutionContext() troupe.Context { return c.r.req.Context }
 
 // LocalSlot lends the local executor the call's job record (local.Slotted).
 func (c *call) LocalSlot() *local.Slot { return &c.slot }

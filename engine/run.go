@@ -21,8 +21,7 @@ import (
 // Its methods are safe for concurrent use.
 type Run struct {
 	e      *Engine
-	tc     troupe.Context // the run's execution context, on every event
-	req    troupe.Request // RunID and Seed are the run's
+	req    *troupe.Request // RunID and Seed are the run's; its Context is on every event
 	pol    *troupe.ErrorPolicy
 	ctx    context.Context // cancelled when the run is cancelled or fails fast
 	cancel context.CancelCauseFunc
@@ -36,7 +35,7 @@ type Run struct {
 	timeBudget time.Duration
 	costBudget float64
 	tokBudget  int64
-	traceID    string // every result of the run points at it
+	traceID    *string // every result of the run points at it
 
 	onDoneMu sync.Mutex
 	onDone   []func() // what scopeCtx.OnDone registered; run once r.ctx is done
@@ -50,7 +49,7 @@ type Run struct {
 	seq        int64
 	pending    *[]troupe.Event  // the current transition's events (a pooled batch), appended by flushLocked
 	toStart    []*call          // dispatches the current transition created, started by flushLocked
-	startBuf   [batchSize]*call // toStart's first array: a full batch of events flushes it
+	startBuf   [1]*call         // toStart's first array: a chain starts one dispatch at a time
 	plan       *troupe.Plan
 	stages     [][]*task
 	stage      int // index of the current stage
@@ -87,11 +86,27 @@ type Run struct {
 	waitOnce   sync.Once
 }
 
+// taskRec holds a task's payloads that its events point at: its routing decision and its
+// first dispatch (retries and fallbacks have records of their own). The log keeps these, and
+// they point at nothing of the run's bookkeeping.
+type taskRec struct {
+	decision troupe.RoutingDecision
+	first    dispatchRec
+}
+
+// runRecord is the part of a run its log refers to: the request (run_initialized's payload,
+// and every event's Context) and the trace id every result points at.
+type runRecord struct {
+	req     troupe.Request
+	traceID string
+}
+
 type task struct {
 	t         *troupe.Task
 	step      int // 1-based stage
 	index     int // place in the plan, from 0
-	decision  troupe.RoutingDecision
+	decision  *troupe.RoutingDecision // in the task's logged record: the log keeps it, not the task
+	rec       *taskRec                // what the log keeps of the task; its dispatch is for the first
 	fallbacks []string
 	nextID    string // id of the task's next dispatch, derived once
 	last      *call  // the task's latest dispatch; earlier ones via call.prev
@@ -144,8 +159,11 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	if req.Budget.TimeSeconds < 0 || req.Budget.MaxCostDollars < 0 || req.Budget.MaxTokens < 0 {
 		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
 	}
-	r := &Run{traceID: req.Context.TraceID(),
-		e: e, tc: req.Context, req: req, pol: pol,
+	// What the run's events and results point at lives apart from the Run, so a finished
+	// run's log does not keep the Run (and through it its tasks, calls and executor scope).
+	rec := &runRecord{req: req, traceID: req.Context.TraceID()}
+	r := &Run{traceID: &rec.traceID,
+		e: e, req: &rec.req, pol: pol,
 		human: req.Human, replay: replay, status: troupe.RunPlanning,
 		timeBudget: e.timeBudget, costBudget: e.costBudget, tokBudget: e.tokBudget,
 	}
@@ -239,7 +257,7 @@ func secs(s float64) time.Duration { return time.Duration(s * float64(time.Secon
 func (r *Run) ID() string { return r.req.RunID }
 
 // Context returns the run's execution context.
-func (r *Run) Context() troupe.Context { return r.tc }
+func (r *Run) Context() troupe.Context { return r.req.Context }
 
 // Cancel cancels the run: in-flight dispatches are cancelled, nothing new starts, and the run
 // ends CANCELLED.
@@ -269,7 +287,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (r *Run) begin(answers []troupe.Answer) {
 	now := r.e.exec.Now()
 	r.startedAt, r.updatedAt = now, now
-	p, planErr := r.e.planner.Plan(&r.req, r.e.reg)
+	p, planErr := r.e.planner.Plan(r.req, r.e.reg)
 	setupErr := r.setupAgents(p)
 
 	if res, ok := r.e.store.(interface{ Reserve(string, int) }); ok && r.replay == nil && p != nil {
@@ -283,7 +301,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 	if r.replay != nil {
 		kind = troupe.KindRunResumed
 	}
-	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: &r.req, Seed: r.req.Seed, Setup: r.setup}})
+	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: r.req, Seed: r.req.Seed, Setup: r.setup}})
 	for i := range answers {
 		a := answers[i]
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: &a})
@@ -320,6 +338,7 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 	total := p.NumTasks()
 	all := make([]task, total)
 	ptrs := make([]*task, total)
+	recs := make([]taskRec, total) // one allocation for every task's logged payloads
 	r.stages = make([][]*task, len(p.Stages))
 	r.upstream = make([]troupe.UpstreamResult, 0, total)
 	var ids strings.Builder
@@ -335,6 +354,8 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 		for j := range st.Tasks {
 			t := &all[n]
 			t.t, t.step, t.index = &st.Tasks[j], i+1, n
+			t.rec = &recs[n]
+			t.decision = &t.rec.decision
 			t.nextID = idText[21*n : 21*n+21]
 			r.stages[i][j] = t
 			n++
@@ -425,7 +446,7 @@ func (r *Run) emitLocked(ev troupe.Event) {
 	r.seq++
 	ev.RunID, ev.Seq = r.req.RunID, r.seq
 	if ev.Context == nil {
-		ev.Context = &r.tc // a nested event brings its own child context
+		ev.Context = &r.req.Context // a nested event brings its own child context
 	}
 	if r.now.IsZero() {
 		ev.Time = r.e.exec.Now()
@@ -453,7 +474,7 @@ func (r *Run) flushLocked() {
 		batch := *r.pending
 		if err := r.e.store.Append(r.bg, batch...); err != nil {
 			r.seq = batch[0].Seq - 1
-			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.tc, Cause: err}
+			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.req.Context, Cause: err}
 			r.stop(r.err)
 		}
 		clear(batch) // the store has its copy; drop the payload references
@@ -508,7 +529,7 @@ func (r *Run) stopping() bool {
 // routeLocked makes the task's routing decision and records it.
 func (r *Run) routeLocked(t *task) bool {
 	in := troupe.RouteInput{Task: *t.t, Query: r.req.Query, ParsedQuery: r.req.ParsedQuery, State: r.state, Available: r.e.names}
-	d, err := r.e.router.Route(in, r.tc)
+	d, err := r.e.router.Route(in, r.req.Context)
 	if err == nil && !r.e.reg.Has(d.Target) {
 		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
 	}
@@ -525,8 +546,8 @@ func (r *Run) routeLocked(t *task) bool {
 	if d.Fallback == "" && len(t.fallbacks) > 0 && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
 		d.Fallback = t.fallbacks[0]
 	}
-	t.decision = d
-	r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: d.Target, Data: &t.decision})
+	*t.decision = d
+	r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: d.Target, Data: t.decision})
 	return true
 }
 
@@ -609,7 +630,12 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	if now.IsZero() {
 		now = r.e.exec.Now()
 	}
-	d := &c.d
+	rec := &t.rec.first
+	if t.serial > 1 { // counted already
+		rec = new(dispatchRec) // a retry or fallback: the first dispatch's record is logged
+	}
+	d := &rec.d
+	c.d = d
 	d.DispatchID, d.SessionID, d.QueryID = id, r.req.SessionID, r.req.QueryID
 	d.TargetAgent, d.DispatchReason, d.Priority = agent, reason, r.req.Priority
 	d.Query, d.ParsedQuery, d.RAGContext, d.UserContext = r.req.Query, r.req.ParsedQuery, r.req.RAGContext, r.req.UserContext
@@ -635,8 +661,8 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		timeout = secs(s)
 	}
 	if r.costBudget > r.cost {
-		c.costLeft = r.costBudget - r.cost
-		d.MaxCostDollars = &c.costLeft
+		rec.costLeft = r.costBudget - r.cost
+		d.MaxCostDollars = &rec.costLeft
 	}
 	c.timeout = timeout
 	d.Bind(c)
@@ -654,6 +680,10 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	}
 	r.inflight++
 	c.delay = delay
+	if len(r.toStart) == cap(r.toStart) && cap(r.toStart) < batchSize {
+		// A group: room for a full batch at once (a full batch of events flushes toStart).
+		r.toStart = append(make([]*call, 0, batchSize), r.toStart...)
+	}
 	r.toStart = append(r.toStart, c) // started by flushLocked, once its events are recorded
 }
 
@@ -1093,7 +1123,7 @@ func (r *Run) State() troupe.OrchestratorState {
 		for _, t := range st {
 			for c := t.last; c != nil; c = c.prev {
 				if _, seen := s.DispatchedAgents[c.d.TargetAgent]; !seen {
-					s.DispatchedAgents[c.d.TargetAgent] = &c.d // the latest dispatch to each agent
+					s.DispatchedAgents[c.d.TargetAgent] = c.d // the latest dispatch to each agent
 				}
 			}
 		}

@@ -93,7 +93,7 @@ func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	if r.err != nil {
 		return st, r.err
 	}
-	oe := &troupe.OrchestrationError{Context: r.tc}
+	oe := &troupe.OrchestrationError{Context: r.req.Context}
 	switch st.Status {
 	case troupe.RunCompleted:
 		return st, nil
