@@ -22,15 +22,15 @@ type call struct {
 	t        *task
 	spec     *troupe.AgentSpec
 	d        *troupe.Dispatch // in a dispatchRec of its own: the log keeps it, not the call
-	work     *troupe.Result // made and written by Run on the executor goroutine only, as it finishes
-	res      *troupe.Result // the outcome: work, a timeout result, or a recorded one
-	timeout  time.Duration  // the deadline is d.DispatchedAt plus this
-	delay    time.Duration  // before the executor runs it (retry backoff)
-	nextDone *call          // link in the run's stack of finished calls
-	prev     *call          // the task's previous dispatch (a retry's or fallback's predecessor)
-	children atomic.Uint64  // ordinals of nested calls made on its behalf (troupe.Emitter)
-	slot     local.Slot     // the local executor's record of this job, lent to spare an allocation
-	partial  map[string]any // guarded by r.mu
+	work     *troupe.Result   // made and written by Run on the executor goroutine only, as it finishes
+	res      *troupe.Result   // the outcome: work, a timeout result, or a recorded one
+	timeout  time.Duration    // the deadline is d.DispatchedAt plus this
+	delay    time.Duration    // before the executor runs it (retry backoff)
+	nextDone *call            // link in the run's stack of finished calls
+	prev     *call            // the task's previous dispatch (a retry's or fallback's predecessor)
+	children atomic.Uint64    // ordinals of nested calls made on its behalf (troupe.Emitter)
+	slot     local.Slot       // the local executor's record of this job, lent to spare an allocation
+	partial  map[string]any   // guarded by r.mu
 	attempt  int32
 	asked    int32 // guarded by r.mu
 

@@ -47,9 +47,9 @@ type Run struct {
 	mu         sync.Mutex
 	now        time.Time // the clock read once per state transition; zero outside one
 	seq        int64
-	pending    *[]troupe.Event  // the current transition's events (a pooled batch), appended by flushLocked
-	toStart    []*call          // dispatches the current transition created, started by flushLocked
-	startBuf   [1]*call         // toStart's first array: a chain starts one dispatch at a time
+	pending    *[]troupe.Event // the current transition's events (a pooled batch), appended by flushLocked
+	toStart    []*call         // dispatches the current transition created, started by flushLocked
+	startBuf   [1]*call        // toStart's first array: a chain starts one dispatch at a time
 	plan       *troupe.Plan
 	stages     [][]*task
 	stage      int // index of the current stage
@@ -103,8 +103,8 @@ type runRecord struct {
 
 type task struct {
 	t         *troupe.Task
-	step      int // 1-based stage
-	index     int // place in the plan, from 0
+	step      int                     // 1-based stage
+	index     int                     // place in the plan, from 0
 	decision  *troupe.RoutingDecision // in the task's logged record: the log keeps it, not the task
 	rec       *taskRec                // what the log keeps of the task; its dispatch is for the first
 	fallbacks []string
