@@ -123,7 +123,17 @@ func BenchmarkFanOut100Floor(b *testing.B) {
 	}
 }
 
+// sleeper is an agent that sleeps for d, as the floor's goroutines do.
 func sleeper(d time.Duration) troupe.Agent {
+	return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		time.Sleep(d)
+		return noopResult, nil
+	})
+}
+
+// waiter is an agent that waits for d or its context, whichever ends first: what an agent
+// that honours cancellation does (a timer, a channel and a select more than sleeper).
+func waiter(d time.Duration) troupe.Agent {
 	return troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -136,16 +146,22 @@ func sleeper(d time.Duration) troupe.Agent {
 	})
 }
 
-// BenchmarkIOFanOut1000: 1,000 agents that each wait 10 ms, uncapped, then capped at 50.
+// BenchmarkIOFanOut1000: 1,000 agents that each sleep 10 ms, uncapped, then capped at 50; and
+// uncapped again with agents that wait on a timer or their context (its floor is
+// BenchmarkIOFanOut1000Floor/waiting).
 func BenchmarkIOFanOut1000(b *testing.B) {
-	for _, limit := range []int{1000, 50} {
-		name := "uncapped"
-		if limit < 1000 {
-			name = fmt.Sprintf("cap%d", limit)
-		}
-		b.Run(name, func(b *testing.B) {
-			reg, names := registry(b, 1000, sleeper(10*time.Millisecond))
-			eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(groupPlan(names, limit))})
+	for _, bc := range []struct {
+		name  string
+		limit int
+		agent troupe.Agent
+	}{
+		{"uncapped", 1000, sleeper(10 * time.Millisecond)},
+		{"cap50", 50, sleeper(10 * time.Millisecond)},
+		{"uncapped-waiting", 1000, waiter(10 * time.Millisecond)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			reg, names := registry(b, 1000, bc.agent)
+			eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(groupPlan(names, bc.limit))})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -155,16 +171,37 @@ func BenchmarkIOFanOut1000(b *testing.B) {
 	}
 }
 
-// BenchmarkIOFanOut1000Floor: 1,000 goroutines each waiting 10 ms.
+// BenchmarkIOFanOut1000Floor: 1,000 goroutines each sleeping 10 ms; and each waiting 10 ms on
+// a timer or a context, as the waiting agents do.
 func BenchmarkIOFanOut1000Floor(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		var wg sync.WaitGroup
-		for range 1000 {
-			wg.Go(func() { time.Sleep(10 * time.Millisecond) })
+	b.Run("sleeping", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for range 1000 {
+				wg.Go(func() { time.Sleep(10 * time.Millisecond) })
+			}
+			wg.Wait()
 		}
-		wg.Wait()
-	}
+	})
+	b.Run("waiting", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := context.Background()
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for range 1000 {
+				wg.Go(func() {
+					t := time.NewTimer(10 * time.Millisecond)
+					defer t.Stop()
+					select {
+					case <-t.C:
+					case <-ctx.Done():
+					}
+				})
+			}
+			wg.Wait()
+		}
+	})
 }
 
 // BenchmarkBlockedRunMemory starts 10,000 runs that each block inside their first agent and
