@@ -170,7 +170,10 @@ type ErrorInfo struct {
 func ErrorInfoOf(err error) ErrorInfo {
 	var ae *AgentError
 	if errors.As(err, &ae) {
-		return ErrorInfo{Code: ae.Code, Message: err.Error(), Recoverable: ae.Recoverable, FallbackAction: ae.FallbackAction, Details: ae.Details}
+		// The code has a field of its own: the message does not repeat it (nor the prefix
+		// that says it is an agent error), wherever in the chain the AgentError is.
+		msg := strings.Replace(err.Error(), "troupe: agent error "+ae.Code+": ", "", 1)
+		return ErrorInfo{Code: ae.Code, Message: msg, Recoverable: ae.Recoverable, FallbackAction: ae.FallbackAction, Details: ae.Details}
 	}
 	var pe *PanicError
 	if errors.As(err, &pe) {

@@ -143,18 +143,23 @@ func TestErrorInfoOf(t *testing.T) {
 		err         error
 		want        troupe.ErrorInfo
 		wantMessage []string // substrings of Message; Message is otherwise not compared
+		// exactMessage, when set, is all of Message: an agent error's code is a field of its
+		// own, so the message does not repeat it.
+		exactMessage string
 	}{
 		{
-			name:        "agent error keeps its fields",
-			err:         agentErr,
-			want:        troupe.ErrorInfo{Code: troupe.CodeTimeout, Recoverable: true, FallbackAction: "route to tutor"},
-			wantMessage: []string{"agent took too long"},
+			name:         "agent error keeps its fields",
+			err:          agentErr,
+			want:         troupe.ErrorInfo{Code: troupe.CodeTimeout, Recoverable: true, FallbackAction: "route to tutor"},
+			wantMessage:  []string{"agent took too long"},
+			exactMessage: "agent took too long",
 		},
 		{
-			name:        "wrapped agent error",
-			err:         fmt.Errorf("attempt 2: %w", &troupe.AgentError{Code: troupe.CodeStateMissing, Message: "no scope", FallbackAction: "run diagnostic first"}),
-			want:        troupe.ErrorInfo{Code: troupe.CodeStateMissing, FallbackAction: "run diagnostic first"},
-			wantMessage: []string{"no scope"},
+			name:         "wrapped agent error",
+			err:          fmt.Errorf("attempt 2: %w", &troupe.AgentError{Code: troupe.CodeStateMissing, Message: "no scope", FallbackAction: "run diagnostic first"}),
+			want:         troupe.ErrorInfo{Code: troupe.CodeStateMissing, FallbackAction: "run diagnostic first"},
+			wantMessage:  []string{"no scope"},
+			exactMessage: "attempt 2: no scope",
 		},
 		{
 			name: "agent error behind an orchestration error",
@@ -208,6 +213,9 @@ func TestErrorInfoOf(t *testing.T) {
 			}
 			if got.Message == "" {
 				t.Error("Message is empty")
+			}
+			if tt.exactMessage != "" && got.Message != tt.exactMessage {
+				t.Errorf("Message = %q, want %q", got.Message, tt.exactMessage)
 			}
 			got.Message = ""
 			if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -913,7 +913,7 @@ func (r *Run) failLocked(stage troupe.Stage, info troupe.ErrorInfo, reason strin
 	r.stop(errFailFast)
 }
 
-var errFailFast = errors.New("engine: run failed")
+var errFailFast = errors.New("engine: cancelled, as the run failed")
 
 // claimFinishLocked reports whether the caller must run the closing sequence: the run has no
 // work in flight and nothing more to start, and nobody claimed it yet.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/internal/wire"
@@ -96,7 +97,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg.StderrTail = or(cfg.StderrTail, DefaultStderrTail)
 	cfg.MaxProgress = or(cfg.MaxProgress, DefaultMaxProgress)
 	cfg.MaxLineBytes = or(cfg.MaxLineBytes, DefaultMaxLineBytes)
-	return &Agent{cfg: cfg, name: strings.Join(cfg.Command, " ")}, nil
+	return &Agent{cfg: cfg, name: commandName(cfg.Command)}, nil
 }
 
 func or[T comparable](v, def T) T {
@@ -285,4 +286,16 @@ func (s *stderr) flush() {
 	if s.dropped > 0 {
 		s.d.Progress("stderr_dropped", s.dropped)
 	}
+}
+
+// commandName names a command in messages: its words, cut after about 48 characters (a
+// "sh -c" script can be a page long). The whole command is in the error's details.
+func commandName(command []string) string {
+	const limit = 48
+	name := strings.Join(command, " ")
+	if utf8.RuneCountInString(name) <= limit {
+		return name
+	}
+	r := []rune(name)
+	return strings.TrimRight(string(r[:limit]), " ") + "…"
 }

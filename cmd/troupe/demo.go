@@ -348,15 +348,19 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 		if len(a.Warnings) == 0 {
 			fmt.Fprintf(t.w, "  %-12s none\n", "warnings")
 		} else {
-			fmt.Fprintf(t.w, "  %-12s %s\n", "warnings", a.Warnings[0])
+			// One line each: a failed agent's warning repeats its error, which its own line
+			// above shows whole.
+			fmt.Fprintf(t.w, "  %-12s %s\n", "warnings", cut(oneLine(a.Warnings[0]), answerWidth-15))
 			for _, w := range a.Warnings[1:] {
-				fmt.Fprintf(t.w, "  %-12s %s\n", "", w)
+				fmt.Fprintf(t.w, "  %-12s %s\n", "", cut(oneLine(w), answerWidth-15))
 			}
 		}
 	}
 	s := string(o.Status)
 	if o.Error != nil {
-		s += ": " + o.Error.Message
+		// One line: the error is shown whole where it happened (an agent's line, or the
+		// event's); the status says what ended the run.
+		s = cut(s+": "+oneLine(o.Error.Message), answerWidth-8)
 	}
 	fmt.Fprintf(t.w, "\nstatus  %s (exit %d)\n", s, code)
 }
@@ -389,6 +393,9 @@ func cut(s string, n int) string {
 	r := []rune(s)
 	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }
+
+// oneLine folds s's whitespace, line breaks included, into single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func indent(s, prefix string) string {
 	lines := strings.SplitAfter(s, "\n")

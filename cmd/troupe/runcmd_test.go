@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 )
@@ -686,5 +687,36 @@ func TestBundleProgressLines(t *testing.T) {
 		if got := progressLine(&troupe.Progress{Kind: tt.kind, Data: tt.data}); got != tt.want {
 			t.Errorf("%s %v:\n got %q\nwant %q", tt.kind, tt.data, got, tt.want)
 		}
+	}
+}
+
+// A long failure is shown whole once, on the failed agent's line; the warnings and the status
+// give it a line each, and no message repeats the error code or the agent-error prefix.
+func TestRunLongFailureShownOnce(t *testing.T) {
+	code, stdout, stderr := invoke(t, "run", "testdata/fail-long.yaml", "anything")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, stdout, stderr)
+	}
+	const tail = "so try again after that"
+	if n := strings.Count(stdout, tail); n != 2 { // the agent's stderr line, and its ✗ line
+		t.Errorf("the whole message appears %d times, want 2 (its stderr and its failure line):\n%s", n, stdout)
+	}
+	if strings.Contains(stdout, "troupe: agent error") {
+		t.Errorf("output repeats the agent-error prefix:\n%s", stdout)
+	}
+	var status string
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "✗ broken failed") && !strings.Contains(l, "AGENT_ERROR execagent: sh -c echo") {
+			t.Errorf("failure line does not name the code and the command briefly: %q", l)
+		}
+		if strings.HasPrefix(l, "status  ") {
+			status = l
+		}
+		if utf8.RuneCountInString(l) > 120 && !strings.HasPrefix(l, "✗") && !strings.HasPrefix(l, "  · ") {
+			t.Errorf("line of %d characters outside the failure line: %q", utf8.RuneCountInString(l), l)
+		}
+	}
+	if !strings.HasPrefix(status, "status  failed: broken: execagent:") || !strings.HasSuffix(status, "… (exit 1)") {
+		t.Errorf("status line = %q, want the failure on one cut line", status)
 	}
 }
