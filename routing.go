@@ -1,6 +1,7 @@
 package troupe
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,11 +10,17 @@ import (
 // RoutingDecision is seed 001's explicit routing decision: the target, a human-readable reason,
 // extra context and the fallback target if the primary fails. Deterministic routers return the
 // same decision, byte for byte in JSON, for the same inputs.
+//
+// TokensUsed and CostDollars are what making the decision cost, for a router that asks a
+// model; the engine counts them toward the run's token and cost budgets and its totals, as it
+// counts a result's. Rule routers leave them nil.
 type RoutingDecision struct {
-	Target   string         `json:"target"`
-	Reason   string         `json:"reason"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-	Fallback string         `json:"fallback,omitempty"`
+	Target      string         `json:"target"`
+	Reason      string         `json:"reason"`
+	Metadata    map[string]any `json:"metadata,omitempty"`
+	Fallback    string         `json:"fallback,omitempty"`
+	TokensUsed  *int64         `json:"tokens_used,omitempty"`
+	CostDollars *float64       `json:"cost_dollars,omitempty"`
 }
 
 // RouteInput is what a router decides on: the task (possibly naming an agent already), the
@@ -27,16 +34,19 @@ type RouteInput struct {
 }
 
 // Router makes routing decisions (seed 001's make_routing_decision). Implementations must be
-// deterministic and safe for concurrent use.
+// deterministic and safe for concurrent use. ctx is the run's: a router that does I/O (asks a
+// model) must return when it is done, so cancelling a run is not held up by its routing.
 type Router interface {
-	Route(in RouteInput, c Context) (RoutingDecision, error)
+	Route(ctx context.Context, in RouteInput, c Context) (RoutingDecision, error)
 }
 
 // RouterFunc adapts a function to Router.
-type RouterFunc func(in RouteInput, c Context) (RoutingDecision, error)
+type RouterFunc func(ctx context.Context, in RouteInput, c Context) (RoutingDecision, error)
 
 // Route calls f.
-func (f RouterFunc) Route(in RouteInput, c Context) (RoutingDecision, error) { return f(in, c) }
+func (f RouterFunc) Route(ctx context.Context, in RouteInput, c Context) (RoutingDecision, error) {
+	return f(ctx, in, c)
+}
 
 // SelectionCriteria is seed 000's AgentSelectionCriteria. ConfidenceThreshold is a pointer so
 // that absent means seed 000's default 0.7; use Threshold to read it. SecondaryIntents is a

@@ -257,7 +257,7 @@ const batchSize = 32
 // plannedRouter routes a task to its planned agent.
 type plannedRouter struct{}
 
-func (plannedRouter) Route(in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+func (plannedRouter) Route(_ context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
 	if in.Task.Agent == "" {
 		return troupe.RoutingDecision{}, fmt.Errorf("engine: task %q names no agent and the engine has no Router", in.Task.ID)
 	}

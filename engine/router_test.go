@@ -1,7 +1,12 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
+	"math"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/troupehq/troupe"
@@ -50,5 +55,69 @@ func TestCoordinatorRoutesAtRouteTime(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A router that asks a model reports what deciding cost; the engine counts it toward the
+// run's token budget and its totals, beside the results' own.
+func TestRoutingUsageCounts(t *testing.T) {
+	charging := troupe.RouterFunc(func(_ context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+		return troupe.RoutingDecision{Target: in.Task.Agent, Reason: "asked a model", TokensUsed: troupe.Ptr[int64](40), CostDollars: troupe.Ptr(0.002)}, nil
+	})
+	worker := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, Confidence: troupe.Ptr(1.0), TokensUsed: troupe.Ptr[int64](10)}, nil
+	})
+	t.Run("totals", func(t *testing.T) {
+		eng := newEngine(t, engine.Config{Registry: agents(t, "a", worker, "b", worker), Planner: chain("a", "b"), Router: charging})
+		evs := run(t, eng, troupe.Request{Query: "q"})
+		agg := troupetest.Find(evs, troupe.KindRunAggregated, "")[0].Data.(*troupe.Aggregation)
+		if agg.TotalTokensUsed == nil || *agg.TotalTokensUsed != 2*40+2*10 {
+			t.Errorf("total tokens %v, want 100 (two decisions of 40, two results of 10)", agg.TotalTokensUsed)
+		}
+		if agg.TotalCostDollars == nil || math.Abs(*agg.TotalCostDollars-0.004) > 1e-12 {
+			t.Errorf("total cost %v, want 0.004", agg.TotalCostDollars)
+		}
+	})
+	t.Run("budget", func(t *testing.T) {
+		// 40 for a's decision and 10 for its result leave b's decision (40 more) over 60.
+		eng := newEngine(t, engine.Config{Registry: agents(t, "a", worker, "b", worker), Planner: chain("a", "b"), Router: charging})
+		evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 60}})
+		if got := troupetest.Find(evs, troupe.KindBudgetExhausted, ""); len(got) != 1 {
+			t.Fatalf("%d budget events, want 1", len(got))
+		}
+		if o := outcome(t, evs); !slices.Equal(o.Skipped, []string{"b"}) {
+			t.Errorf("skipped %v, want [b]: the routing's tokens count toward the budget", o.Skipped)
+		}
+	})
+}
+
+// Cancelling a run while its router waits on a model stops the routing, and the run ends
+// cancelled, not failed for a routing error.
+func TestCancelDuringRouting(t *testing.T) {
+	entered := make(chan struct{})
+	slow := troupe.RouterFunc(func(ctx context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+		close(entered)
+		<-ctx.Done() // a model call that honours its context
+		return troupe.RoutingDecision{}, context.Cause(ctx)
+	})
+	a := troupetest.NewScript()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", a), Planner: chain("a"), Router: slow})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-entered
+		cancel(errors.New("user pressed Ctrl-C"))
+	})
+	r, err := eng.Start(ctx, troupe.Request{Query: "q"}) // the first stage is routed inside Start
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Wait(context.Background())
+	if st.Status != troupe.RunCancelled || !errors.Is(err, troupe.ErrCancelled) {
+		t.Errorf("run ended %s (%v), want cancelled", st.Status, err)
+	}
+	if a.Calls() != 0 {
+		t.Errorf("agent ran %d times after its routing was cancelled", a.Calls())
 	}
 }

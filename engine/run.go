@@ -44,46 +44,48 @@ type Run struct {
 	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
 	draining atomic.Bool          // a goroutine is recording finished calls
 
-	mu         sync.Mutex
-	now        time.Time // the clock read once per state transition; zero outside one
-	seq        int64
-	pending    *[]troupe.Event // the current transition's events (a pooled batch), appended by flushLocked
-	toStart    []*call         // dispatches the current transition created, started by flushLocked
-	startBuf   [1]*call        // toStart's first array: a chain starts one dispatch at a time
-	plan       *troupe.Plan
-	stages     [][]*task
-	stage      int // index of the current stage
-	next       int // next task of the current stage to start
-	inflight   int
-	state      map[string]any
-	upstream   []troupe.UpstreamResult // completed results, in completion order
-	warnings   []string
-	errs       []troupe.ErrorInfo
-	status     troupe.RunStatus
-	failure    *troupe.ErrorInfo
-	failReason string
-	failStage  troupe.Stage
-	firstSeq   int64
-	questions  []troupe.Question
-	cost       float64
-	tokens     int64
-	dispatches int
-	fallbacks  map[string]string
-	setup      []string
-	startedAt  time.Time // also the budget clock
-	updatedAt  time.Time
-	agg        *troupe.Aggregation
-	finishing  bool // the closing sequence has been claimed
-	finished   bool // terminal or run_paused appended (or the log broke)
-	routed     bool // the current stage's tasks have their routing decisions
-	pausing    bool
-	budgetHit  bool
-	closed     bool // the closing sequence is over: done is closed
-	err        error
-	watchers   []chan struct{}
-	watchBuf   [1]chan struct{} // watchers' first array: most runs have one reader
-	done       chan struct{}    // made by doneChan
-	waitOnce   sync.Once
+	mu          sync.Mutex
+	now         time.Time // the clock read once per state transition; zero outside one
+	seq         int64
+	pending     *[]troupe.Event // the current transition's events (a pooled batch), appended by flushLocked
+	toStart     []*call         // dispatches the current transition created, started by flushLocked
+	startBuf    [1]*call        // toStart's first array: a chain starts one dispatch at a time
+	plan        *troupe.Plan
+	stages      [][]*task
+	stage       int // index of the current stage
+	next        int // next task of the current stage to start
+	inflight    int
+	state       map[string]any
+	upstream    []troupe.UpstreamResult // completed results, in completion order
+	warnings    []string
+	errs        []troupe.ErrorInfo
+	status      troupe.RunStatus
+	failure     *troupe.ErrorInfo
+	failReason  string
+	failStage   troupe.Stage
+	firstSeq    int64
+	questions   []troupe.Question
+	cost        float64
+	tokens      int64
+	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals
+	routeTokens int64
+	dispatches  int
+	fallbacks   map[string]string
+	setup       []string
+	startedAt   time.Time // also the budget clock
+	updatedAt   time.Time
+	agg         *troupe.Aggregation
+	finishing   bool // the closing sequence has been claimed
+	finished    bool // terminal or run_paused appended (or the log broke)
+	routed      bool // the current stage's tasks have their routing decisions
+	pausing     bool
+	budgetHit   bool
+	closed      bool // the closing sequence is over: done is closed
+	err         error
+	watchers    []chan struct{}
+	watchBuf    [1]chan struct{} // watchers' first array: most runs have one reader
+	done        chan struct{}    // made by doneChan
+	waitOnce    sync.Once
 }
 
 // taskRec holds a task's payloads that its events point at: its routing decision and its
@@ -529,11 +531,22 @@ func (r *Run) stopping() bool {
 // routeLocked makes the task's routing decision and records it.
 func (r *Run) routeLocked(t *task) bool {
 	in := troupe.RouteInput{Task: *t.t, Query: r.req.Query, ParsedQuery: r.req.ParsedQuery, State: r.state, Available: r.e.names}
-	d, err := r.e.router.Route(in, r.req.Context)
+	d, err := r.e.router.Route(r.ctx, in, r.req.Context)
 	if err == nil && !r.e.reg.Has(d.Target) {
 		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
 	}
+	if d.TokensUsed != nil { // what deciding cost counts toward the budgets and the totals
+		r.tokens += *d.TokensUsed
+		r.routeTokens += *d.TokensUsed
+	}
+	if d.CostDollars != nil {
+		r.cost += *d.CostDollars
+		r.routeCost += *d.CostDollars
+	}
 	if err != nil {
+		if r.ctx.Err() != nil {
+			return false // the run was cancelled while routing: it ends cancelled, not failed
+		}
 		r.failLocked(troupe.StageRoute, troupe.ErrorInfo{Code: troupe.CodeUnknownAgent, Message: fmt.Sprintf("routing task %s: %v", t.t.ID, err)}, "routing failed")
 		return false
 	}
@@ -1091,6 +1104,20 @@ func (r *Run) aggregateLocked() {
 		return
 	}
 	agg.Warnings = append(agg.Warnings, r.warnings...)
+	if r.routeTokens > 0 { // the run's totals: its results' and its routing's
+		n := r.routeTokens
+		if agg.TotalTokensUsed != nil {
+			n += *agg.TotalTokensUsed
+		}
+		agg.TotalTokensUsed = &n
+	}
+	if r.routeCost > 0 {
+		c := r.routeCost
+		if agg.TotalCostDollars != nil {
+			c += *agg.TotalCostDollars
+		}
+		agg.TotalCostDollars = &c
+	}
 	r.agg = agg
 	r.emitLocked(troupe.Event{Stage: troupe.StageAggregate, Kind: troupe.KindRunAggregated, Data: agg})
 }

@@ -73,7 +73,7 @@ func TestCoordinator(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := rules.Route(troupe.RouteInput{
+			got, err := rules.Route(context.Background(), troupe.RouteInput{
 				Task:      troupe.Task{ID: route.TaskID},
 				Query:     tt.message,
 				State:     tt.state,
@@ -180,7 +180,7 @@ func TestCoordinatorDecisions(t *testing.T) {
 			if available == nil {
 				available = tutor.Agents()
 			}
-			got, err := tutor.Coordinator().Route(troupe.RouteInput{Query: tt.message, State: tt.state, Available: available}, troupe.Context{})
+			got, err := tutor.Coordinator().Route(context.Background(), troupe.RouteInput{Query: tt.message, State: tt.state, Available: available}, troupe.Context{})
 			if err != nil {
 				t.Fatal(err)
 			}

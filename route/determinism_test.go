@@ -2,6 +2,7 @@ package route_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -15,7 +16,7 @@ import (
 // decisionJSON encodes what Route returned, error included, so that runs compare byte for byte.
 func decisionJSON(t testing.TB, r troupe.Router, in troupe.RouteInput, c troupe.Context) []byte {
 	t.Helper()
-	d, err := r.Route(in, c)
+	d, err := r.Route(context.Background(), in, c)
 	out := struct {
 		Decision troupe.RoutingDecision `json:"decision"`
 		Error    string                 `json:"error,omitempty"`
@@ -150,7 +151,7 @@ func FuzzRoute(f *testing.F) {
 			Available:   tutor.Agents(),
 		}
 
-		d, err := coordinator.Route(in, ctx)
+		d, err := coordinator.Route(context.Background(), in, ctx)
 		if err != nil {
 			t.Fatalf("coordinator: %v", err) // the default, tutor, is always available
 		}
@@ -162,7 +163,7 @@ func FuzzRoute(f *testing.F) {
 		}
 
 		in.Available = []string{"gap_analyzer", "health_score", kpi}
-		d, err = rules.Route(in, ctx)
+		d, err = rules.Route(context.Background(), in, ctx)
 		if err != nil && !errors.Is(err, troupe.ErrUnknownAgent) {
 			t.Fatalf("analytics: unexpected error %v", err)
 		}
@@ -182,7 +183,7 @@ func FuzzRoute(f *testing.F) {
 			Default: "miss",
 		}
 		available := []string{"hit", "miss"}
-		d, err = self.Route(troupe.RouteInput{Query: "x " + pattern + " y", Available: available}, ctx)
+		d, err = self.Route(context.Background(), troupe.RouteInput{Query: "x " + pattern + " y", Available: available}, ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

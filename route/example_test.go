@@ -1,6 +1,7 @@
 package route_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/troupehq/troupe"
@@ -19,7 +20,7 @@ func ExampleRules_Route() {
 	}
 	available := []string{"tutor", "quiz"}
 	for _, msg := range []string{"Anyway, quiz me!", "Why?", "somewhy"} {
-		d, err := rules.Route(troupe.RouteInput{Query: msg, Available: available}, troupe.NewContext("trace-1", ""))
+		d, err := rules.Route(context.Background(), troupe.RouteInput{Query: msg, Available: available}, troupe.NewContext("trace-1", ""))
 		if err != nil {
 			fmt.Println(err)
 			continue

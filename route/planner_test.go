@@ -1,6 +1,7 @@
 package route_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestPlanner(t *testing.T) {
 		reason string
 	}{
 		{"rules", tutor.Coordinator(), "routed at run time by route.Rules(6 triggers, 0 intents, 0 KPIs, default tutor)"},
-		{"router func", troupe.RouterFunc(func(troupe.RouteInput, troupe.Context) (troupe.RoutingDecision, error) {
+		{"router func", troupe.RouterFunc(func(context.Context, troupe.RouteInput, troupe.Context) (troupe.RoutingDecision, error) {
 			return troupe.RoutingDecision{}, nil
 		}), "routed at run time by troupe.RouterFunc"},
 	}
@@ -51,7 +52,7 @@ func TestPlannerThenRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := plan.Stages[0].Tasks[0]
-	d, err := rules.Route(troupe.RouteInput{Task: task, Query: "I want to learn fractions", Available: tutor.Agents()}, troupe.NewContext("t", ""))
+	d, err := rules.Route(context.Background(), troupe.RouteInput{Task: task, Query: "I want to learn fractions", Available: tutor.Agents()}, troupe.NewContext("t", ""))
 	if err != nil {
 		t.Fatal(err)
 	}

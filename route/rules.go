@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -67,7 +68,7 @@ var _ troupe.Router = (*Rules)(nil)
 //
 // When no available agent is found, the error wraps troupe.ErrUnknownAgent and lists every
 // agent tried.
-func (r *Rules) Route(in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+func (r *Rules) Route(_ context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
 	if r == nil {
 		r = &Rules{}
 	}

@@ -1,6 +1,7 @@
 package route_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -257,7 +258,7 @@ func TestRoute(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.rules.Route(tt.in, ctx)
+			got, err := tt.rules.Route(context.Background(), tt.in, ctx)
 			if err != nil {
 				t.Fatalf("Route: %v", err)
 			}
@@ -311,7 +312,7 @@ func TestRouteNoCandidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.rules.Route(tt.in, troupe.NewContext("trace", ""))
+			got, err := tt.rules.Route(context.Background(), tt.in, troupe.NewContext("trace", ""))
 			if err == nil {
 				t.Fatalf("Route = %+v, want an error", got)
 			}
@@ -373,7 +374,7 @@ func TestPatterns(t *testing.T) {
 				Triggers: []route.Trigger{{Name: "p", Patterns: []string{tt.pattern}, Target: "hit"}},
 				Default:  "miss",
 			}
-			d, err := r.Route(troupe.RouteInput{Query: tt.message, Available: []string{"hit", "miss"}}, troupe.Context{})
+			d, err := r.Route(context.Background(), troupe.RouteInput{Query: tt.message, Available: []string{"hit", "miss"}}, troupe.Context{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -426,7 +427,7 @@ func TestWhen(t *testing.T) {
 				Triggers: []route.Trigger{{Name: "w", When: map[string]any{"k": tt.when}, Target: "hit"}},
 				Default:  "miss",
 			}
-			d, err := r.Route(troupe.RouteInput{State: tt.state, Available: []string{"hit", "miss"}}, troupe.Context{})
+			d, err := r.Route(context.Background(), troupe.RouteInput{State: tt.state, Available: []string{"hit", "miss"}}, troupe.Context{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -455,7 +456,7 @@ func TestSeed001Example(t *testing.T) {
 		Fallbacks: map[string]string{"web_search": "rag_query"},
 		Default:   "llm_generate",
 	}
-	got, err := rules.Route(troupe.RouteInput{
+	got, err := rules.Route(context.Background(), troupe.RouteInput{
 		Task:      troupe.Task{ID: "t1", Reason: "search web for Python docs"},
 		Query:     "search web for Python docs",
 		Available: []string{"web_search", "rag_query", "llm_generate"},

@@ -18,7 +18,7 @@ import (
 
 // runPlan is `troupe plan CONFIG "query"`: the stage plan and the routing decisions a run of
 // the query would make, without running anything.
-func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	format := fs.String("format", "text", "text, mermaid or dot")
 	input := fs.String("input", "", "read the request (query, parsed_query, state, …) from a JSON `FILE`")
@@ -46,7 +46,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
 		return exitUsage
 	}
-	pl, err := planOf(f, req)
+	pl, err := planOf(ctx, f, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
 		return exitFailed
@@ -73,7 +73,7 @@ type planned struct {
 
 // planOf plans req over f's declared agents, without building or running any, and routes
 // the tasks a router decides.
-func planOf(f *config.File, req troupe.Request) (*planned, error) {
+func planOf(ctx context.Context, f *config.File, req troupe.Request) (*planned, error) {
 	cat, err := config.Catalog(f)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func planOf(f *config.File, req troupe.Request) (*planned, error) {
 	if r := f.Router(); r != nil {
 		for _, st := range p.Stages {
 			for _, task := range st.Tasks {
-				d, err := r.Route(troupe.RouteInput{Task: task, Query: req.Query, ParsedQuery: req.ParsedQuery, State: req.State, Available: cat.Names()}, troupe.Context{})
+				d, err := r.Route(ctx, troupe.RouteInput{Task: task, Query: req.Query, ParsedQuery: req.ParsedQuery, State: req.State, Available: cat.Names()}, troupe.Context{})
 				if err != nil {
 					return nil, err
 				}
@@ -287,7 +287,7 @@ func nearMisses(f *config.File, query string) []string {
 			continue
 		}
 		words := route.Rules{Triggers: []route.Trigger{{Name: tr.Name, Patterns: tr.Patterns, Target: tr.Target}}}
-		d, err := words.Route(troupe.RouteInput{Query: query, Available: []string{tr.Target}}, troupe.Context{})
+		d, err := words.Route(context.Background(), troupe.RouteInput{Query: query, Available: []string{tr.Target}}, troupe.Context{})
 		if err != nil || d.Metadata["source"] != "trigger" {
 			continue
 		}

@@ -222,7 +222,7 @@ func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 	}
 	r.Turns = append(r.Turns, t)
 	for range 2 {
-		if !s.automatic() {
+		if !s.automatic(ctx) {
 			break
 		}
 		t, err := s.turn(ctx, "")
@@ -236,8 +236,8 @@ func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 
 // automatic reports whether a trigger without patterns fires on the current state: one that
 // needs no message from the learner.
-func (s *Session) automatic() bool {
-	d, err := s.coord.Route(troupe.RouteInput{State: s.state, Available: s.eng.Registry().Names()}, troupe.NewContext("tutor", ""))
+func (s *Session) automatic(ctx context.Context) bool {
+	d, err := s.coord.Route(ctx, troupe.RouteInput{State: s.state, Available: s.eng.Registry().Names()}, troupe.NewContext("tutor", ""))
 	if err != nil || d.Metadata["source"] != "trigger" {
 		return false
 	}

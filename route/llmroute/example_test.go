@@ -1,6 +1,7 @@
 package llmroute_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -38,7 +39,7 @@ func Example() {
 	}
 	avail := []string{"model_deployer", "drift_monitor", "causal_impact", "explainer"}
 	for _, q := range []string{"deploy the new model", "how did weekly signups move since March?"} {
-		dec, err := router.Route(troupe.RouteInput{Query: q, Available: avail}, troupe.Context{})
+		dec, err := router.Route(context.Background(), troupe.RouteInput{Query: q, Available: avail}, troupe.Context{})
 		if err != nil {
 			panic(err)
 		}

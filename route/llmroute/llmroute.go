@@ -59,8 +59,8 @@ type Config struct {
 	// LLM.MaxReasks asks for some. An empty LLM.System lists the intents; an empty LLM.Prompt
 	// is the message.
 	LLM llmagent.Config
-	// Timeout bounds one classification (troupe.Router has no context); 0 means
-	// DefaultTimeout.
+	// Timeout bounds one classification, within the run's context (cancelling the run
+	// stops the classification); 0 means DefaultTimeout.
 	Timeout time.Duration
 	// CacheSize bounds the classifications remembered; 0 means DefaultCacheSize.
 	CacheSize int
@@ -152,17 +152,20 @@ func New(cfg Config) (*Router, error) {
 // decision's metadata then holds "classifier": "llm", "llm_intent" and "llm_model".
 //
 // Classifications are cached by the message and parsed query, so the same inputs give the
-// same decision, down to its JSON. On any failure — transport, timeout, an intent not in the
+// same decision, down to its JSON, but for tokens_used and cost_dollars: only a decision that
+// asked the model carries what asking cost (the engine counts it toward the run's budgets and
+// totals); a cached one cost nothing. The model is asked within ctx, bounded by
+// Config.Timeout; when ctx ends first, Route returns its cause. On any other failure — transport, timeout, an intent not in the
 // list, an intent the rules do not place — the rule router's own decision stands (its
 // default) with "llm_fallback" in its metadata saying why; failures are not cached, so a
 // later call may classify. When the rule router has no default either, Route returns its
 // error with the reason added.
-func (r *Router) Route(in troupe.RouteInput, c troupe.Context) (troupe.RoutingDecision, error) {
-	first, ferr := r.rules.Route(in, c)
+func (r *Router) Route(ctx context.Context, in troupe.RouteInput, c troupe.Context) (troupe.RoutingDecision, error) {
+	first, ferr := r.rules.Route(ctx, in, c)
 	if ferr == nil && first.Metadata["source"] != "default" {
 		return first, nil
 	}
-	intent, err := r.classify(in)
+	intent, usage, err := r.classify(ctx, in)
 	if err == nil {
 		second := in
 		second.ParsedQuery = maps.Clone(in.ParsedQuery)
@@ -170,7 +173,7 @@ func (r *Router) Route(in troupe.RouteInput, c troupe.Context) (troupe.RoutingDe
 			second.ParsedQuery = map[string]any{}
 		}
 		second.ParsedQuery["intent"] = intent
-		dec, rerr := r.rules.Route(second, c)
+		dec, rerr := r.rules.Route(ctx, second, c)
 		switch {
 		case rerr != nil:
 			err = fmt.Errorf("llmroute: intent %q: %w", intent, rerr)
@@ -184,8 +187,12 @@ func (r *Router) Route(in troupe.RouteInput, c troupe.Context) (troupe.RoutingDe
 			meta["classifier"], meta["llm_intent"], meta["llm_model"] = "llm", intent, r.agent.Model()
 			dec.Metadata = meta
 			dec.Reason = fmt.Sprintf("no rule matched the message; %s classified its intent as %q: %s", r.agent.Model(), intent, dec.Reason)
+			usage.charge(&dec)
 			return dec, nil
 		}
+	}
+	if ctx.Err() != nil {
+		return troupe.RoutingDecision{}, context.Cause(ctx) // the run was cancelled: decide nothing
 	}
 	if ferr != nil {
 		return troupe.RoutingDecision{}, fmt.Errorf("%w (LLM classification failed: %v)", ferr, err)
@@ -197,28 +204,53 @@ func (r *Router) Route(in troupe.RouteInput, c troupe.Context) (troupe.RoutingDe
 	meta["llm_fallback"] = err.Error()
 	first.Metadata = meta
 	first.Reason += " (LLM classification failed: " + err.Error() + ")"
+	usage.charge(&first)
 	return first, nil
+}
+
+// usage is what one classification cost, as the model's result reported it.
+type usage struct {
+	tokens *int64
+	cost   *float64
+}
+
+// charge puts the classification's cost on the decision, which the engine counts toward the
+// run's budgets and totals.
+// A zero (a model without prices) is left out.
+func (u usage) charge(d *troupe.RoutingDecision) {
+	if u.tokens != nil && *u.tokens > 0 {
+		d.TokensUsed = u.tokens
+	}
+	if u.cost != nil && *u.cost > 0 {
+		d.CostDollars = u.cost
+	}
 }
 
 // classify returns the model's intent for in, from the cache when it was asked before;
 // concurrent calls with the same inputs share one request.
-func (r *Router) classify(in troupe.RouteInput) (string, error) {
+func (r *Router) classify(ctx context.Context, in troupe.RouteInput) (string, usage, error) {
 	key, err := cacheKey(in)
 	if err != nil {
-		return "", err
+		return "", usage{}, err
 	}
 	r.mu.Lock()
 	intent, ok := r.cache[key]
 	r.mu.Unlock()
 	if ok {
-		return intent, nil
+		return intent, usage{}, nil // a cached classification costs nothing
 	}
+	// Only the caller whose function runs asks the model, so only its decision is charged;
+	// callers that share its answer pay nothing, and tokens are counted once.
+	var spent usage
 	v, err, _ := r.flight.Do(key, func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		ctx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 		d := troupe.NewDispatch()
 		d.TargetAgent, d.DispatchReason, d.Query, d.ParsedQuery = "llmroute", "classify intent", in.Query, in.ParsedQuery
 		res, err := r.agent.Run(ctx, d)
+		if res != nil {
+			spent = usage{tokens: res.TokensUsed, cost: res.CostDollars}
+		}
 		if err != nil {
 			return "", err
 		}
@@ -230,9 +262,9 @@ func (r *Router) classify(in troupe.RouteInput) (string, error) {
 		return intent, nil
 	})
 	if err != nil {
-		return "", err
+		return "", spent, err
 	}
-	return v.(string), nil
+	return v.(string), spent, nil
 }
 
 func (r *Router) remember(key, intent string) {

@@ -1,6 +1,7 @@
 package llmroute_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -97,7 +99,7 @@ func input(query string) troupe.RouteInput {
 
 func TestRuleMatchAsksNoModel(t *testing.T) {
 	rt, cl := newRouter(t, nil, rules())
-	dec, err := rt.Route(input("please deploy the churn model"), troupe.Context{})
+	dec, err := rt.Route(context.Background(), input("please deploy the churn model"), troupe.Context{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func TestRuleMatchAsksNoModel(t *testing.T) {
 
 func TestClassifiesWhenNoRuleMatches(t *testing.T) {
 	rt, cl := newRouter(t, map[string]string{"why did sales drop in Q3?": `{"intent":"causal"}`}, rules())
-	dec, err := rt.Route(input("why did sales drop in Q3?"), troupe.Context{})
+	dec, err := rt.Route(context.Background(), input("why did sales drop in Q3?"), troupe.Context{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +119,7 @@ func TestClassifiesWhenNoRuleMatches(t *testing.T) {
 		Reason: `no rule matched the message; router-model classified its intent as "causal": intent "causal" routes to causal_impact (candidate 1 of 1)`,
 		Metadata: map[string]any{"source": "intent", "intent": "causal", "candidates": []string{"causal_impact"},
 			"classifier": "llm", "llm_intent": "causal", "llm_model": "router-model"},
+		TokensUsed: troupe.Ptr[int64](55), // what the classifier's answer reported using
 	}
 	if diff := cmp.Diff(want, dec); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)
@@ -142,7 +145,7 @@ func TestSameInputsSameDecision(t *testing.T) {
 	decs := make([][]byte, 8)
 	for i := range decs {
 		wg.Go(func() {
-			dec, err := rt.Route(input("how has churn moved this year"), troupe.Context{})
+			dec, err := rt.Route(context.Background(), input("how has churn moved this year"), troupe.Context{})
 			if err != nil {
 				t.Error(err)
 			}
@@ -150,6 +153,18 @@ func TestSameInputsSameDecision(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Only the call that asked the model carries its tokens; the rest, and every later call,
+	// are answered without asking and cost nothing. Apart from that the decisions are equal.
+	charged := 0
+	for i := range decs {
+		if strings.Contains(string(decs[i]), `"tokens_used":55`) {
+			charged++
+			decs[i] = []byte(strings.Replace(string(decs[i]), `,"tokens_used":55`, "", 1))
+		}
+	}
+	if charged != 1 {
+		t.Errorf("%d concurrent decisions carry the classification's tokens, want 1", charged)
+	}
 	first = decs[0]
 	for i, d := range decs {
 		if string(d) != string(first) {
@@ -158,7 +173,7 @@ func TestSameInputsSameDecision(t *testing.T) {
 	}
 	asked := cl.requests()
 	for range 3 {
-		again, _ := rt.Route(input("how has churn moved this year"), troupe.Context{})
+		again, _ := rt.Route(context.Background(), input("how has churn moved this year"), troupe.Context{})
 		if b, _ := json.Marshal(again); string(b) != string(first) || !strings.Contains(string(b), `"drift_monitor"`) {
 			t.Errorf("later decision %s, want %s", b, first)
 		}
@@ -186,7 +201,7 @@ func TestFallsBackToDefault(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, cl := newRouter(t, map[string]string{"tell me something": tc.answer}, rules())
-			dec, err := rt.Route(input("tell me something"), troupe.Context{})
+			dec, err := rt.Route(context.Background(), input("tell me something"), troupe.Context{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +209,13 @@ func TestFallsBackToDefault(t *testing.T) {
 			if dec.Target != "explainer" || dec.Metadata["source"] != "default" || !strings.Contains(fb, tc.reason) || !strings.Contains(dec.Reason, "LLM classification failed") {
 				t.Errorf("decision %+v, want the default with a reason mentioning %q", dec, tc.reason)
 			}
-			again, _ := rt.Route(input("tell me something"), troupe.Context{})
+			again, _ := rt.Route(context.Background(), input("tell me something"), troupe.Context{})
+			if tc.requests == 1 { // classified and cached: the second decision asked no model
+				if dec.TokensUsed == nil || again.TokensUsed != nil {
+					t.Errorf("tokens %v then %v, want the first decision charged and the cached one not", dec.TokensUsed, again.TokensUsed)
+				}
+				again.TokensUsed, again.CostDollars = dec.TokensUsed, dec.CostDollars
+			}
 			if n := cl.requests(); n != tc.requests || !cmp.Equal(again, dec) {
 				t.Errorf("%d requests, want %d; second decision %+v", n, tc.requests, again)
 			}
@@ -210,7 +231,7 @@ func TestTransportFailureFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := rt.Route(input("anything at all"), troupe.Context{})
+	dec, err := rt.Route(context.Background(), input("anything at all"), troupe.Context{})
 	if err != nil || dec.Target != "explainer" || dec.Metadata["llm_fallback"] == nil {
 		t.Errorf("decision %+v, err %v", dec, err)
 	}
@@ -220,7 +241,7 @@ func TestNoDefaultReturnsTheRulesErrorWithTheReason(t *testing.T) {
 	r := rules()
 	r.Default = ""
 	rt, _ := newRouter(t, map[string]string{"hmm": `{"intent":"astrology"}`}, r)
-	_, err := rt.Route(input("hmm"), troupe.Context{})
+	_, err := rt.Route(context.Background(), input("hmm"), troupe.Context{})
 	if !errors.Is(err, troupe.ErrUnknownAgent) || !strings.Contains(err.Error(), "LLM classification failed") {
 		t.Errorf("err = %v", err)
 	}
@@ -239,5 +260,35 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := llmroute.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "llmroute: ") {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// Cancelling the run's context stops a classification in flight: Route returns the cause at
+// once, not the default after the model's timeout.
+func TestCancelStopsClassification(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // a model that never answers in time
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	rt, err := llmroute.New(llmroute.Config{Rules: rules(), Timeout: time.Minute,
+		LLM: llmagent.Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("user pressed Ctrl-C")
+	time.AfterFunc(50*time.Millisecond, func() { cancel(stop) })
+	start := time.Now()
+	dec, err := rt.Route(ctx, input("anything at all"), troupe.Context{})
+	if !errors.Is(err, stop) {
+		t.Errorf("Route = %+v, %v; want the context's cause", dec, err)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Errorf("Route returned after %v: it waited for the model, not the context", waited)
 	}
 }
