@@ -88,14 +88,6 @@ type Run struct {
 	waitOnce    sync.Once
 }
 
-// taskRec holds a task's payloads that its events point at: its routing decision and its
-// first dispatch (retries and fallbacks have records of their own). The log keeps these, and
-// they point at nothing of the run's bookkeeping.
-type taskRec struct {
-	decision troupe.RoutingDecision
-	first    dispatchRec
-}
-
 // runRecord is the part of a run its log refers to: the request (run_initialized's payload,
 // and every event's Context) and the trace id every result points at.
 type runRecord struct {
@@ -104,11 +96,14 @@ type runRecord struct {
 }
 
 type task struct {
-	t         *troupe.Task
-	step      int                     // 1-based stage
-	index     int                     // place in the plan, from 0
-	decision  *troupe.RoutingDecision // in the task's logged record: the log keeps it, not the task
-	rec       *taskRec                // what the log keeps of the task; its dispatch is for the first
+	t     *troupe.Task
+	step  int // 1-based stage
+	index int // place in the plan, from 0
+	// What the task's events point at, in arrays of the run's that the log keeps and that
+	// point at nothing of the run's bookkeeping: its routing decision, and its first dispatch
+	// (retries and fallbacks have records of their own).
+	decision  *troupe.RoutingDecision
+	first     *dispatchRec
 	fallbacks []string
 	nextID    string // id of the task's next dispatch, derived once
 	last      *call  // the task's latest dispatch; earlier ones via call.prev
@@ -340,7 +335,8 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 	total := p.NumTasks()
 	all := make([]task, total)
 	ptrs := make([]*task, total)
-	recs := make([]taskRec, total) // one allocation for every task's logged payloads
+	decisions := make([]troupe.RoutingDecision, total)
+	firsts := make([]dispatchRec, total)
 	r.stages = make([][]*task, len(p.Stages))
 	r.upstream = make([]troupe.UpstreamResult, 0, total)
 	var ids strings.Builder
@@ -356,8 +352,7 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 		for j := range st.Tasks {
 			t := &all[n]
 			t.t, t.step, t.index = &st.Tasks[j], i+1, n
-			t.rec = &recs[n]
-			t.decision = &t.rec.decision
+			t.decision, t.first = &decisions[n], &firsts[n]
 			t.nextID = idText[21*n : 21*n+21]
 			r.stages[i][j] = t
 			n++
@@ -643,7 +638,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	if now.IsZero() {
 		now = r.e.exec.Now()
 	}
-	rec := &t.rec.first
+	rec := t.first
 	if t.serial > 1 { // counted already
 		rec = new(dispatchRec) // a retry or fallback: the first dispatch's record is logged
 	}
