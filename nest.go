@@ -40,6 +40,29 @@ func (d *Dispatch) Emitter() Emitter {
 	return e
 }
 
+// Recorder is an optional capability of a DispatchRuntime in a resumed run: it knows what the
+// run's log recorded for dispatches nested in the runtime's own. A composite agent asks before
+// it runs a member, so a composite resumed after a crash takes its finished members' results
+// instead of running them again (and paying for them twice).
+//
+// Recorded returns the completed result the log holds for a nested dispatch with d's id, but
+// only when the log also holds that dispatch going to the same agent with the same input —
+// query, parsed query, RAG and user context, upstream results, depends_on and execution mode.
+// A member whose input came out differently this time (an agent called as a tool with other
+// arguments) runs again.
+type Recorder interface {
+	Recorded(d *Dispatch) (*Result, bool)
+}
+
+// Recorded asks d's runtime for the result the run's log recorded for the nested dispatch n
+// (see Recorder); false when d's run is not a resumed one, or the log holds no such result.
+func (d *Dispatch) Recorded(n *Dispatch) (*Result, bool) {
+	if r, ok := d.rt.(Recorder); ok {
+		return r.Recorded(n)
+	}
+	return nil, false
+}
+
 // InputSchema declares the JSON Schema of the agent's dispatch input (its parsed_query).
 func InputSchema(schema json.RawMessage) Option { return func(s *AgentSpec) { s.InputSchema = schema } }
 

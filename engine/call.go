@@ -279,7 +279,7 @@ func (c *call) timedOut() {
 	if c.paused {
 		// It asked a human and then ran out of time: its question no longer holds the run.
 		c.paused = false
-		r.questions = slices.DeleteFunc(r.questions, func(q troupe.Question) bool { return q.DispatchID == c.d.DispatchID })
+		r.dropQuestionsOfLocked(c)
 		r.pausing = len(r.questions) > 0
 	}
 }
@@ -323,9 +323,14 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 		r.mu.Unlock()
 		return troupe.Answer{}, troupe.ErrTimeout
 	}
-	c.asked++
-	q.ID = c.d.DispatchID + "-q" + strconv.Itoa(int(c.asked))
-	q.DispatchID, q.Agent = c.d.DispatchID, c.d.TargetAgent
+	if q.DispatchID == "" || q.DispatchID == c.d.DispatchID || q.ID == "" {
+		c.asked++
+		q.ID = c.d.DispatchID + "-q" + strconv.Itoa(int(c.asked))
+		q.DispatchID, q.Agent = c.d.DispatchID, c.d.TargetAgent
+	} // else a dispatch nested in this one asked, and named the question after itself
+	if q.Agent == "" {
+		q.Agent = c.d.TargetAgent
+	}
 	if q.Kind == "" {
 		q.Kind = troupe.QuestionAsk
 	}
@@ -341,6 +346,7 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 		c.paused = true
 		r.pausing = true
 		r.questions = append(r.questions, q)
+		r.askedBy = append(r.askedBy, c)
 		r.mu.Unlock()
 		return troupe.Answer{}, fmt.Errorf("%w: %s", troupe.ErrPaused, q.Prompt)
 	}
@@ -382,6 +388,10 @@ func (c *call) Emit(ev troupe.Event) {
 	r.flushLocked()
 }
 
+// Recorded gives a composite the result a resumed run's log holds for one of its members
+// (troupe.Recorder): nil, false outside a resumed run.
+func (c *call) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) { return c.r.replay.nested(d) }
+
 // ExecutionContext is the run's execution context: a planned dispatch's.
 func (c *call) ExecutionContext() troupe.Context { return c.r.req.Context }
 
@@ -390,3 +400,16 @@ func (c *call) LocalSlot() *local.Slot { return &c.slot }
 
 // NextChild numbers the nested calls made on behalf of the dispatch.
 func (c *call) NextChild() uint64 { return c.children.Add(1) - 1 }
+
+// dropQuestionsOfLocked forgets the open questions c asked (it, or a dispatch nested in it).
+func (r *Run) dropQuestionsOfLocked(c *call) {
+	kept := 0
+	for i, q := range r.questions {
+		if r.askedBy[i] != c {
+			r.questions[kept], r.askedBy[kept] = q, r.askedBy[i]
+			kept++
+		}
+	}
+	clear(r.askedBy[kept:])
+	r.questions, r.askedBy = r.questions[:kept], r.askedBy[:kept]
+}

@@ -290,8 +290,9 @@ func TestSessionStateIsAFoldOverTheLog(t *testing.T) {
 }
 
 // A member of a composite that asks a human pauses the run; resumed with the answer, the
-// composite runs again, and the nested events of the first attempt — results included — are
-// not taken for the plan's: the composite's dispatch is run, not answered from the log.
+// composite runs again, and takes the result its first member recorded before the pause
+// instead of running that member twice. The nested events of the first attempt are not taken
+// for the plan's: the composite's own dispatch is run, not answered from the log.
 func TestResumeWithNestedEvents(t *testing.T) {
 	var prepared atomic.Int32
 	prep := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
@@ -335,14 +336,115 @@ func TestResumeWithNestedEvents(t *testing.T) {
 	if got := r.State().SessionState["published"]; got != true {
 		t.Errorf("published = %v", got)
 	}
-	if prepared.Load() != 2 {
-		t.Errorf("prep ran %d times, want 2 (the composite runs again)", prepared.Load())
+	if prepared.Load() != 1 {
+		t.Errorf("prep ran %d times, want 1 (its recorded result is taken on resume)", prepared.Load())
 	}
-	// Both attempts are in the log: nested events are never deduplicated against the old ones.
-	if n := len(troupetest.Find(all, troupe.KindDispatchStarted, "prep")); n != 2 {
-		t.Errorf("%d prep dispatches in the log, want 2", n)
+	if n := len(troupetest.Find(all, troupe.KindDispatchStarted, "prep")); n != 1 {
+		t.Errorf("%d prep dispatches in the log, want 1", n)
+	}
+	// approve ran again (it had not finished), and its question kept its id.
+	if n := len(troupetest.Find(all, troupe.KindDispatchStarted, "approve")); n != 2 {
+		t.Errorf("%d approve dispatches in the log, want 2", n)
 	}
 	if diff := cmp.Diff(r.State().SessionState, foldState(all)); diff != "" {
 		t.Errorf("fold over the resumed log (-run +fold):\n%s", diff)
+	}
+}
+
+// Two members of a composite ask, each pausing the run in turn. On the second resume the first
+// member's result comes from the log (it is neither run nor asked again), and the answer given
+// goes to the second member's question: question ids belong to the nested dispatch that asked,
+// so taking a member from the log shifts no other member's question.
+func TestResumeNestedQuestionsKeepTheirIDs(t *testing.T) {
+	var firstRuns atomic.Int32
+	asker := func(name string, count *atomic.Int32) troupe.Agent {
+		return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			if count != nil {
+				count.Add(1)
+			}
+			a, err := d.Ask(ctx, troupe.Question{Prompt: name + "?"})
+			if err != nil {
+				return nil, err
+			}
+			return &troupe.Result{AgentResult: map[string]any{name: a.Text}}, nil
+		})
+	}
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("first", asker("first", &firstRuns)), flow.Named("second", asker("second", nil)))
+	reg := agents(t, "both", opt(seq, troupe.Writes("first", "second")))
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("both")})
+	evs := run(t, eng, troupe.Request{Query: "q", RunID: "run_two_questions"})
+	paused := func(evs []troupe.Event) troupe.Question {
+		t.Helper()
+		o := outcome(t, evs)
+		if o.Status != troupe.RunPaused || len(o.Questions) != 1 {
+			t.Fatalf("outcome %+v, want paused on one question", o)
+		}
+		return o.Questions[0]
+	}
+	q1 := paused(evs)
+	resume := func(a troupe.Answer) []troupe.Event {
+		t.Helper()
+		r, err := eng.Resume(t.Context(), "run_two_questions", engine.ResumeOptions{Answers: []troupe.Answer{a}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-r.Done()
+		all, _ := eng.Store().Events(t.Context(), "run_two_questions", 0)
+		return all
+	}
+	q2 := paused(resume(troupe.Answer{QuestionID: q1.ID, Text: "one"}))
+	if q1.Agent != "first" || q2.Agent != "second" || q1.ID == q2.ID || q1.DispatchID == q2.DispatchID {
+		t.Fatalf("questions %+v and %+v: want one from each member, each named after its own dispatch", q1, q2)
+	}
+	all := resume(troupe.Answer{QuestionID: q2.ID, Text: "two"})
+	troupetest.CheckLog(t, all)
+	if k := troupetest.Last(all).Kind; k != troupe.KindRunCompleted {
+		t.Fatalf("resumed run ended %s", k)
+	}
+	if n := firstRuns.Load(); n != 2 {
+		t.Errorf("first ran %d times, want 2 (paused, then answered; then taken from the log)", n)
+	}
+	got := planResults(all)["both"][0].AgentResult
+	if got["first"] != "one" || got["second"] != "two" {
+		t.Errorf("composite result %v: each member must get its own answer", got)
+	}
+}
+
+// A member whose input comes out differently when its composite runs again is run again: a
+// recorded result is taken only for the very dispatch the log holds.
+func TestResumeRunsMemberWithChangedInput(t *testing.T) {
+	var firstCalls, secondCalls atomic.Int32
+	counting := func(n *atomic.Int32) troupe.Agent {
+		return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			n.Add(1)
+			return &troupe.Result{AgentResult: map[string]any{"seen": d.Query}}, nil
+		})
+	}
+	gate := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if _, err := d.Ask(ctx, troupe.Question{Prompt: "go on?"}); err != nil {
+			return nil, err
+		}
+		return &troupe.Result{AgentResult: map[string]any{"done": true}}, nil
+	})
+	note := "before" // outside the log: what the transform adds to each handoff
+	seq := flow.Sequential(flow.SequentialConfig{Transform: func(h flow.Handoff) flow.Handoff {
+		h.CustomFields = map[string]any{"note": note}
+		return h
+	}}, flow.Named("first", counting(&firstCalls)), flow.Named("second", counting(&secondCalls)), flow.Named("gate", gate))
+	eng := newEngine(t, engine.Config{Registry: agents(t, "seq", seq), Planner: chain("seq")})
+	o := outcome(t, run(t, eng, troupe.Request{Query: "q", RunID: "run_changed"}))
+	if o.Status != troupe.RunPaused {
+		t.Fatalf("outcome %+v, want paused", o)
+	}
+	note = "after" // second's handoff from first, and so its input, now differs
+	r, err := eng.Resume(t.Context(), "run_changed", engine.ResumeOptions{Answers: []troupe.Answer{{QuestionID: o.Questions[0].ID, Approved: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if f, s := firstCalls.Load(), secondCalls.Load(); f != 1 || s != 2 {
+		t.Errorf("first ran %d times, second %d: want first taken from the log (same input) and second run again (its input changed)", f, s)
 	}
 }

@@ -18,11 +18,18 @@ type replayIndex struct {
 	answers map[string]troupe.Answer
 	asked   map[string]bool
 	plan    *troupe.Plan
+
+	// Dispatches nested in composites, and their completed results, by dispatch id: a
+	// composite run again takes a member's recorded result when its input is unchanged
+	// (troupe.Recorder).
+	nestedDispatch map[string]*troupe.Dispatch
+	nestedResult   map[string]*troupe.Result
 }
 
 // eventKey identifies an event that a resumed run would produce again; "" means the kind is
 // never deduplicated (progress, warnings, terminal events, and nested events: a composite
-// resumed runs its members again and records what they do this time).
+// resumed takes its finished members' results from the log, with no new events, and records
+// what the members it runs again do this time).
 func eventKey(ev *troupe.Event) string {
 	if ev.Parent != "" {
 		return ""
@@ -54,7 +61,10 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 			return nil, nil, fmt.Errorf("engine: resume %s: %w (it ended %s at event %d)", ev.RunID, troupe.ErrRunFinished, ev.Stage, ev.Seq)
 		}
 		if ev.Parent != "" {
-			continue // a nested event: its results are the composite's business, not the plan's
+			// A nested event: its results are the composite's business, not the plan's; the
+			// composite asks for them when it runs its members again.
+			x.indexNested(ev)
+			continue
 		}
 		if k := eventKey(ev); k != "" {
 			x.keys[k] = true
@@ -78,6 +88,64 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		return nil, nil, fmt.Errorf("engine: resume: the log has no run_initialized event")
 	}
 	return x, start, nil
+}
+
+func (x *replayIndex) indexNested(ev *troupe.Event) {
+	switch d := ev.Data.(type) {
+	case *troupe.Dispatch:
+		if x.nestedDispatch == nil {
+			x.nestedDispatch = map[string]*troupe.Dispatch{}
+		}
+		x.nestedDispatch[d.DispatchID] = d
+	case *troupe.Result:
+		if d.Status != troupe.StatusCompleted {
+			return // a member that failed runs again
+		}
+		if x.nestedResult == nil {
+			x.nestedResult = map[string]*troupe.Result{}
+		}
+		x.nestedResult[d.DispatchID] = d
+	}
+}
+
+// nested returns the recorded completed result of the nested dispatch d, when the log holds
+// the same dispatch: same id, agent and input (see troupe.Recorder).
+func (x *replayIndex) nested(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if x == nil {
+		return nil, false
+	}
+	res, ok := x.nestedResult[d.DispatchID]
+	if !ok {
+		return nil, false
+	}
+	was, ok := x.nestedDispatch[d.DispatchID]
+	if !ok || res.AgentName != d.TargetAgent {
+		return nil, false
+	}
+	a, err1 := json.Marshal(inputOf(was))
+	b, err2 := json.Marshal(inputOf(d))
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return nil, false
+	}
+	return res, true
+}
+
+// dispatchInput is what a dispatch asks of its agent, compared through its JSON encoding so a
+// dispatch decoded from a durable log compares equal to the one a composite builds again.
+type dispatchInput struct {
+	Agent       string                  `json:"agent"`
+	Query       string                  `json:"query"`
+	ParsedQuery map[string]any          `json:"parsed_query"`
+	RAGContext  map[string]any          `json:"rag_context"`
+	UserContext map[string]any          `json:"user_context"`
+	Upstream    []troupe.UpstreamResult `json:"upstream_results"`
+	DependsOn   []string                `json:"depends_on"`
+	Mode        troupe.ExecutionMode    `json:"execution_mode"`
+}
+
+func inputOf(d *troupe.Dispatch) dispatchInput {
+	return dispatchInput{Agent: d.TargetAgent, Query: d.Query, ParsedQuery: d.ParsedQuery, RAGContext: d.RAGContext,
+		UserContext: d.UserContext, Upstream: d.UpstreamResults, DependsOn: d.DependsOn, Mode: d.ExecutionMode}
 }
 
 func (x *replayIndex) recorded(ev *troupe.Event) bool {

@@ -65,6 +65,7 @@ type Run struct {
 	failStage   troupe.Stage
 	firstSeq    int64
 	questions   []troupe.Question
+	askedBy     []*call // the dispatch each open question came through, in step with questions
 	cost        float64
 	tokens      int64
 	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,6 +181,7 @@ type nested struct {
 	agent    string
 	st       view
 	children atomic.Uint64
+	asked    atomic.Uint64 // questions asked by this dispatch
 }
 
 func (n *nested) State(key string) (any, bool) { return n.st.get(key) }
@@ -188,11 +190,28 @@ func (n *nested) Progress(kind string, data any) {
 	n.emit(troupe.Event{Kind: troupe.KindAgentProgress, DispatchID: n.id, Agent: n.agent, Data: &troupe.Progress{Kind: kind, Data: data}})
 }
 
+// Ask asks through the enclosing dispatch. The question belongs to this nested dispatch: its
+// id is derived from this dispatch's id and how many it asked, so a resumed run, which may take
+// other members' results from the log instead of running them (and asking what they asked),
+// still matches each recorded answer to its question.
 func (n *nested) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
 	if n.outer == nil {
 		return troupe.Answer{}, fmt.Errorf("%w: dispatch is not attached to a run", troupe.ErrPaused)
 	}
+	if q.DispatchID == "" { // asked here, not by a dispatch nested in this one
+		q.DispatchID, q.Agent = n.id, n.agent
+		q.ID = n.id + "-q" + strconv.FormatUint(n.asked.Add(1), 10)
+	}
 	return n.outer.Ask(ctx, q)
+}
+
+// Recorded passes a composite nested in this one the results the run's log recorded for its
+// members (troupe.Recorder).
+func (n *nested) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if r, ok := n.outer.(troupe.Recorder); ok {
+		return r.Recorded(d)
+	}
+	return nil, false
 }
 
 // Partial is dropped: a nested dispatch's partial result is not its composite's.
@@ -318,6 +337,17 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	if m.spec.Timeout > 0 {
 		s := m.spec.Timeout.Seconds()
 		d.TimeoutSeconds = &s
+	}
+	if rec, ok := f.d.Recorded(&d); ok {
+		// A resumed run: the log holds this member's completed result for this very input,
+		// so it is taken, not earned again. Its events are in the log already; its declared
+		// writes apply as they did.
+		res := *rec // the log's copy stays as recorded
+		res.Errors, res.Warnings = slices.Clip(res.Errors), slices.Clip(res.Warnings)
+		if delta := writes(m.spec, &res); delta != nil {
+			st.set(delta)
+		}
+		return &res, nil
 	}
 	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st}
 	if f.em != nil {
