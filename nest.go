@@ -63,6 +63,26 @@ func (d *Dispatch) Recorded(n *Dispatch) (*Result, bool) {
 	return nil, false
 }
 
+// Admitter is an optional capability of a DispatchRuntime: it says whether the run's budgets
+// still let a composite start another nested dispatch. The engine counts what nested
+// dispatches report using as they finish (each token once, however deep), so a composite of
+// costly members stops starting them once the run's time, cost or token budget is spent,
+// rather than only when the composite itself finishes.
+type Admitter interface {
+	// Admit returns nil while a nested dispatch may start, and otherwise an error wrapping
+	// ErrBudgetExhausted that says which budget is spent.
+	Admit() error
+}
+
+// Admit asks d's runtime whether a dispatch nested in d may start (see Admitter); nil when
+// the runtime sets no budget.
+func (d *Dispatch) Admit() error {
+	if a, ok := d.rt.(Admitter); ok {
+		return a.Admit()
+	}
+	return nil
+}
+
 // InputSchema declares the JSON Schema of the agent's dispatch input (its parsed_query).
 func InputSchema(schema json.RawMessage) Option { return func(s *AgentSpec) { s.InputSchema = schema } }
 

@@ -34,7 +34,8 @@ type call struct {
 	attempt  int32
 	asked    int32 // guarded by r.mu
 
-	expiredDone bool // Done's argument, published with the call
+	use         *nestedUse // what nested dispatches used so far; guarded by r.mu
+	expiredDone bool       // Done's argument, published with the call
 	// guarded by r.mu
 	paused   bool
 	expired  bool
@@ -384,8 +385,72 @@ func (c *call) Emit(ev troupe.Event) {
 	if c.expired || r.finishing {
 		return
 	}
+	if res, ok := ev.Data.(*troupe.Result); ok && (ev.Kind == troupe.KindDispatchCompleted || ev.Kind == troupe.KindDispatchFailed) {
+		c.chargeNestedLocked(res, ev.Parent)
+	}
 	r.emitLocked(ev)
 	r.flushLocked()
+}
+
+// nestedUse is what the dispatches nested in a planned one have used so far, for the budgets
+// while it runs (its own result reports the total when it finishes).
+type nestedUse struct {
+	tokens int64
+	cost   float64
+	// What each nested dispatch's own nested dispatches reported, by its id: a composite's
+	// result sums its members', and an agent's its tools', so a result counts only what its
+	// children did not already.
+	childTokens map[string]int64
+	childCost   map[string]float64
+}
+
+// chargeNestedLocked counts a finished nested dispatch's usage toward the run's budgets, each
+// token once however deep it was spent.
+func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
+	var tokens int64
+	var cost float64
+	if res.TokensUsed != nil {
+		tokens = *res.TokensUsed
+	}
+	if res.CostDollars != nil {
+		cost = *res.CostDollars
+	}
+	if tokens == 0 && cost == 0 {
+		return
+	}
+	u := c.use
+	if u == nil {
+		u = &nestedUse{childTokens: map[string]int64{}, childCost: map[string]float64{}}
+		c.use = u
+	}
+	own, ownCost := max(tokens-u.childTokens[res.DispatchID], 0), max(cost-u.childCost[res.DispatchID], 0)
+	delete(u.childTokens, res.DispatchID)
+	delete(u.childCost, res.DispatchID)
+	if parent != c.d.DispatchID {
+		u.childTokens[parent] += tokens
+		u.childCost[parent] += cost
+	}
+	u.tokens += own
+	u.cost += ownCost
+	c.r.liveTokens += own
+	c.r.liveCost += ownCost
+}
+
+// Admit says whether a dispatch nested in this one may start (troupe.Admitter): the run's
+// budgets, with what nested dispatches in flight have used counted, not spent.
+func (c *call) Admit() error {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.expired || r.finishing {
+		return fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)
+	}
+	why := r.budgetLocked()
+	r.flushLocked() // the budget_exhausted warning, the first time
+	if why != "" {
+		return fmt.Errorf("%w: %s", troupe.ErrBudgetExhausted, why)
+	}
+	return nil
 }
 
 // Recorded gives a composite the result a resumed run's log holds for one of its members

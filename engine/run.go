@@ -68,6 +68,8 @@ type Run struct {
 	askedBy     []*call // the dispatch each open question came through, in step with questions
 	cost        float64
 	tokens      int64
+	liveTokens  int64 // used by dispatches nested in planned ones still running (budgets only)
+	liveCost    float64
 	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals
 	routeTokens int64
 	dispatches  int
@@ -594,7 +596,7 @@ func (r *Run) budgetLocked() string {
 		now = r.e.exec.Now()
 	}
 	elapsed := now.Sub(r.startedAt)
-	if elapsed < r.timeBudget && r.cost < r.costBudget && r.tokens < r.tokBudget && r.dispatches < r.e.maxDisp {
+	if elapsed < r.timeBudget && r.cost+r.liveCost < r.costBudget && r.tokens+r.liveTokens < r.tokBudget && r.dispatches < r.e.maxDisp {
 		return "" // the common case, in a small frame: this runs before every dispatch
 	}
 	return r.budgetSpentLocked(elapsed)
@@ -608,10 +610,10 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	switch {
 	case elapsed >= r.timeBudget:
 		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
-	case r.cost >= r.costBudget:
-		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget, r.cost)
-	case r.tokens >= r.tokBudget:
-		why = fmt.Sprintf("token budget of %d spent (%d)", r.tokBudget, r.tokens)
+	case r.cost+r.liveCost >= r.costBudget:
+		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget, r.cost+r.liveCost)
+	case r.tokens+r.liveTokens >= r.tokBudget:
+		why = fmt.Sprintf("token budget of %d spent (%d)", r.tokBudget, r.tokens+r.liveTokens)
 	case r.dispatches >= r.e.maxDisp:
 		why = fmt.Sprintf("dispatch limit of %d reached", r.e.maxDisp)
 	default:
@@ -778,6 +780,10 @@ func (r *Run) completeLocked(c *call) {
 	r.inflight--
 	t := c.t
 	res := c.res
+	if u := c.use; u != nil { // its result counts from now on, its members' with it
+		r.liveTokens -= u.tokens
+		r.liveCost -= u.cost
+	}
 	if c.paused {
 		return // no result: a resumed run dispatches it again
 	}

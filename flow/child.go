@@ -349,6 +349,11 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		}
 		return &res, nil
 	}
+	if err := f.d.Admit(); err != nil {
+		// The run's budget is spent: the member is not started (nor recorded as started).
+		aerr := &troupe.AgentError{Code: troupe.CodeBudget, Message: "not started", Cause: err}
+		return result(ctx, m, &d, nil, aerr, time.Now()), aerr
+	}
 	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st}
 	if f.em != nil {
 		rt.tc = f.tc.Child()

@@ -1,0 +1,65 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/flow"
+	"github.com/troupehq/troupe/troupetest"
+)
+
+// spender is an agent that reports using ten tokens, counting its calls.
+func spender(calls *atomic.Int32) troupe.Agent {
+	return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		calls.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, Confidence: troupe.Ptr(1.0), TokensUsed: troupe.Ptr[int64](10)}, nil
+	})
+}
+
+// A composite stops starting members once the run's token budget is spent by the members it
+// already ran, not only when it finishes: the budget holds inside a running composite.
+func TestBudgetHoldsInsideComposite(t *testing.T) {
+	var calls atomic.Int32
+	var members []*troupe.AgentSpec
+	for _, n := range []string{"m1", "m2", "m3", "m4", "m5"} {
+		members = append(members, flow.Named(n, spender(&calls)))
+	}
+	eng := newEngine(t, engine.Config{Registry: agents(t, "seq", flow.Sequential(flow.SequentialConfig{}, members...)), Planner: chain("seq")})
+	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 25}})
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d members ran, want 3 (10 + 10 + 10 reaches 25 before the fourth)", n)
+	}
+	if got := troupetest.Find(evs, troupe.KindBudgetExhausted, ""); len(got) != 1 {
+		t.Errorf("%d budget_exhausted events, want 1", len(got))
+	}
+	res := planResults(evs)["seq"]
+	if len(res) != 1 || res[0].Status == troupe.StatusCompleted || len(res[0].Errors) == 0 ||
+		res[0].Errors[0].Code != troupe.CodeBudget || !strings.Contains(res[0].Errors[0].Message, "token budget of 25 spent (30)") {
+		t.Fatalf("composite result %+v, want it failed at step 4 with BUDGET, saying which budget", res)
+	}
+}
+
+// Tokens spent deep in nested composites count once toward the budget while the run goes on:
+// an inner composite's result, which sums its members', adds nothing they did not.
+func TestNestedUsageCountsOnce(t *testing.T) {
+	var calls atomic.Int32
+	inner := flow.Sequential(flow.SequentialConfig{}, flow.Named("a", spender(&calls)), flow.Named("b", spender(&calls)))
+	outer := flow.Sequential(flow.SequentialConfig{}, flow.Named("inner", inner), flow.Named("c", spender(&calls)))
+	eng := newEngine(t, engine.Config{Registry: agents(t, "outer", outer), Planner: chain("outer")})
+	// a and b spend 20; counted twice (b's 10 again in inner's 20), c would not start under 35.
+	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 35}})
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d leaf agents ran, want 3", n)
+	}
+	if o := outcome(t, evs); o.Status != troupe.RunCompleted {
+		t.Fatalf("run ended %s: %+v", o.Status, o.Error)
+	}
+	agg := troupetest.Find(evs, troupe.KindRunAggregated, "")[0].Data.(*troupe.Aggregation)
+	if agg.TotalTokensUsed == nil || *agg.TotalTokensUsed != 30 {
+		t.Errorf("total tokens %v, want 30: each leaf's 10 once", agg.TotalTokensUsed)
+	}
+}
