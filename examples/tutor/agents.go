@@ -124,6 +124,15 @@ func (a *Specialists) Diagnostic(ctx context.Context, d *troupe.Dispatch) (*trou
 		if err != nil {
 			return nil, err
 		}
+		if isPause(ans) {
+			// The learner stopped the quick check (or left): a stop is not a wrong answer, so
+			// nothing is graded and no mastery is estimated from it.
+			return &troupe.Result{
+				AgentResult: map[string]any{KeyCurrentTopic: topic.ID, "diagnostic_complete": false},
+				AnalysisSummary: summary(fmt.Sprintf("Quick check on %s stopped before it was done; nothing was graded. Say \"teach me %s\" to take it again.",
+					topic.Name, strings.ToLower(topic.Name))),
+			}, nil
+		}
 		correct, near := Grade(q.Answer, ans)
 		est := 0.1
 		switch {

@@ -62,6 +62,22 @@ func TestConverseEOFPausesQuiz(t *testing.T) {
 	}
 }
 
+// TestConverseEOFStopsDiagnosticUngraded: a conversation that ends during the diagnostic's
+// quick check leaves no grades behind: the learner left, which is not a wrong answer.
+func TestConverseEOFStopsDiagnosticUngraded(t *testing.T) {
+	var out strings.Builder
+	st, err := tutor.Converse(t.Context(), tutor.ConverseConfig{}, strings.NewReader("teach me fractions\n"), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, graded := st[tutor.KeyMastery]; graded || st["diagnostic_complete"] != false {
+		t.Errorf("state %v: want the diagnostic incomplete and no mastery estimated", st)
+	}
+	if strings.Contains(out.String(), "not quite") || !strings.Contains(out.String(), "nothing was graded") {
+		t.Errorf("transcript grades the learner who left:\n%s", out.String())
+	}
+}
+
 // TestConverseMaster: "/master TOPIC" runs the mastery loop from the conversation, its quiz
 // questions answered by the following lines.
 func TestConverseMaster(t *testing.T) {
