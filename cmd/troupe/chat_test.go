@@ -113,7 +113,8 @@ func TestChatUsesTheFilesTable(t *testing.T) {
 	for _, tt := range []struct {
 		dir, says string
 	}{
-		{"../../examples/tutor", "[diagnostic for tutor ← no rule matched"}, // the tutor lacks state: run diagnostic first
+		// The tutor lacks state: run diagnostic first. Each decision is printed as it is made.
+		{"../../examples/tutor", "[tutor ← no rule matched; Unclear → tutor default fallback]\n[diagnostic ← fallback for tutor, which failed: session state lacks"},
 		{dir, `[diagnostic ← New topic start: message matches "lesson on"`},
 	} {
 		var stdout, stderr strings.Builder

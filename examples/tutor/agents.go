@@ -432,11 +432,12 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 		lines = append(lines, fmt.Sprintf("Resuming your %s quiz at question %d of %d.", topic.Name, index+1, len(items)))
 	}
 	paused = false
+	verdict := "" // the last answer's, said before the next question: the learner hears it at once
 	for index < len(items) {
 		it := items[index]
 		q, _ := a.corpus.Question(it.QuestionID)
 		ans, err := ask(ctx, d, fmt.Sprintf("quiz/%d/%s", number, it.QuestionID),
-			fmt.Sprintf("Question %d of %d (%s): %s", index+1, len(items), topic.Name, it.QuestionText), q)
+			verdict+fmt.Sprintf("Question %d of %d (%s): %s", index+1, len(items), topic.Name, it.QuestionText), q)
 		if err != nil {
 			return nil, err
 		}
@@ -451,6 +452,7 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 		}
 		responses = append(responses, response{QuestionID: it.QuestionID, LearnerAnswer: ans, IsCorrect: correct, Closeness: near, Feedback: fb})
 		lines = append(lines, fmt.Sprintf("Q%d %s", index+1, fb))
+		verdict = fmt.Sprintf("Q%d: %s\n", index+1, fb)
 		index++
 	}
 	right := 0

@@ -103,6 +103,10 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 		}
 		return troupe.Answer{QuestionID: q.ID, Text: line}, nil
 	})
+	// Each decision is printed as it is made, before the agent's questions: "[quiz ← …]", and
+	// "[diagnostic ← fallback for quiz, which failed: …]" when a fallback takes over.
+	sc2.Routed = func(r Route) { fmt.Fprintf(out, "[%s ← %s]\n", r.Agent, r.Reason) }
+	sc2.Replied = func(t Turn) { fmt.Fprintln(out, t.Text) } // each turn as it finishes
 	s, err := NewSession(sc2)
 	if err != nil {
 		return nil, err
@@ -129,16 +133,8 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 			fmt.Fprintf(out, "[mastery_loop ← /master]\n%s\n", out2.Text)
 			continue
 		}
-		r, err := s.Send(ctx, msg)
-		if err != nil {
+		if _, err := s.Send(ctx, msg); err != nil {
 			return s.State(), err
-		}
-		for _, t := range r.Turns {
-			who := t.Agent
-			if t.Fallback && t.Agent != t.Routed {
-				who += " for " + t.Routed // seed 003's fallback: the routed agent failed
-			}
-			fmt.Fprintf(out, "[%s ← %s]\n%s\n", who, t.Reason, t.Text)
 		}
 	}
 	return s.State(), nil

@@ -41,6 +41,18 @@ func TestScriptedConversation(t *testing.T) {
 			t.Errorf("transcript lacks %q", want)
 		}
 	}
+	// Each decision is printed before its agent asks anything, each verdict before the next
+	// question, and each turn's reply before the automatic turn after it.
+	for _, pair := range [][2]string{
+		{"[quiz ← Quiz request", "Question 1 of 5 (Fractions)"},
+		{"Q1: Correct.\nQuestion 2 of 5", "Quiz paused after 1 of 5"},
+		{"Quiz on Fractions complete", "[feedback ← After quiz completion"},
+	} {
+		i, j := strings.Index(transcript, pair[0]), strings.Index(transcript, pair[1])
+		if i < 0 || j < 0 || i > j {
+			t.Errorf("want %q before %q", pair[0], pair[1])
+		}
+	}
 	if t.Failed() {
 		t.Log(transcript)
 	}

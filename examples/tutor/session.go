@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
@@ -63,6 +64,21 @@ type SessionConfig struct {
 	// Policy is the error policy of every run; nil means seed 003's error table: fall back
 	// along the coordinator's fallbacks, then to the diagnostic ("run diagnostic first").
 	Policy *troupe.ErrorPolicy
+	// Routed, if set, hears each routing decision of a message as it is made — the
+	// coordinator's, then any fallback's — and always before the agent it routes to asks the
+	// learner anything, so a transcript names the agent before its questions.
+	Routed func(Route)
+	// Replied, if set, hears each turn of a message as it finishes, before Send runs an
+	// automatic one after it (feedback after a completed quiz).
+	Replied func(Turn)
+}
+
+// Route is one routing decision of a message: the agent, why, and for a fallback the agent
+// that failed.
+type Route struct {
+	Agent       string
+	Reason      string
+	FallbackFor string // the routed agent that failed, when this is a fallback
 }
 
 // Session is one learner's conversation with the tutor: each message is routed by seed 003's
@@ -77,6 +93,12 @@ type Session struct {
 	seed   uint64
 	state  map[string]any
 	turns  int
+
+	routed  func(Route)
+	replied func(Turn)
+	mu      sync.Mutex // guards what follows: the agents' questions arrive on their goroutines
+	cur     string     // the run of the message being answered
+	seen    int64      // the last of its events told to routed
 }
 
 // Turn is one run of a message: where the coordinator sent it and what came back.
@@ -148,7 +170,41 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tutor: %w", err)
 	}
-	return &Session{agents: a, coord: coord, eng: eng, loop: loop, human: cfg.Human, seed: seed, state: map[string]any{}}, nil
+	s := &Session{agents: a, coord: coord, eng: eng, loop: loop, human: cfg.Human, seed: seed, state: map[string]any{}, routed: cfg.Routed, replied: cfg.Replied}
+	if cfg.Routed != nil && cfg.Human != nil {
+		// A question goes to the learner only after the decisions that led to its agent.
+		s.human = troupe.HumanFunc(func(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+			s.tellRoutes(ctx)
+			return cfg.Human.Answer(ctx, q)
+		})
+	}
+	return s, nil
+}
+
+// tellRoutes passes the current run's routing decisions not told yet to Routed, in order.
+func (s *Session) tellRoutes(ctx context.Context) {
+	if s.routed == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == "" {
+		return
+	}
+	evs, err := s.eng.Store().Events(ctx, s.cur, s.seen)
+	if err != nil {
+		return
+	}
+	for _, ev := range evs {
+		s.seen = ev.Seq
+		d, ok := ev.Data.(*troupe.RoutingDecision)
+		if !ok || ev.Kind != troupe.KindRouteDecided || ev.Parent != "" {
+			continue
+		}
+		r := Route{Agent: d.Target, Reason: d.Reason}
+		r.FallbackFor, _ = d.Metadata["primary"].(string)
+		s.routed(r)
+	}
 }
 
 // Close waits for the session's engines to stop.
@@ -221,6 +277,9 @@ func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 		return r, err
 	}
 	r.Turns = append(r.Turns, t)
+	if s.replied != nil {
+		s.replied(t)
+	}
 	for range 2 {
 		if !s.automatic(ctx) {
 			break
@@ -230,6 +289,9 @@ func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 			return r, err
 		}
 		r.Turns = append(r.Turns, t)
+		if s.replied != nil {
+			s.replied(t)
+		}
 	}
 	return r, nil
 }
@@ -250,9 +312,16 @@ func (s *Session) turn(ctx context.Context, msg string) (Turn, error) {
 	s.turns++
 	req := troupe.Request{
 		Query: msg, State: maps.Clone(s.state), Human: s.human,
+		// The run's id is known before it starts: its agents may ask (and tellRoutes read its
+		// log) before Start returns.
+		RunID:       fmt.Sprintf("run_tutor_%d_%d", s.seed, s.turns),
 		SessionID:   fmt.Sprintf("tutor-%d", s.seed),
 		UserContext: map[string]any{"seed": s.seed},
 	}
+	s.mu.Lock()
+	s.cur, s.seen = req.RunID, 0
+	s.mu.Unlock()
+	defer s.tellRoutes(context.WithoutCancel(ctx)) // the decisions of a turn that asked nothing
 	run, err := s.eng.Start(ctx, req)
 	if err != nil {
 		return Turn{}, fmt.Errorf("tutor: message %d: %w", s.turns, err)
