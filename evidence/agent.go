@@ -220,6 +220,10 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		}
 		if !earlyStop && r.bctxLive() {
 			for i := 2; i < s.K; i++ {
+				if err := d.Admit(); err != nil { // the run's own budgets, beyond the bundle's
+					r.warn(fmt.Sprintf("%v: not starting replicates r%d to r%d", err, i+1, s.K))
+					break
+				}
 				if why := r.stopReason(); why != "" {
 					r.warn(fmt.Sprintf("%s: not starting replicates r%d to r%d", why, i+1, s.K))
 					break

@@ -3,7 +3,9 @@ package evidence_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/troupehq/troupe/bundle"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/evidence"
+	"github.com/troupehq/troupe/executor/local"
 	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/troupetest"
 )
@@ -221,4 +224,46 @@ func runFeasibility(t *testing.T, reg *troupe.Registry) []troupe.Event {
 	}
 	troupetest.CheckLog(t, evs)
 	return evs
+}
+
+// A bundle starts no further replicate once the run's own budget is spent, though its own
+// budget would allow more: here the run's time budget, on a clock each replicate moves on by a
+// minute.
+func TestRunBudgetStopsReplicates(t *testing.T) {
+	var offset atomic.Int64
+	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return start.Add(time.Duration(offset.Load())) }
+	scores := map[int64]float64{11: 0.3, 23: 0.9, 47: 0.6}
+	var calls atomic.Int32
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		calls.Add(1)
+		offset.Add(int64(time.Minute))
+		seed := d.UserContext[evidence.SeedKey].(int64)
+		return ok(map[string]any{"score": scores[seed], "verdict": "go"}, 100, 0.25), nil
+	})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("feas_bundle", evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema), SchemaVersion: "feasibility.v1"}))
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7, Executor: local.New(local.Config{Clock: clock})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{},
+		Budget: troupe.Budget{TimeSeconds: 90}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d replicates ran, want 2: the run's 90 s were spent after two minutes", n)
+	}
+	var warned bool
+	for _, ev := range troupetest.Find(evs, troupe.KindAgentProgress, "feas_bundle") {
+		if data, _ := ev.Data.(*troupe.Progress).Data.(map[string]any); strings.Contains(fmt.Sprint(data), "not starting replicates r3 to r3") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Error("the bundle did not say why it started no third replicate")
+	}
 }
