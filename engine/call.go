@@ -442,7 +442,10 @@ func (c *call) Admit() error {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c.expired || r.finishing {
+	switch {
+	case c.expired:
+		return fmt.Errorf("%w: %s is past its deadline", troupe.ErrBudgetExhausted, c.d.TargetAgent)
+	case r.finishing || r.failure != nil || r.ctx.Err() != nil:
 		return fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)
 	}
 	why := r.budgetLocked()
