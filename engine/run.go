@@ -671,8 +671,8 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		d.TimeoutSeconds = &ts
 		timeout = secs(s)
 	}
-	if r.costBudget > r.cost {
-		rec.costLeft = r.costBudget - r.cost
+	if left := r.costBudget - r.cost - r.liveCost; left > 0 { // what running composites used counts too
+		rec.costLeft = left
 		d.MaxCostDollars = &rec.costLeft
 	}
 	c.timeout = timeout
