@@ -63,3 +63,19 @@ func TestNestedUsageCountsOnce(t *testing.T) {
 		t.Errorf("total tokens %v, want 30: each leaf's 10 once", agg.TotalTokensUsed)
 	}
 }
+
+// The budget holds at every depth: a composite nested in a composite starts no further member
+// once the run's budget is spent.
+func TestBudgetHoldsInNestedComposite(t *testing.T) {
+	var calls atomic.Int32
+	inner := flow.Sequential(flow.SequentialConfig{}, flow.Named("a", spender(&calls)), flow.Named("b", spender(&calls)))
+	outer := flow.Sequential(flow.SequentialConfig{}, flow.Named("inner", inner), flow.Named("c", spender(&calls)))
+	eng := newEngine(t, engine.Config{Registry: agents(t, "outer", outer), Planner: chain("outer")})
+	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 5}})
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d leaf agents ran, want 1: a's 10 tokens spend the budget of 5 before b starts", n)
+	}
+	if got := troupetest.Find(evs, troupe.KindBudgetExhausted, ""); len(got) != 1 {
+		t.Errorf("%d budget_exhausted events, want 1", len(got))
+	}
+}

@@ -205,6 +205,15 @@ func (n *nested) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, err
 	return n.outer.Ask(ctx, q)
 }
 
+// Admit asks the enclosing dispatch whether a composite nested in this one may start another
+// member (troupe.Admitter): the run's budgets hold at every depth.
+func (n *nested) Admit() error {
+	if a, ok := n.outer.(troupe.Admitter); ok {
+		return a.Admit()
+	}
+	return nil
+}
+
 // Recorded passes a composite nested in this one the results the run's log recorded for its
 // members (troupe.Recorder).
 func (n *nested) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
