@@ -392,48 +392,51 @@ func (c *call) Emit(ev troupe.Event) {
 	r.flushLocked()
 }
 
+// spent is what dispatches reported using.
+type spent struct {
+	tokens int64
+	cost   float64
+}
+
 // nestedUse is what the dispatches nested in a planned one have used so far, for the budgets
 // while it runs (its own result reports the total when it finishes).
 type nestedUse struct {
-	tokens int64
-	cost   float64
+	spent
 	// What each nested dispatch's own nested dispatches reported, by its id: a composite's
 	// result sums its members', and an agent's its tools', so a result counts only what its
 	// children did not already.
-	childTokens map[string]int64
-	childCost   map[string]float64
+	children map[string]spent
 }
 
 // chargeNestedLocked counts a finished nested dispatch's usage toward the run's budgets, each
 // token once however deep it was spent.
 func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
-	var tokens int64
-	var cost float64
+	var all spent
 	if res.TokensUsed != nil {
-		tokens = *res.TokensUsed
+		all.tokens = *res.TokensUsed
 	}
 	if res.CostDollars != nil {
-		cost = *res.CostDollars
+		all.cost = *res.CostDollars
 	}
-	if tokens == 0 && cost == 0 {
+	if all == (spent{}) {
 		return
 	}
 	u := c.use
 	if u == nil {
-		u = &nestedUse{childTokens: map[string]int64{}, childCost: map[string]float64{}}
+		u = &nestedUse{children: map[string]spent{}}
 		c.use = u
 	}
-	own, ownCost := max(tokens-u.childTokens[res.DispatchID], 0), max(cost-u.childCost[res.DispatchID], 0)
-	delete(u.childTokens, res.DispatchID)
-	delete(u.childCost, res.DispatchID)
+	kids := u.children[res.DispatchID]
+	delete(u.children, res.DispatchID)
+	own := spent{max(all.tokens-kids.tokens, 0), max(all.cost-kids.cost, 0)}
 	if parent != c.d.DispatchID {
-		u.childTokens[parent] += tokens
-		u.childCost[parent] += cost
+		p := u.children[parent]
+		u.children[parent] = spent{p.tokens + all.tokens, p.cost + all.cost}
 	}
-	u.tokens += own
-	u.cost += ownCost
-	c.r.liveTokens += own
-	c.r.liveCost += ownCost
+	u.tokens += own.tokens
+	u.cost += own.cost
+	c.r.liveTokens += own.tokens
+	c.r.liveCost += own.cost
 }
 
 // Admit says whether a dispatch nested in this one may start (troupe.Admitter): the run's

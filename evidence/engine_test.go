@@ -207,7 +207,14 @@ func TestProgressStreamsWhileTheBundleRuns(t *testing.T) {
 // log's invariants and closes the engine when the test ends.
 func runFeasibility(t *testing.T, reg *troupe.Registry) []troupe.Event {
 	t.Helper()
-	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
+	return runFeasibilityWith(t, reg, nil, troupe.Budget{})
+}
+
+// runFeasibilityWith is runFeasibility on exec (nil: the local executor) with the request's
+// budget.
+func runFeasibilityWith(t *testing.T, reg *troupe.Registry, exec troupe.Executor, budget troupe.Budget) []troupe.Event {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7, Executor: exec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +225,7 @@ func runFeasibility(t *testing.T, reg *troupe.Registry) []troupe.Event {
 			t.Errorf("close: %v", err)
 		}
 	})
-	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}}))
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}, Budget: budget}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,17 +250,7 @@ func TestRunBudgetStopsReplicates(t *testing.T) {
 	})
 	reg := troupe.NewRegistry()
 	reg.MustAdd("feas_bundle", evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema), SchemaVersion: "feasibility.v1"}))
-	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7, Executor: local.New(local.Config{Clock: clock})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close(context.Background())
-	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{},
-		Budget: troupe.Budget{TimeSeconds: 90}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	troupetest.CheckLog(t, evs)
+	evs := runFeasibilityWith(t, reg, local.New(local.Config{Clock: clock}), troupe.Budget{TimeSeconds: 90})
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d replicates ran, want 2: the run's 90 s were spent after two minutes", n)
 	}

@@ -402,7 +402,7 @@ func resultDetail(r *troupe.Result) string {
 		parts = append(parts, fmt.Sprintf("confidence %.2f", *r.Confidence))
 	}
 	if s := r.Summary(); s != "" {
-		parts = append(parts, `"`+cut(strings.Join(strings.Fields(s), " "), 70)+`"`)
+		parts = append(parts, `"`+cut(oneLine(s), 70)+`"`)
 	}
 	return strings.Join(parts, "  ")
 }

@@ -27,7 +27,8 @@ type ConverseConfig struct {
 // it — so a terminal and a script file read the same way. Blank lines and lines starting with
 // '#' are skipped. A line "/master TOPIC" runs Session.Master on the topic instead of sending
 // a message. At the end of in, an open question is answered "pause", so a quiz keeps its
-// place and a diagnostic's quick check stops ungraded, and Converse returns nil. It returns the session's final state.
+// place and a diagnostic's quick check stops ungraded, and Converse returns nil. It returns
+// the session's final state.
 func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writer) (state map[string]any, err error) {
 	prompt := cfg.Prompt
 	if prompt == "" {

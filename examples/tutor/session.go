@@ -73,12 +73,11 @@ type SessionConfig struct {
 	Replied func(Turn)
 }
 
-// Route is one routing decision of a message: the agent, why, and for a fallback the agent
-// that failed.
+// Route is one routing decision of a message: the agent, and why (a fallback's reason names
+// the agent that failed).
 type Route struct {
-	Agent       string
-	Reason      string
-	FallbackFor string // the routed agent that failed, when this is a fallback
+	Agent  string
+	Reason string
 }
 
 // Session is one learner's conversation with the tutor: each message is routed by seed 003's
@@ -201,9 +200,7 @@ func (s *Session) tellRoutes(ctx context.Context) {
 		if !ok || ev.Kind != troupe.KindRouteDecided || ev.Parent != "" {
 			continue
 		}
-		r := Route{Agent: d.Target, Reason: d.Reason}
-		r.FallbackFor, _ = d.Metadata["primary"].(string)
-		s.routed(r)
+		s.routed(Route{Agent: d.Target, Reason: d.Reason})
 	}
 }
 
@@ -272,19 +269,14 @@ func (s *Session) Corpus() *Corpus { return s.agents.corpus }
 // fallback actions.
 func (s *Session) Send(ctx context.Context, msg string) (Reply, error) {
 	var r Reply
-	t, err := s.turn(ctx, msg)
-	if err != nil {
-		return r, err
-	}
-	r.Turns = append(r.Turns, t)
-	if s.replied != nil {
-		s.replied(t)
-	}
-	for range 2 {
-		if !s.automatic(ctx) {
-			break
+	for i := range 3 { // the message, then at most two automatic turns
+		if i > 0 {
+			if !s.automatic(ctx) {
+				break
+			}
+			msg = ""
 		}
-		t, err := s.turn(ctx, "")
+		t, err := s.turn(ctx, msg)
 		if err != nil {
 			return r, err
 		}
