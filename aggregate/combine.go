@@ -177,7 +177,9 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		a.Warnings = append(a.Warnings, "overall_confidence leaves out "+list(unconfident)+", which reported no confidence")
 	}
 
-	conflicts, shared := conflictsIn(kept, collect(kept))
+	var topBuf [16]string
+	leaves, tops := collect(kept, topBuf[:0])
+	conflicts, shared := conflictsIn(kept, leaves)
 	a.Resolved, a.ConflictsDetected, err = Resolve(conflicts, s, kept)
 	if err != nil {
 		return nil, err
@@ -187,7 +189,7 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 		// Every conflict found is on a distinct shared path.
 		a.ConsistencyScore = 1 - float64(len(conflicts))/float64(shared)
 	}
-	a.Synthesis = synthesis(kept)
+	a.Synthesis = synthesis(kept, tops)
 	a.KeyInsights = keyInsights(kept)
 	return a, nil
 }

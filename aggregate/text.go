@@ -58,10 +58,11 @@ func keyInsights(rs []*troupe.Result) []string {
 //  3. otherwise, for each completed result, "<agent> contributed <its top-level fields>.".
 //
 // It returns "" when no result completed.
-func Synthesis(results []*troupe.Result) string { return synthesis(completed(results)) }
+func Synthesis(results []*troupe.Result) string { return synthesis(completed(results), nil) }
 
-// synthesis is Synthesis over results already known to be completed.
-func synthesis(rs []*troupe.Result) string {
+// synthesis is Synthesis over results already known to be completed. keys, when not nil, are
+// the results' top-level keys as collect gives them: sorted, result after result.
+func synthesis(rs []*troupe.Result, keys []string) string {
 	if len(rs) == 0 {
 		return ""
 	}
@@ -80,25 +81,30 @@ func synthesis(rs []*troupe.Result) string {
 	if len(sentences) > 0 {
 		return strings.Join(sentences, " ")
 	}
-	// One walk over the maps gathers every result's keys, in turn (len(AgentResult) each), and
-	// sizes the text so it is built in one allocation: "<agent> contributed " plus "no fields"
-	// or the keys joined by writeList (each ", " or " and " at most 5 bytes), ". ".
-	n := 0
-	for _, r := range rs {
-		n += len(r.AgentResult)
+	if keys == nil {
+		var kbuf [16]string
+		keys = kbuf[:0]
+		for _, r := range rs {
+			from := len(keys)
+			for k := range r.AgentResult {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys[from:])
+		}
 	}
-	var kbuf [16]string
-	keys := kbuf[:0]
-	if n > len(kbuf) {
-		keys = make([]string, 0, n)
-	}
+	return contributions(rs, keys)
+}
+
+// contributions says what each result contributed: "<agent> contributed <its keys>.", the
+// text built in one allocation: each key joined by writeList adds at most 5 bytes (", " or
+// " and "), and "no fields" stands in for none.
+func contributions(rs []*troupe.Result, keys []string) string {
 	size := 0
 	for _, r := range rs {
 		size += len(r.AgentName) + len(" contributed ") + len("no fields") + len(". ")
-		for k := range r.AgentResult {
-			keys = append(keys, k)
-			size += len(k) + len(" and ")
-		}
+	}
+	for _, k := range keys {
+		size += len(k) + len(" and ")
 	}
 	var b strings.Builder
 	b.Grow(size)
@@ -113,7 +119,6 @@ func synthesis(rs []*troupe.Result) string {
 		}
 		own := keys[:len(r.AgentResult)]
 		keys = keys[len(own):]
-		slices.Sort(own)
 		writeList(&b, own)
 		b.WriteByte('.')
 	}

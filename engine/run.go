@@ -706,7 +706,6 @@ func (r *Run) drain() {
 		if !r.draining.CompareAndSwap(false, true) {
 			return // the goroutine draining will see our call
 		}
-		presize(0)
 		fin := false
 		for list := r.doneq.Swap(nil); list != nil; list = r.doneq.Swap(nil) {
 			var fifo *call // oldest first, so events follow completion order
@@ -745,17 +744,6 @@ func (r *Run) drain() {
 		}
 		// A call arrived after the last swap while we still held the role: go round again.
 	}
-}
-
-// presize makes the calling goroutine's stack big enough for recording, dispatching and
-// aggregating (about 8 KB) while the stack is still shallow. Growing it later, deep inside that
-// work, copies and adjusts every frame on it, once at 4 KB and again at 8 KB.
-//
-//go:noinline
-func presize(i int) byte {
-	var frame [5 << 10]byte
-	frame[i] = 1 // an index the compiler cannot see keeps the frame real
-	return frame[len(frame)-1-i]
 }
 
 // transitionTime is the time of a batch of completions: the latest completion time the

@@ -197,12 +197,32 @@ func (s *scope) enqueue(jb *job) {
 // job's stack starts with it: taking the next job and finishing one happen in take and
 // release, whose frames are gone while the job runs.
 func (s *scope) worker() {
-	for jb := s.take(); jb != nil; jb = s.take() {
+	for jb, first := s.take(), true; jb != nil; jb, first = s.take(), false {
 		jb.j.Run(&jb.ctx)
+		if first {
+			growStack(0)
+		}
 		if !s.release(jb) {
 			return
 		}
 	}
+}
+
+// doneStack is about the stack a job's Done needs: the engine records a whole state transition
+// there (the store append, the next dispatches, aggregation at the end of a run).
+const doneStack = 5 << 10
+
+// growStack grows the calling goroutine's stack to fit doneStack more while the stack is still
+// shallow. Growing it later, deep inside Done, copies and adjusts every frame on it, at 4 KB
+// and again at 8 KB. A worker calls it once, after its first job's Run and before its first
+// Done: not before Run, so a worker whose first job blocks keeps the smallest stack, and not
+// on every Done, since zeroing the frame costs time too and the stack stays grown.
+//
+//go:noinline
+func growStack(i int) byte {
+	var frame [doneStack]byte
+	frame[i] = 1 // an index the compiler cannot see keeps the frame real
+	return frame[len(frame)-1-i]
 }
 
 // take removes the next ready job from the queue and marks it running; with none left it
