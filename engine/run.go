@@ -39,7 +39,6 @@ type Run struct {
 
 	onDoneMu sync.Mutex
 	onDone   []func() // what scopeCtx.OnDone registered; run once r.ctx is done
-	ended    bool     // onDone has run
 
 	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
 	draining atomic.Bool          // a goroutine is recording finished calls
@@ -62,8 +61,8 @@ type Run struct {
 	status      troupe.RunStatus
 	failure     *troupe.ErrorInfo
 	failReason  string
-	failStage   troupe.Stage
 	firstSeq    int64
+	logRest     int // events of the plan's common shape to reserve in the store once the first are recorded
 	questions   []troupe.Question
 	askedBy     []*call // the dispatch each open question came through, in step with questions
 	cost        float64
@@ -84,12 +83,17 @@ type Run struct {
 	pausing     bool
 	budgetHit   bool
 	closed      bool // the closing sequence is over: done is closed
+	ended       bool // onDone has run (guarded by onDoneMu)
+	failStage   troupe.Stage
 	err         error
 	watchers    []chan struct{}
 	watchBuf    [1]chan struct{} // watchers' first array: most runs have one reader
 	done        chan struct{}    // made by doneChan
 	waitOnce    sync.Once
 }
+
+// reserver is a store that can make room for a run's events ahead of their appends.
+type reserver interface{ Reserve(runID string, n int) }
 
 // runRecord is the part of a run its log refers to: the request (run_initialized's payload,
 // and every event's Context) and the trace id every result points at.
@@ -290,10 +294,13 @@ func (r *Run) begin(answers []troupe.Answer) {
 	p, planErr := r.e.planner.Plan(r.req, r.e.reg)
 	setupErr := r.setupAgents(p)
 
-	if res, ok := r.e.store.(interface{ Reserve(string, int) }); ok && r.replay == nil && p != nil {
+	if res, ok := r.e.store.(reserver); ok && r.replay == nil && p != nil && len(p.Stages) > 0 {
 		// The common shape: initialize, plan, three events a task (route, start, finish),
-		// aggregate, terminal.
-		res.Reserve(r.req.RunID, 4+3*p.NumTasks())
+		// aggregate, terminal. Only what the first transition records is reserved now (a run
+		// blocked in its first agents holds no more); the rest once that is recorded.
+		first := 2 + 2*len(p.Stages[0].Tasks)
+		res.Reserve(r.req.RunID, first)
+		r.logRest = 4 + 3*p.NumTasks() - first
 	}
 	r.mu.Lock()
 	r.now = now
@@ -472,6 +479,10 @@ func (r *Run) emitLocked(ev troupe.Event) {
 func (r *Run) flushLocked() {
 	if r.pending != nil {
 		batch := *r.pending
+		if r.logRest > 0 && batch[0].Seq > 1 {
+			r.e.store.(reserver).Reserve(r.req.RunID, r.logRest)
+			r.logRest = 0
+		}
 		if err := r.e.store.Append(r.bg, batch...); err != nil {
 			r.seq = batch[0].Seq - 1
 			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.req.Context, Cause: err}
