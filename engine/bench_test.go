@@ -10,6 +10,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/store/memory"
 )
 
 // noop is a do-nothing agent; it returns one shared result (the engine copies it).
@@ -77,6 +78,21 @@ func runAll(b *testing.B, eng *engine.Engine) {
 func BenchmarkChain10(b *testing.B) {
 	reg, names := registry(b, 10, troupe.AgentFunc(noop))
 	eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	runAll(b, eng)
+}
+
+// BenchmarkChain10KeepOne is Chain10 with a memory store that keeps one finished run instead of
+// a hundred: the difference is what the store's retention costs (the garbage collector marks
+// every kept log on every cycle). Peers' in-memory benchmarks that delete their session after
+// each run compare with this one.
+func BenchmarkChain10KeepOne(b *testing.B) {
+	reg, names := registry(b, 10, troupe.AgentFunc(noop))
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names)),
+		Store: memory.New(memory.Config{MaxFinishedRuns: 1})})
 	if err != nil {
 		b.Fatal(err)
 	}
