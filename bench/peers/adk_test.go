@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,120 +96,73 @@ func adkRunOnce(ctx context.Context, r *runner.Runner, svc session.Service) (int
 	return n, svc.Delete(ctx, &session.DeleteRequest{AppName: adkApp, UserID: adkUser, SessionID: sid})
 }
 
-func BenchmarkADKChain10(b *testing.B) {
-	ctr := newCounters(chainLen)
-	subs := make([]agent.Agent, chainLen)
-	for i := range subs {
-		subs[i] = adkNoop(b, fmt.Sprintf("step%d", i), &ctr[i], nil)
-	}
-	r, svc := adkRunner(b, adkSeq(b, subs))
+// runADK runs root once per iteration and checks that it yielded want events and that every
+// step ran each time.
+func runADK(b *testing.B, root agent.Agent, ctr counters, want int, name string) {
+	r, svc := adkRunner(b, root)
 	ctx := context.Background()
 	b.ReportAllocs()
 	iters := int64(0)
 	for b.Loop() {
 		n, err := adkRunOnce(ctx, r, svc)
-		if err != nil || n != chainLen {
+		if err != nil || n != want {
 			b.Fatalf("n=%d err=%v", n, err)
 		}
 		iters++
 	}
-	ctr.check(b, "ADKChain10", iters)
+	ctr.check(b, name, iters)
+}
+
+// adkNoops returns n no-op agents named prefix0, prefix1, … counting into ctr, each running pre.
+func adkNoops(b *testing.B, n int, prefix string, ctr counters, pre func()) []agent.Agent {
+	subs := make([]agent.Agent, n)
+	for i := range subs {
+		subs[i] = adkNoop(b, fmt.Sprintf("%s%d", prefix, i), &ctr[i], pre)
+	}
+	return subs
+}
+
+func BenchmarkADKChain10(b *testing.B) {
+	ctr := newCounters(chainLen)
+	runADK(b, adkSeq(b, adkNoops(b, chainLen, "step", ctr, nil)), ctr, chainLen, "ADKChain10")
 }
 
 func BenchmarkADKFanOut100(b *testing.B) {
 	ctr := newCounters(fanOut)
-	subs := make([]agent.Agent, fanOut)
-	for i := range subs {
-		subs[i] = adkNoop(b, fmt.Sprintf("branch%d", i), &ctr[i], nil)
-	}
-	r, svc := adkRunner(b, adkPar(b, subs))
-	ctx := context.Background()
-	b.ReportAllocs()
-	iters := int64(0)
-	for b.Loop() {
-		n, err := adkRunOnce(ctx, r, svc)
-		if err != nil || n != fanOut {
-			b.Fatalf("n=%d err=%v", n, err)
-		}
-		iters++
-	}
-	ctr.check(b, "ADKFanOut100", iters)
+	runADK(b, adkPar(b, adkNoops(b, fanOut, "branch", ctr, nil)), ctr, fanOut, "ADKFanOut100")
 }
 
 func BenchmarkADKIOFanOut1000(b *testing.B) {
 	ctr := newCounters(ioFanOut)
-	subs := make([]agent.Agent, ioFanOut)
 	sleep := func() { time.Sleep(10 * time.Millisecond) }
-	for i := range subs {
-		subs[i] = adkNoop(b, fmt.Sprintf("io%d", i), &ctr[i], sleep)
-	}
-	r, svc := adkRunner(b, adkPar(b, subs))
-	ctx := context.Background()
-	b.ReportAllocs()
-	iters := int64(0)
-	for b.Loop() {
-		n, err := adkRunOnce(ctx, r, svc)
-		if err != nil || n != ioFanOut {
-			b.Fatalf("n=%d err=%v", n, err)
-		}
-		iters++
-	}
-	ctr.check(b, "ADKIOFanOut1000", iters)
+	runADK(b, adkPar(b, adkNoops(b, ioFanOut, "io", ctr, sleep)), ctr, ioFanOut, "ADKIOFanOut1000")
 }
 
-// BenchmarkADKBlockedRun: 10,000 concurrent runs of the 10-step sequential
-// chain; step0 blocks on a channel. runner.Run is a pull iterator that runs
-// on the caller's goroutine, so each run gets its own goroutine. Each run's
-// session is created inside its goroutine (part of "starting a run").
+// BenchmarkADKBlockedRun: 10,000 concurrent runs of the 10-step sequential chain; step0 blocks
+// on a channel. runner.Run is a pull iterator that runs on the caller's goroutine, so each run
+// gets its own goroutine. Each run's session is created inside its goroutine (part of
+// "starting a run").
 func BenchmarkADKBlockedRun(b *testing.B) {
 	ctr := newCounters(chainLen)
 	var entered atomic.Int64
 	var release chan struct{}
-	subs := make([]agent.Agent, chainLen)
+	subs := adkNoops(b, chainLen, "step", ctr, nil)
 	subs[0] = adkNoop(b, "step0", &ctr[0], func() {
 		entered.Add(1)
 		<-release
 	})
-	for i := 1; i < chainLen; i++ {
-		subs[i] = adkNoop(b, fmt.Sprintf("step%d", i), &ctr[i], nil)
-	}
 	r, svc := adkRunner(b, adkSeq(b, subs))
 	ctx := context.Background()
-	b.ReportAllocs()
-	var total float64
-	iters := int64(0)
-	for b.Loop() {
-		release = make(chan struct{})
-		entered.Store(0)
-		var wg sync.WaitGroup
-		errs := make(chan error, blockedRuns)
-		before := memInUse()
-		for range blockedRuns {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n, err := adkRunOnce(ctx, r, svc)
-				if err == nil && n != chainLen {
-					err = fmt.Errorf("n=%d", n)
-				}
-				if err != nil {
-					errs <- err
-				}
-			}()
-		}
-		waitAtLeast(&entered, blockedRuns)
-		after := memInUse()
-		total += (float64(after) - float64(before)) / blockedRuns
-		close(release)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			b.Fatal(err)
-		}
-		iters++
-	}
+	iters := measureBlocked(b, &entered, &release, func(done func(error)) {
+		go func() {
+			n, err := adkRunOnce(ctx, r, svc)
+			if err == nil && n != chainLen {
+				err = fmt.Errorf("n=%d", n)
+			}
+			done(err)
+		}()
+	})
 	ctr.check(b, "ADKBlockedRun", iters*blockedRuns)
-	b.ReportMetric(total/float64(iters), "B/blocked-run")
 }
 
 // BenchmarkADKSessionCreateDelete: the per-run session bookkeeping that

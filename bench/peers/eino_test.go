@@ -3,7 +3,6 @@ package peers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,9 +92,8 @@ func BenchmarkEinoIOFanOut1000(b *testing.B) {
 	runEinoFan(b, ioFanOut, func() { time.Sleep(10 * time.Millisecond) }, "EinoIOFanOut1000")
 }
 
-// BenchmarkEinoBlockedRun: 10,000 concurrent Invoke calls on the compiled
-// 10-lambda chain; lambda 0 blocks on a channel. Invoke blocks, so each run
-// gets its own goroutine.
+// BenchmarkEinoBlockedRun: 10,000 concurrent Invoke calls on the compiled 10-lambda chain;
+// lambda 0 blocks on a channel. Invoke blocks, so each run gets its own goroutine.
 func BenchmarkEinoBlockedRun(b *testing.B) {
 	ctr := newCounters(chainLen)
 	var entered atomic.Int64
@@ -105,39 +103,14 @@ func BenchmarkEinoBlockedRun(b *testing.B) {
 		<-release
 	})
 	ctx := context.Background()
-	b.ReportAllocs()
-	var total float64
-	iters := int64(0)
-	for b.Loop() {
-		release = make(chan struct{})
-		entered.Store(0)
-		var wg sync.WaitGroup
-		errs := make(chan error, blockedRuns)
-		before := memInUse()
-		for range blockedRuns {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out, err := r.Invoke(ctx, "hi")
-				if err == nil && out != "hi" {
-					err = fmt.Errorf("out=%q", out)
-				}
-				if err != nil {
-					errs <- err
-				}
-			}()
-		}
-		waitAtLeast(&entered, blockedRuns)
-		after := memInUse()
-		total += (float64(after) - float64(before)) / blockedRuns
-		close(release)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			b.Fatal(err)
-		}
-		iters++
-	}
+	iters := measureBlocked(b, &entered, &release, func(done func(error)) {
+		go func() {
+			out, err := r.Invoke(ctx, "hi")
+			if err == nil && out != "hi" {
+				err = fmt.Errorf("out=%q", out)
+			}
+			done(err)
+		}()
+	})
 	ctr.check(b, "EinoBlockedRun", iters*blockedRuns)
-	b.ReportMetric(total/float64(iters), "B/blocked-run")
 }
