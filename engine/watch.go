@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/store/memory"
 )
 
 // Events returns the run's events from the log as they are appended, ending with the terminal
@@ -19,6 +20,10 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 		after := r.firstSeq
 		r.mu.Unlock()
 		done := r.doneChan()
+		// The memory store copies events into a buffer of the reader's (its log does not hold
+		// them as Events); reading it through its concrete type keeps the buffer on this stack.
+		var buf [8]troupe.Event
+		mem, _ := r.e.store.(*memory.Store)
 		defer func() {
 			r.mu.Lock()
 			if i := slices.Index(r.watchers, w); i >= 0 {
@@ -27,7 +32,15 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 			r.mu.Unlock()
 		}()
 		for {
-			evs, err := r.e.store.Events(r.bg, r.req.RunID, after)
+			var evs []troupe.Event
+			var err error
+			if mem != nil {
+				var n int
+				n, err = mem.EventsInto(r.req.RunID, after, buf[:])
+				evs = buf[:n]
+			} else {
+				evs, err = r.e.store.Events(r.bg, r.req.RunID, after)
+			}
 			if err != nil {
 				r.mu.Lock()
 				if r.err != nil {

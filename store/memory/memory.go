@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/troupehq/troupe"
 )
@@ -23,6 +24,10 @@ type Config struct {
 // Store keeps run logs in memory. The zero value is not usable; call New. A Store is safe for
 // concurrent use; events it returns share payloads with what was appended, which the engine
 // never modifies after appending.
+//
+// A log keeps each event in about half an Event's size: what every event of a run shares (its
+// run id, and the Context nearly all of them point at) is kept once, its sequence number is its
+// place, and its kind and status are small indexes. Events are rebuilt as they are read.
 type Store struct {
 	max  int
 	runs sync.Map // run id → *runLog; read on every append, so lock-free to read
@@ -33,8 +38,94 @@ type Store struct {
 
 type runLog struct {
 	mu       sync.RWMutex
-	events   []troupe.Event
-	finished bool // a terminal event was appended: the run is in Store.finished, once
+	runID    string
+	ctx      *troupe.Context // the first event's Context, which nearly every event shares
+	entries  []entry         // entries[i] is the event with Seq i+1
+	finished bool            // a terminal event was appended: the run is in Store.finished, once
+}
+
+// entry is an event as a log keeps it (88 bytes, an Event takes 168). What the common event
+// cannot say this way is in odd.
+type entry struct {
+	time     time.Time
+	dispatch string
+	agent    string
+	data     any
+	odd      *oddFields
+	step     int32
+	stage    troupe.Stage
+	kind     uint8 // index in kinds; 0: odd.kind
+	status   uint8 // index in statuses; oddStatus: odd.status
+}
+
+// oddFields are an event's fields as appended, for an event a plain entry cannot hold: a nested
+// event (its parent dispatch and its own Context), a kind or status troupe does not define, or
+// a step beyond int32.
+type oddFields struct {
+	parent string
+	ctx    *troupe.Context
+	kind   troupe.Kind
+	status troupe.Status
+	step   int
+}
+
+// kinds are the kinds an entry names by index, the most frequent first (index 0 is "odd").
+var kinds = [...]troupe.Kind{"",
+	troupe.KindDispatchStarted, troupe.KindDispatchCompleted, troupe.KindRouteDecided, troupe.KindAgentProgress,
+	troupe.KindStateDelta, troupe.KindDispatchFailed, troupe.KindRetryScheduled, troupe.KindRunInitialized,
+	troupe.KindPlanCreated, troupe.KindRunAggregated, troupe.KindRunCompleted, troupe.KindRunFailed,
+	troupe.KindRunCancelled, troupe.KindRunPaused, troupe.KindRunResumed, troupe.KindHumanAsked,
+	troupe.KindHumanAnswered, troupe.KindWarning, troupe.KindBudgetExhausted,
+}
+
+// statuses are the statuses an entry names by index; index 0 is none.
+var statuses = [...]troupe.Status{"", troupe.StatusCompleted, troupe.StatusFailed, troupe.StatusTimeout, troupe.StatusCancelled}
+
+const oddStatus = 255
+
+func kindIndex(k troupe.Kind) uint8 {
+	for i := 1; i < len(kinds); i++ {
+		if kinds[i] == k {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+func statusIndex(st troupe.Status) uint8 {
+	for i := range statuses {
+		if statuses[i] == st {
+			return uint8(i)
+		}
+	}
+	return oddStatus
+}
+
+// add appends ev, whose Seq the caller checked.
+func (l *runLog) add(ev *troupe.Event) {
+	if len(l.entries) == 0 {
+		l.ctx = ev.Context
+	}
+	e := entry{time: ev.Time, dispatch: ev.DispatchID, agent: ev.Agent, data: ev.Data,
+		step: int32(ev.Step), stage: ev.Stage, kind: kindIndex(ev.Kind), status: statusIndex(ev.Status)}
+	if e.kind == 0 || e.status == oddStatus || int(e.step) != ev.Step || ev.Parent != "" || ev.Context != l.ctx {
+		e.odd = &oddFields{parent: ev.Parent, ctx: ev.Context, kind: ev.Kind, status: ev.Status, step: ev.Step}
+	}
+	l.entries = append(l.entries, e)
+}
+
+// event rebuilds the event at index i.
+func (l *runLog) event(i int) troupe.Event {
+	e := &l.entries[i]
+	ev := troupe.Event{RunID: l.runID, Seq: int64(i) + 1, Time: e.time, Stage: e.stage, Kind: kinds[e.kind],
+		Step: int(e.step), DispatchID: e.dispatch, Agent: e.agent, Context: l.ctx, Data: e.data}
+	if e.status != oddStatus {
+		ev.Status = statuses[e.status]
+	}
+	if o := e.odd; o != nil {
+		ev.Parent, ev.Context, ev.Kind, ev.Status, ev.Step = o.parent, o.ctx, o.kind, o.status, o.step
+	}
+	return ev
 }
 
 // New returns an empty store bounded by cfg.
@@ -53,7 +144,7 @@ func (s *Store) log(runID string, create bool) *runLog {
 	if !create {
 		return nil
 	}
-	l, _ := s.runs.LoadOrStore(runID, &runLog{events: make([]troupe.Event, 0, 8)})
+	l, _ := s.runs.LoadOrStore(runID, &runLog{runID: runID, entries: make([]entry, 0, 8)})
 	return l.(*runLog)
 }
 
@@ -89,7 +180,7 @@ func (s *Store) appendRun(events []troupe.Event) error {
 		return fmt.Errorf("memory: append %s: seq %d, want 1: %w", id, events[0].Seq, troupe.ErrSeqConflict)
 	}
 	l.mu.Lock()
-	want := int64(len(l.events)) + 1
+	want := int64(len(l.entries)) + 1
 	for i := range events {
 		if events[i].Seq != want {
 			l.mu.Unlock()
@@ -97,9 +188,10 @@ func (s *Store) appendRun(events []troupe.Event) error {
 		}
 		want++
 	}
-	l.events = append(l.events, events...)
+	l.entries = slices.Grow(l.entries, len(events))
 	retire := false
 	for i := range events {
+		l.add(&events[i])
 		if events[i].Stage.Terminal() && !l.finished {
 			l.finished, retire = true, true
 		}
@@ -117,11 +209,11 @@ func (s *Store) append1(ev *troupe.Event) error {
 		return fmt.Errorf("memory: append %s: seq %d, want 1: %w", ev.RunID, ev.Seq, troupe.ErrSeqConflict)
 	}
 	l.mu.Lock()
-	if want := int64(len(l.events)) + 1; ev.Seq != want {
+	if want := int64(len(l.entries)) + 1; ev.Seq != want {
 		l.mu.Unlock()
 		return fmt.Errorf("memory: append %s: seq %d, want %d: %w", ev.RunID, ev.Seq, want, troupe.ErrSeqConflict)
 	}
-	l.events = append(l.events, *ev)
+	l.add(ev)
 	retire := ev.Stage.Terminal() && !l.finished
 	l.finished = l.finished || retire
 	l.mu.Unlock()
@@ -162,7 +254,7 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 	for k, l := range logs {
 		next[k] = 1
 		if l != nil {
-			next[k] = int64(len(l.events)) + 1
+			next[k] = int64(len(l.entries)) + 1
 		}
 	}
 	for i := range events {
@@ -176,7 +268,7 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 	for i := range events {
 		k, _ := slices.BinarySearch(ids, events[i].RunID)
 		l := logs[k]
-		l.events = append(l.events, events[i])
+		l.add(&events[i])
 		if events[i].Stage.Terminal() && !l.finished {
 			l.finished = true
 			retire = append(retire, events[i].RunID)
@@ -195,12 +287,12 @@ func (s *Store) Reserve(runID string, n int) {
 	l := s.log(runID, false)
 	if l == nil {
 		// A new log: allocate it at the reserved size at once, not at the default and again.
-		v, _ := s.runs.LoadOrStore(runID, &runLog{events: make([]troupe.Event, 0, max(n, 1))})
+		v, _ := s.runs.LoadOrStore(runID, &runLog{runID: runID, entries: make([]entry, 0, max(n, 1))})
 		l = v.(*runLog)
 	}
 	l.mu.Lock()
-	if cap(l.events)-len(l.events) < n {
-		l.events = slices.Grow(l.events, n)
+	if cap(l.entries)-len(l.entries) < n {
+		l.entries = slices.Grow(l.entries, n)
 	}
 	l.mu.Unlock()
 }
@@ -217,9 +309,7 @@ func (s *Store) retire(runID string) {
 	}
 }
 
-// Events returns the events of runID with Seq > after. The slice is a read-only view of the log
-// (appends never write into it), so reading a live run's log costs no copy; neither the slice
-// nor the payloads may be modified.
+// Events returns the events of runID with Seq > after, in a slice of the caller's.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe.Event, error) {
 	l := s.log(runID, false)
 	if l == nil {
@@ -227,14 +317,34 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if after < 0 {
-		after = 0
-	}
-	if after >= int64(len(l.events)) {
+	after = max(after, 0)
+	if after >= int64(len(l.entries)) {
 		return nil, nil
 	}
-	n := int64(len(l.events))
-	return l.events[after:n:n], nil
+	out := make([]troupe.Event, int64(len(l.entries))-after)
+	for i := range out {
+		out[i] = l.event(int(after) + i)
+	}
+	return out, nil
+}
+
+// EventsInto is Events into dst, for a reader that reads a log in steps and would otherwise
+// allocate a slice at every step: it copies the events of runID with Seq > after, as many as
+// dst holds, and returns how many it copied. Fewer than len(dst) means it reached the log's end.
+func (s *Store) EventsInto(runID string, after int64, dst []troupe.Event) (int, error) {
+	l := s.log(runID, false)
+	if l == nil {
+		return 0, fmt.Errorf("memory: run %q: %w", runID, troupe.ErrRunNotFound)
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	after = max(after, 0)
+	n := 0
+	for i := int(after); i < len(l.entries) && n < len(dst); i++ {
+		dst[n] = l.event(i)
+		n++
+	}
+	return n, nil
 }
 
 // Runs returns the ids of every run in the store, sorted.

@@ -364,3 +364,95 @@ func TestRuns(t *testing.T) {
 		t.Errorf("Runs() (-want +got):\n%s", diff)
 	}
 }
+
+// TestEventsRoundTrip: the log keeps events in a compact form; every field comes back as
+// appended, including what the compact form holds apart (a nested event's parent and Context,
+// a kind or status troupe does not define, a step beyond int32, a Context other than the
+// first event's or none), whether appended one at a time, in one run's batch, or across runs.
+func TestEventsRoundTrip(t *testing.T) {
+	run := troupe.NewContext("trace", "")
+	child := run.Child()
+	big := 1 << 40
+	if int(int32(big)) == big {
+		big = 0 // a 32-bit platform has no step beyond int32
+	}
+	evs := []troupe.Event{
+		{Stage: troupe.StageInitialize, Kind: troupe.KindRunInitialized, Context: &run, Data: &troupe.RunStart{Seed: 7}},
+		{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: 1, DispatchID: "disp_a", Agent: "a", Context: &run},
+		{Stage: troupe.StageExecute, Kind: troupe.KindDispatchCompleted, Step: 1, DispatchID: "disp_a", Agent: "a", Status: troupe.StatusCompleted, Context: &run, Data: &troupe.Result{AgentName: "a"}},
+		{Stage: troupe.StageExecute, Kind: troupe.KindAgentProgress, Step: 1, DispatchID: "disp_b", Parent: "disp_a", Agent: "b", Context: &child},
+		{Stage: troupe.StageExecute, Kind: "custom_kind", Step: 2, Context: &run},
+		{Stage: troupe.StageExecute, Kind: troupe.KindDispatchFailed, Step: 2, Status: "odd_status", Context: &run},
+		{Stage: troupe.StageExecute, Kind: troupe.KindWarning, Step: big, Context: &run},
+		{Stage: troupe.StageExecute, Kind: troupe.KindWarning, Context: nil},
+		{Stage: troupe.Stage(42), Kind: "", Context: &run},
+		{Stage: troupe.StageComplete, Kind: troupe.KindRunCompleted, Status: troupe.StatusCompleted, Context: &run},
+	}
+	for i := range evs {
+		evs[i].RunID, evs[i].Seq = "run", int64(i)+1
+		evs[i].Time = t0.Add(time.Duration(i) * time.Millisecond)
+	}
+	check := func(t *testing.T, s *memory.Store) {
+		t.Helper()
+		got, err := s.Events(t.Context(), "run", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(evs, got, cmp.AllowUnexported(troupe.Context{})); diff != "" {
+			t.Errorf("events (-appended +read):\n%s", diff)
+		}
+		for i := range got {
+			if got[i].Context != evs[i].Context || got[i].Data != evs[i].Data {
+				t.Errorf("event %d: Context or payload is a copy, not the pointer appended", i+1)
+			}
+		}
+		// EventsInto in steps of three reads the same.
+		var stepped []troupe.Event
+		buf := make([]troupe.Event, 3)
+		for {
+			n, err := s.EventsInto("run", int64(len(stepped)), buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stepped = append(stepped, buf[:n]...)
+			if n < len(buf) {
+				break
+			}
+		}
+		if diff := cmp.Diff(evs, stepped, cmp.AllowUnexported(troupe.Context{})); diff != "" {
+			t.Errorf("EventsInto in steps (-appended +read):\n%s", diff)
+		}
+	}
+	t.Run("one at a time", func(t *testing.T) {
+		s := memory.New()
+		for _, ev := range evs {
+			if err := s.Append(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(t, s)
+	})
+	t.Run("one batch", func(t *testing.T) {
+		s := memory.New()
+		s.Reserve("run", 4)
+		if err := s.Append(t.Context(), evs...); err != nil {
+			t.Fatal(err)
+		}
+		check(t, s)
+	})
+	t.Run("batch across runs", func(t *testing.T) {
+		s := memory.New()
+		var mixed []troupe.Event
+		for _, ev := range evs {
+			other := event("other", ev.Seq, troupe.StageExecute)
+			mixed = append(mixed, ev, other)
+		}
+		if err := s.Append(t.Context(), mixed...); err != nil {
+			t.Fatal(err)
+		}
+		check(t, s)
+	})
+	if _, err := memory.New().EventsInto("ghost", 0, make([]troupe.Event, 1)); !errors.Is(err, troupe.ErrRunNotFound) {
+		t.Errorf("EventsInto of an unknown run = %v, want ErrRunNotFound", err)
+	}
+}
