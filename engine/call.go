@@ -42,21 +42,31 @@ type call struct {
 	replayed bool
 }
 
-// Run executes the dispatch on an executor goroutine. It is kept small on purpose: while an
-// agent blocks, only Run's, invoke's and the worker's frames are on the goroutine's stack, and
-// a stack that uses under a quarter of itself is halved by the garbage collector — so a run
-// blocked in an agent holds a 2 KB stack, not 4 KB. Everything heavier happens in prepare and
-// finish, whose frames are gone by then.
+// Run executes the dispatch on an executor goroutine. Its frame is the only one of troupe's
+// under a running agent besides the worker's: a goroutine starts with a 2 KB stack, and an agent
+// blocked in a select already needs most of it, so every byte troupe keeps here decides whether
+// a blocked run holds a 2 KB stack or 4 KB. Everything heavier happens in prepare and in done,
+// whose frames are not there while the agent runs.
 func (c *call) Run(ctx context.Context) {
-	start := c.r.e.exec.Now()
 	var out *troupe.Result
-	err := c.prepare(ctx)
-	if err == nil {
-		out, err = c.invoke(ctx)
+	var err error
+	defer c.done(ctx, c.r.e.exec.Now(), &out, &err)
+	if err = c.prepare(ctx); err == nil {
+		out, err = c.spec.Agent.Run(ctx, c.d)
 	}
-	c.finish(ctx, start, out, err)
-	// The agent has returned: its dispatch, which the log keeps, lets go of the call (and
-	// through it the run), so a finished run's log holds only what it records.
+}
+
+// done finishes a dispatch once its agent has returned or panicked; this is the one place
+// troupe recovers an agent's panic. The agent has returned: its dispatch, which the log keeps,
+// lets go of the call (and through it the run), so a finished run's log holds only what it
+// records.
+//
+//go:noinline
+func (c *call) done(ctx context.Context, start time.Time, out **troupe.Result, err *error) {
+	if v := recover(); v != nil {
+		*out, *err = nil, &troupe.PanicError{Value: v, Stack: stack()}
+	}
+	c.finish(ctx, start, *out, *err)
 	c.d.Bind(nil)
 }
 
@@ -101,19 +111,6 @@ func (c *call) prepare(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// invoke runs the agent; this is the one place troupe recovers an agent's panic.
-func (c *call) invoke(ctx context.Context) (out *troupe.Result, err error) {
-	defer c.recoverPanic(&out, &err)
-	return c.spec.Agent.Run(ctx, c.d)
-}
-
-//go:noinline
-func (c *call) recoverPanic(out **troupe.Result, err *error) {
-	if v := recover(); v != nil {
-		*out, *err = nil, &troupe.PanicError{Value: v, Stack: stack()}
-	}
 }
 
 // finish builds the response: engine-owned fields, validation (seed 000), guardrails over the
