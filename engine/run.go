@@ -348,7 +348,6 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 	decisions := make([]troupe.RoutingDecision, total)
 	firsts := make([]dispatchRec, total)
 	r.stages = make([][]*task, len(p.Stages))
-	r.upstream = make([]troupe.UpstreamResult, 0, total)
 	var ids strings.Builder
 	ids.Grow(21 * total)
 	var buf [32]byte
@@ -888,6 +887,10 @@ func (r *Run) succeedLocked(c *call, partial bool) {
 	t.final, t.partial = res, partial
 	if len(c.spec.Writes) > 0 {
 		r.writeStateLocked(c)
+	}
+	if r.upstream == nil && r.plan != nil {
+		// Made with the first result, not the plan: a run blocked in its first agents holds none.
+		r.upstream = make([]troupe.UpstreamResult, 0, r.plan.NumTasks())
 	}
 	r.upstream = append(r.upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
 		Confidence: res.Confidence, Summary: res.Summary(), Handoff: res.Handoff})
