@@ -5,6 +5,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -29,10 +30,10 @@ type Config struct {
 // run id, and the Context nearly all of them point at) is kept once, its sequence number is its
 // place, and its kind and status are small indexes. Events are rebuilt as they are read.
 type Store struct {
-	max  int
-	runs sync.Map // run id → *runLog; read on every append, so lock-free to read
+	max int
 
-	mu       sync.Mutex
+	mu       sync.RWMutex
+	runs     map[string]*runLog
 	finished []string // finished run ids, oldest first
 }
 
@@ -130,7 +131,7 @@ func (l *runLog) event(i int) troupe.Event {
 
 // New returns an empty store bounded by cfg.
 func New(cfg ...Config) *Store {
-	s := &Store{max: 100}
+	s := &Store{max: 100, runs: make(map[string]*runLog)}
 	if len(cfg) > 0 && cfg[0].MaxFinishedRuns > 0 {
 		s.max = cfg[0].MaxFinishedRuns
 	}
@@ -138,14 +139,25 @@ func New(cfg ...Config) *Store {
 }
 
 func (s *Store) log(runID string, create bool) *runLog {
-	if l, ok := s.runs.Load(runID); ok {
-		return l.(*runLog)
+	s.mu.RLock()
+	l := s.runs[runID]
+	s.mu.RUnlock()
+	if l != nil || !create {
+		return l
 	}
-	if !create {
-		return nil
+	return s.create(runID, 8)
+}
+
+// create returns runID's log, making it with room for n events unless another caller just did.
+func (s *Store) create(runID string, n int) *runLog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.runs[runID]; l != nil {
+		return l
 	}
-	l, _ := s.runs.LoadOrStore(runID, &runLog{runID: runID, entries: make([]entry, 0, 8)})
-	return l.(*runLog)
+	l := &runLog{runID: runID, entries: make([]entry, 0, max(n, 1))}
+	s.runs[runID] = l
+	return l
 }
 
 // Append adds events to their runs' logs. Each event's Seq must be one more than the last of its
@@ -287,8 +299,7 @@ func (s *Store) Reserve(runID string, n int) {
 	l := s.log(runID, false)
 	if l == nil {
 		// A new log: allocate it at the reserved size at once, not at the default and again.
-		v, _ := s.runs.LoadOrStore(runID, &runLog{runID: runID, entries: make([]entry, 0, max(n, 1))})
-		l = v.(*runLog)
+		l = s.create(runID, n)
 	}
 	l.mu.Lock()
 	if cap(l.entries)-len(l.entries) < n {
@@ -303,7 +314,7 @@ func (s *Store) retire(runID string) {
 	defer s.mu.Unlock()
 	s.finished = append(s.finished, runID)
 	for len(s.finished) > s.max {
-		s.runs.Delete(s.finished[0])
+		delete(s.runs, s.finished[0])
 		s.finished[0] = ""
 		s.finished = s.finished[1:]
 	}
@@ -349,11 +360,9 @@ func (s *Store) EventsInto(runID string, after int64, dst []troupe.Event) (int, 
 
 // Runs returns the ids of every run in the store, sorted.
 func (s *Store) Runs() []string {
-	var ids []string
-	s.runs.Range(func(k, _ any) bool {
-		ids = append(ids, k.(string))
-		return true
-	})
+	s.mu.RLock()
+	ids := slices.Collect(maps.Keys(s.runs))
+	s.mu.RUnlock()
 	slices.Sort(ids)
 	return ids
 }
