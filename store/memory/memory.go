@@ -320,7 +320,7 @@ func (s *Store) retire(runID string) {
 	}
 }
 
-// Events returns the events of runID with Seq > after, in a slice of the caller's.
+// Events returns the events of runID with Seq > after, in a new slice the caller owns.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe.Event, error) {
 	l := s.log(runID, false)
 	if l == nil {
