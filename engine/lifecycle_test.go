@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,6 +139,39 @@ func TestPanicBecomesFailedResult(t *testing.T) {
 	}
 	if !strings.Contains(r.Errors[0].Message, "boom") {
 		t.Errorf("message %q", r.Errors[0].Message)
+	}
+}
+
+// panicGuard is a guardrail whose dispatch check panics.
+type panicGuard struct{}
+
+func (panicGuard) Name() string { return "panicky" }
+func (panicGuard) CheckDispatch(context.Context, *troupe.Dispatch) troupe.Verdict {
+	panic("guard exploded")
+}
+func (panicGuard) CheckResult(context.Context, *troupe.Dispatch, *troupe.Result) troupe.Verdict {
+	return troupe.Verdict{}
+}
+
+// A guardrail that panics before the agent runs fails that dispatch as a panicking agent does;
+// the agent is not called and the process lives.
+func TestGuardrailPanicBecomesFailedResult(t *testing.T) {
+	var called atomic.Bool
+	a := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		called.Store(true)
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", a), Planner: chain("a")})
+	evs := run(t, eng, troupe.Request{Query: "q", Guardrails: []troupe.Guardrail{panicGuard{}}})
+	r := results(evs)["a"][0]
+	if r.Status != troupe.StatusFailed || len(r.Errors) == 0 || r.Errors[0].Code != troupe.CodePanic {
+		t.Fatalf("result %+v", r)
+	}
+	if !strings.Contains(r.Errors[0].Message, "guard exploded") {
+		t.Errorf("message %q", r.Errors[0].Message)
+	}
+	if called.Load() {
+		t.Error("the agent ran although its guardrail panicked")
 	}
 }
 
