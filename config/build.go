@@ -102,6 +102,20 @@ func (b *Builder) Options(name string) ([]troupe.Option, error) {
 	return specOptions(b.File, a, b.Builtins)
 }
 
+// Declared returns the agent name, built, with its registration options: what Build registers,
+// and what a composite's factory gives its members.
+func (b *Builder) Declared(ctx context.Context, name string) (troupe.Agent, []troupe.Option, error) {
+	a, err := b.Agent(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := b.Options(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, opts, nil
+}
+
 // Path resolves p, relative to the file's directory.
 func (b *Builder) Path(p string) string {
 	if filepath.IsAbs(p) {
@@ -123,12 +137,7 @@ func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error)
 		errs = append(errs, &Error{File: f.Path, Line: line, Column: col, Path: displayPath(ptr), Problem: strings.TrimPrefix(err.Error(), "config: ")})
 	}
 	for _, n := range f.Order {
-		a, err := b.Agent(ctx, n)
-		if err != nil {
-			fail(n, err)
-			continue
-		}
-		opts, err := b.Options(n)
+		a, opts, err := b.Declared(ctx, n)
 		if err != nil {
 			fail(n, err)
 			continue

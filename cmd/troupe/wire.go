@@ -94,11 +94,7 @@ func buildHTTP(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Ag
 func members(ctx context.Context, b *config.Builder, names []string) ([]*troupe.AgentSpec, error) {
 	var out []*troupe.AgentSpec
 	for _, n := range names {
-		a, err := b.Agent(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		opts, err := b.Options(n)
+		a, opts, err := b.Declared(ctx, n)
 		if err != nil {
 			return nil, err
 		}
@@ -179,11 +175,7 @@ func (s *mcpServers) buildLLM(ctx context.Context, b *config.Builder, a *config.
 			cfg.Tools = append(cfg.Tools, ts...)
 			continue
 		}
-		ag, err := b.Agent(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		opts, err := b.Options(n)
+		ag, opts, err := b.Declared(ctx, n)
 		if err != nil {
 			return nil, err
 		}

@@ -322,9 +322,9 @@ func (s *Store) retire(runID string) {
 
 // Events returns the events of runID with Seq > after, in a new slice the caller owns.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe.Event, error) {
-	l := s.log(runID, false)
-	if l == nil {
-		return nil, fmt.Errorf("memory: run %q: %w", runID, troupe.ErrRunNotFound)
+	l, err := s.find(runID)
+	if err != nil {
+		return nil, err
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -333,9 +333,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe
 		return nil, nil
 	}
 	out := make([]troupe.Event, int64(len(l.entries))-after)
-	for i := range out {
-		out[i] = l.event(int(after) + i)
-	}
+	l.read(after, out)
 	return out, nil
 }
 
@@ -343,19 +341,32 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe
 // allocate a slice at every step: it copies the events of runID with Seq > after, as many as
 // dst holds, and returns how many it copied. Fewer than len(dst) means it reached the log's end.
 func (s *Store) EventsInto(runID string, after int64, dst []troupe.Event) (int, error) {
-	l := s.log(runID, false)
-	if l == nil {
-		return 0, fmt.Errorf("memory: run %q: %w", runID, troupe.ErrRunNotFound)
+	l, err := s.find(runID)
+	if err != nil {
+		return 0, err
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	after = max(after, 0)
+	return l.read(max(after, 0), dst), nil
+}
+
+// find returns the log of runID, or ErrRunNotFound.
+func (s *Store) find(runID string) (*runLog, error) {
+	if l := s.log(runID, false); l != nil {
+		return l, nil
+	}
+	return nil, fmt.Errorf("memory: run %q: %w", runID, troupe.ErrRunNotFound)
+}
+
+// read rebuilds the events with Seq > after into dst, as many as it holds, and says how many;
+// the caller holds l.mu.
+func (l *runLog) read(after int64, dst []troupe.Event) int {
 	n := 0
 	for i := int(after); i < len(l.entries) && n < len(dst); i++ {
 		dst[n] = l.event(i)
 		n++
 	}
-	return n, nil
+	return n
 }
 
 // Runs returns the ids of every run in the store, sorted.
