@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -28,7 +29,9 @@ type Config struct {
 //
 // A log keeps each event in about half an Event's size: what every event of a run shares (its
 // run id, and the Context nearly all of them point at) is kept once, its sequence number is its
-// place, and its kind and status are small indexes. Events are rebuilt as they are read.
+// place, its kind and status are small indexes, and its time is Unix nanoseconds. Events are
+// rebuilt as they are read. A time comes back as it was appended, in its location, without its
+// monotonic clock reading (as from any durable store).
 type Store struct {
 	max int
 
@@ -45,10 +48,10 @@ type runLog struct {
 	finished bool            // a terminal event was appended: the run is in Store.finished, once
 }
 
-// entry is an event as a log keeps it (88 bytes, an Event takes 168). What the common event
+// entry is an event as a log keeps it (72 bytes, an Event takes 168). What the common event
 // cannot say this way is in odd.
 type entry struct {
-	time     time.Time
+	unix     int64 // the time in Unix nanoseconds, in time.Local or UTC; or zeroTime, or oddTime
 	dispatch string
 	agent    string
 	data     any
@@ -57,12 +60,14 @@ type entry struct {
 	stage    troupe.Stage
 	kind     uint8 // index in kinds; 0: odd.kind
 	status   uint8 // index in statuses; oddStatus: odd.status
+	utc      bool  // unix is in UTC, not time.Local
 }
 
 // oddFields are an event's fields as appended, for an event a plain entry cannot hold: a nested
 // event (its parent dispatch and its own Context), a kind or status troupe does not define, or
 // a step beyond int32.
 type oddFields struct {
+	time   time.Time // when the entry's unix is oddTime
 	parent string
 	ctx    *troupe.Context
 	kind   troupe.Kind
@@ -83,6 +88,28 @@ var kinds = [...]troupe.Kind{"",
 var statuses = [...]troupe.Status{"", troupe.StatusCompleted, troupe.StatusFailed, troupe.StatusTimeout, troupe.StatusCancelled}
 
 const oddStatus = 255
+
+// An entry's unix is one of these when its time is the zero Time, or is kept in odd (a time
+// in another location than time.Local or UTC, or one Unix nanoseconds cannot express). A time
+// recorded in nanoseconds loses its monotonic clock reading, as it would in any durable store.
+const (
+	zeroTime = math.MinInt64 + iota
+	oddTime
+)
+
+// unixNanos says t in Unix nanoseconds and whether it is in UTC, if that says all of it but its
+// monotonic reading.
+func unixNanos(t time.Time) (unix int64, utc, ok bool) {
+	if t.IsZero() {
+		return zeroTime, false, true
+	}
+	loc := t.Location()
+	// Unix nanoseconds reach from 1678 to 2262; keep well inside, where UnixNano is exact.
+	if s := t.Unix(); loc != time.Local && loc != time.UTC || s <= -9e9 || s >= 9e9 {
+		return oddTime, false, false
+	}
+	return t.UnixNano(), loc == time.UTC, true
+}
 
 func kindIndex(k troupe.Kind) uint8 {
 	for i := 1; i < len(kinds); i++ {
@@ -107,10 +134,11 @@ func (l *runLog) add(ev *troupe.Event) {
 	if len(l.entries) == 0 {
 		l.ctx = ev.Context
 	}
-	e := entry{time: ev.Time, dispatch: ev.DispatchID, agent: ev.Agent, data: ev.Data,
+	unix, utc, plain := unixNanos(ev.Time)
+	e := entry{unix: unix, utc: utc, dispatch: ev.DispatchID, agent: ev.Agent, data: ev.Data,
 		step: int32(ev.Step), stage: ev.Stage, kind: kindIndex(ev.Kind), status: statusIndex(ev.Status)}
-	if e.kind == 0 || e.status == oddStatus || int(e.step) != ev.Step || ev.Parent != "" || ev.Context != l.ctx {
-		e.odd = &oddFields{parent: ev.Parent, ctx: ev.Context, kind: ev.Kind, status: ev.Status, step: ev.Step}
+	if !plain || e.kind == 0 || e.status == oddStatus || int(e.step) != ev.Step || ev.Parent != "" || ev.Context != l.ctx {
+		e.odd = &oddFields{time: ev.Time, parent: ev.Parent, ctx: ev.Context, kind: ev.Kind, status: ev.Status, step: ev.Step}
 	}
 	l.entries = append(l.entries, e)
 }
@@ -118,8 +146,18 @@ func (l *runLog) add(ev *troupe.Event) {
 // event rebuilds the event at index i.
 func (l *runLog) event(i int) troupe.Event {
 	e := &l.entries[i]
-	ev := troupe.Event{RunID: l.runID, Seq: int64(i) + 1, Time: e.time, Stage: e.stage, Kind: kinds[e.kind],
+	ev := troupe.Event{RunID: l.runID, Seq: int64(i) + 1, Stage: e.stage, Kind: kinds[e.kind],
 		Step: int(e.step), DispatchID: e.dispatch, Agent: e.agent, Context: l.ctx, Data: e.data}
+	switch e.unix {
+	case zeroTime:
+	case oddTime:
+		ev.Time = e.odd.time
+	default:
+		ev.Time = time.Unix(0, e.unix)
+		if e.utc {
+			ev.Time = ev.Time.UTC()
+		}
+	}
 	if e.status != oddStatus {
 		ev.Status = statuses[e.status]
 	}

@@ -388,9 +388,13 @@ func TestEventsRoundTrip(t *testing.T) {
 		{Stage: troupe.Stage(42), Kind: "", Context: &run},
 		{Stage: troupe.StageComplete, Kind: troupe.KindRunCompleted, Status: troupe.StatusCompleted, Context: &run},
 	}
+	// Times the log keeps in nanoseconds (UTC, time.Local, with a monotonic reading) and
+	// those it keeps whole (zero, another location, beyond Unix nanoseconds).
+	times := []time.Time{t0, time.Now(), {}, t0.In(time.FixedZone("X", 3600)),
+		time.Date(2300, 1, 1, 0, 0, 0, 7, time.UTC), t0.Local().Add(time.Nanosecond)}
 	for i := range evs {
 		evs[i].RunID, evs[i].Seq = "run", int64(i)+1
-		evs[i].Time = t0.Add(time.Duration(i) * time.Millisecond)
+		evs[i].Time = times[i%len(times)].Add(time.Duration(i) * time.Millisecond)
 	}
 	check := func(t *testing.T, s *memory.Store) {
 		t.Helper()
@@ -404,6 +408,11 @@ func TestEventsRoundTrip(t *testing.T) {
 		for i := range got {
 			if got[i].Context != evs[i].Context || got[i].Data != evs[i].Data {
 				t.Errorf("event %d: Context or payload is a copy, not the pointer appended", i+1)
+			}
+			// cmp compares times with Equal; the location must survive too, and only the
+			// monotonic reading may be lost.
+			if want := evs[i].Time.Round(0); got[i].Time != want {
+				t.Errorf("event %d: time %v (%v), want %v (%v)", i+1, got[i].Time, got[i].Time.Location(), want, want.Location())
 			}
 		}
 		// EventsInto in steps of three reads the same.
