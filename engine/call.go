@@ -131,7 +131,7 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	res.StartedAt, res.CompletedAt = start, end
 	res.ExecutionTimeMS = end.Sub(start).Milliseconds()
 	if res.TraceID == nil {
-		res.TraceID = r.traceID
+		res.TraceID = &r.rec.traceID
 	}
 	switch {
 	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
@@ -278,7 +278,7 @@ func (c *call) timedOut() {
 		// It asked a human and then ran out of time: its question no longer holds the run.
 		c.paused = false
 		r.dropQuestionsOfLocked(c)
-		r.pausing = len(r.questions) > 0
+		r.pausing = len(r.rareOr().questions) > 0
 	}
 }
 
@@ -339,12 +339,16 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 	qc := q
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAsked, Step: c.t.step, DispatchID: q.DispatchID, Agent: q.Agent, Data: &qc})
 	r.flushLocked()
-	h := r.human
+	h := r.rec.req.Human
+	if h == nil {
+		h = r.e.human
+	}
 	if h == nil {
 		c.paused = true
 		r.pausing = true
-		r.questions = append(r.questions, q)
-		r.askedBy = append(r.askedBy, c)
+		x := r.more()
+		x.questions = append(x.questions, q)
+		x.askedBy = append(x.askedBy, c)
 		r.mu.Unlock()
 		return troupe.Answer{}, fmt.Errorf("%w: %s", troupe.ErrPaused, q.Prompt)
 	}
@@ -373,7 +377,7 @@ func (c *call) Emit(ev troupe.Event) {
 		ev.Parent = c.d.DispatchID
 	}
 	if ev.Context == nil {
-		tc := r.req.Context.Child()
+		tc := r.rec.req.Context.Child()
 		ev.Context = &tc
 	}
 	ev.Stage, ev.Step = troupe.StageExecute, c.t.step
@@ -432,8 +436,9 @@ func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
 	}
 	u.tokens += own.tokens
 	u.cost += own.cost
-	c.r.liveTokens += own.tokens
-	c.r.liveCost += own.cost
+	x := c.r.more()
+	x.liveTokens += own.tokens
+	x.liveCost += own.cost
 }
 
 // Admit says whether a dispatch nested in this one may start (troupe.Admitter): the run's
@@ -461,7 +466,7 @@ func (c *call) Admit() error {
 func (c *call) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) { return c.r.replay.nested(d) }
 
 // ExecutionContext is the run's execution context: a planned dispatch's.
-func (c *call) ExecutionContext() troupe.Context { return c.r.req.Context }
+func (c *call) ExecutionContext() troupe.Context { return c.r.rec.req.Context }
 
 // LocalSlot lends the local executor the call's job record (local.Slotted).
 func (c *call) LocalSlot() *local.Slot { return &c.slot }
@@ -471,13 +476,17 @@ func (c *call) NextChild() uint64 { return c.children.Add(1) - 1 }
 
 // dropQuestionsOfLocked forgets the open questions c asked (it, or a dispatch nested in it).
 func (r *Run) dropQuestionsOfLocked(c *call) {
+	x := r.rare
+	if x == nil {
+		return
+	}
 	kept := 0
-	for i, q := range r.questions {
-		if r.askedBy[i] != c {
-			r.questions[kept], r.askedBy[kept] = q, r.askedBy[i]
+	for i, q := range x.questions {
+		if x.askedBy[i] != c {
+			x.questions[kept], x.askedBy[kept] = q, x.askedBy[i]
 			kept++
 		}
 	}
-	clear(r.askedBy[kept:])
-	r.questions, r.askedBy = r.questions[:kept], r.askedBy[:kept]
+	clear(x.askedBy[kept:])
+	x.questions, x.askedBy = x.questions[:kept], x.askedBy[:kept]
 }

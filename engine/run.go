@@ -21,21 +21,19 @@ import (
 // Its methods are safe for concurrent use.
 type Run struct {
 	e      *Engine
-	req    *troupe.Request // RunID and Seed are the run's; its Context is on every event
+	rec    *runRecord // the request (RunID and Seed are the run's; its Context is on every event) and trace id
 	pol    *troupe.ErrorPolicy
 	ctx    context.Context // cancelled when the run is cancelled or fails fast
 	cancel context.CancelCauseFunc
 	bg     context.Context // never cancelled: for appends and teardown
 	scope  troupe.Scope
-	watch  scopeCtx // r.ctx as the executor's scope sees it
 	guards []troupe.Guardrail
-	human  troupe.HumanHandler
 	replay *replayIndex
+	rare   *runRare // made by more, when a run first needs one of its fields; guarded by mu
 
 	timeBudget time.Duration
 	costBudget float64
 	tokBudget  int64
-	traceID    *string // every result of the run points at it
 
 	onDoneMu sync.Mutex
 	onDone   []func() // what scopeCtx.OnDone registered; run once r.ctx is done
@@ -43,54 +41,94 @@ type Run struct {
 	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
 	draining atomic.Bool          // a goroutine is recording finished calls
 
-	mu          sync.Mutex
-	now         time.Time // the clock read once per state transition; zero outside one
-	seq         int64
-	pending     *[]troupe.Event // the current transition's events (a pooled batch), appended by flushLocked
-	toStart     []*call         // dispatches the current transition created, started by flushLocked
-	startBuf    [1]*call        // toStart's first array: a chain starts one dispatch at a time
-	plan        *troupe.Plan
-	stages      [][]*task
-	stage       int // index of the current stage
-	next        int // next task of the current stage to start
-	inflight    int
-	state       map[string]any
-	upstream    []troupe.UpstreamResult // completed results, in completion order
-	warnings    []string
-	errs        []troupe.ErrorInfo
-	status      troupe.RunStatus
-	failure     *troupe.ErrorInfo
-	failReason  string
-	firstSeq    int64
-	logRest     int // events of the plan's common shape to reserve in the store once the first are recorded
+	mu         sync.Mutex
+	now        time.Time // the clock read once per state transition; zero outside one
+	seq        int64
+	pending    *[]troupe.Event // the current transition's events (a pooled batch), appended by flushLocked
+	toStart    []*call         // dispatches the current transition created, started by flushLocked
+	startBuf   [1]*call        // toStart's first array: a chain starts one dispatch at a time
+	plan       *troupe.Plan
+	stages     [][]*task
+	stage      int // index of the current stage
+	next       int // next task of the current stage to start
+	inflight   int
+	dispatches int32
+	logRest    int32 // events of the plan's common shape to reserve in the store once the first are recorded
+	state      map[string]any
+	upstream   []troupe.UpstreamResult // completed results, in completion order
+	status     troupe.RunStatus
+	failure    *troupe.ErrorInfo
+	firstSeq   int64
+	cost       float64
+	tokens     int64
+	setup      []string
+	startedAt  time.Time // also the budget clock
+	updatedAt  time.Time
+	agg        *troupe.Aggregation
+	finishing  bool // the closing sequence has been claimed
+	finished   bool // terminal or run_paused appended (or the log broke)
+	routed     bool // the current stage's tasks have their routing decisions
+	pausing    bool
+	budgetHit  bool
+	closed     bool // the closing sequence is over: done is closed
+	ended      bool // onDone has run (guarded by onDoneMu)
+	failStage  troupe.Stage
+	err        error
+	watchers   []chan struct{}
+	watchBuf   [1]chan struct{} // watchers' first array: most runs have one reader
+	done       chan struct{}    // made by doneChan
+	waitOnce   sync.Once
+}
+
+// runRare is the part of a run's state that most runs never use: open questions, fallbacks
+// taken, errors and warnings, failure reason, what nested dispatches in flight have used, and
+// what routing cost. A Run is kept small because a run blocked in its agents holds one.
+type runRare struct {
 	questions   []troupe.Question
 	askedBy     []*call // the dispatch each open question came through, in step with questions
-	cost        float64
-	tokens      int64
+	warnings    []string
+	errs        []troupe.ErrorInfo
+	failReason  string
 	liveTokens  int64 // used by dispatches nested in planned ones still running (budgets only)
 	liveCost    float64
 	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals
 	routeTokens int64
-	dispatches  int
 	fallbacks   map[string]string
-	setup       []string
-	startedAt   time.Time // also the budget clock
-	updatedAt   time.Time
-	agg         *troupe.Aggregation
-	finishing   bool // the closing sequence has been claimed
-	finished    bool // terminal or run_paused appended (or the log broke)
-	routed      bool // the current stage's tasks have their routing decisions
-	pausing     bool
-	budgetHit   bool
-	closed      bool // the closing sequence is over: done is closed
-	ended       bool // onDone has run (guarded by onDoneMu)
-	failStage   troupe.Stage
-	err         error
-	watchers    []chan struct{}
-	watchBuf    [1]chan struct{} // watchers' first array: most runs have one reader
-	done        chan struct{}    // made by doneChan
-	waitOnce    sync.Once
 }
+
+// more returns the run's rarely used state, made on first use. The caller holds r.mu.
+func (r *Run) more() *runRare {
+	if r.rare == nil {
+		r.rare = new(runRare)
+	}
+	return r.rare
+}
+
+// live is what dispatches nested in running ones have used so far. The caller holds r.mu.
+func (r *Run) live() (tokens int64, cost float64) {
+	if x := r.rare; x != nil {
+		return x.liveTokens, x.liveCost
+	}
+	return 0, 0
+}
+
+// warnLocked records a warning of the run.
+func (r *Run) warnLocked(w ...string) {
+	if len(w) > 0 {
+		x := r.more()
+		x.warnings = append(x.warnings, w...)
+	}
+}
+
+// rareOr returns the run's rarely used state, or an empty one (not to be written) if it has none.
+func (r *Run) rareOr() *runRare {
+	if r.rare != nil {
+		return r.rare
+	}
+	return &noRare
+}
+
+var noRare runRare
 
 // reserver is a store that can make room for a run's events ahead of their appends.
 type reserver interface{ Reserve(runID string, n int) }
@@ -166,15 +204,11 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	// What the run's events and results point at lives apart from the Run, so a finished
 	// run's log does not keep the Run (and through it its tasks, calls and executor scope).
 	rec := &runRecord{req: req, traceID: req.Context.TraceID()}
-	r := &Run{traceID: &rec.traceID,
-		e: e, req: &rec.req, pol: pol,
-		human: req.Human, replay: replay, status: troupe.RunPlanning,
+	r := &Run{e: e, rec: rec, pol: pol,
+		replay: replay, status: troupe.RunPlanning,
 		timeBudget: e.timeBudget, costBudget: e.costBudget, tokBudget: e.tokBudget,
 	}
 	r.toStart, r.watchers = r.startBuf[:0], r.watchBuf[:0]
-	if r.human == nil {
-		r.human = e.human
-	}
 	if b := req.Budget.TimeSeconds; b > 0 && secs(b) < r.timeBudget {
 		r.timeBudget = secs(b)
 	}
@@ -192,37 +226,37 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	r.bg = context.WithoutCancel(ctx)
 	e.mu.Lock()
-	if _, dup := e.live[r.req.RunID]; dup {
+	if _, dup := e.live[r.rec.req.RunID]; dup {
 		e.mu.Unlock()
 		r.cancel(nil)
-		return nil, fmt.Errorf("engine: run %q is already live", r.req.RunID)
+		return nil, fmt.Errorf("engine: run %q is already live", r.rec.req.RunID)
 	}
-	e.live[r.req.RunID] = r
+	e.live[r.rec.req.RunID] = r
 	e.mu.Unlock()
-	r.watch = scopeCtx{r}
 	if ctx.Done() != nil {
 		// The caller can cancel the run: learn of it through the context package. A caller
 		// that cannot (context.Background) costs no registration at all.
 		context.AfterFunc(r.ctx, r.ctxDone)
 	}
-	r.scope = e.exec.Scope(&r.watch)
+	r.scope = e.exec.Scope((*scopeCtx)(r))
 	return r, nil
 }
 
 // scopeCtx is the run's context as its executor scope sees it. It implements
 // local.DoneNotifier: the local executor registers with OnDone instead of context.AfterFunc,
 // which would make the run's context allocate a Done channel, a child and a map of children.
-// Other executors see an ordinary context (std propagation through r.ctx).
-type scopeCtx struct{ r *Run }
+// Other executors see an ordinary context (std propagation through r.ctx). It is the Run itself
+// under another method set, so it costs the Run no field.
+type scopeCtx Run
 
-func (s *scopeCtx) Deadline() (time.Time, bool) { return s.r.ctx.Deadline() }
-func (s *scopeCtx) Done() <-chan struct{}       { return s.r.ctx.Done() }
-func (s *scopeCtx) Err() error                  { return s.r.ctx.Err() }
-func (s *scopeCtx) Value(key any) any           { return s.r.ctx.Value(key) }
+func (s *scopeCtx) Deadline() (time.Time, bool) { return s.ctx.Deadline() }
+func (s *scopeCtx) Done() <-chan struct{}       { return s.ctx.Done() }
+func (s *scopeCtx) Err() error                  { return s.ctx.Err() }
+func (s *scopeCtx) Value(key any) any           { return s.ctx.Value(key) }
 
 // OnDone registers f to run once the run's context is done; at once if it is already.
 func (s *scopeCtx) OnDone(f func()) {
-	r := s.r
+	r := (*Run)(s)
 	r.onDoneMu.Lock()
 	if !r.ended {
 		r.onDone = append(r.onDone, f)
@@ -258,10 +292,10 @@ func (r *Run) ctxDone() {
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // ID returns the run id.
-func (r *Run) ID() string { return r.req.RunID }
+func (r *Run) ID() string { return r.rec.req.RunID }
 
 // Context returns the run's execution context.
-func (r *Run) Context() troupe.Context { return r.req.Context }
+func (r *Run) Context() troupe.Context { return r.rec.req.Context }
 
 // Cancel cancels the run: in-flight dispatches are cancelled, nothing new starts, and the run
 // ends CANCELLED.
@@ -291,7 +325,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (r *Run) begin(answers []troupe.Answer) {
 	now := r.e.exec.Now()
 	r.startedAt, r.updatedAt = now, now
-	p, planErr := r.e.planner.Plan(r.req, r.e.reg)
+	p, planErr := r.e.planner.Plan(&r.rec.req, r.e.reg)
 	setupErr := r.setupAgents(p)
 
 	if res, ok := r.e.store.(reserver); ok && r.replay == nil && p != nil && len(p.Stages) > 0 {
@@ -299,8 +333,8 @@ func (r *Run) begin(answers []troupe.Answer) {
 		// aggregate, terminal. Only what the first transition records is reserved now (a run
 		// blocked in its first agents holds no more); the rest once that is recorded.
 		first := 2 + 2*len(p.Stages[0].Tasks)
-		res.Reserve(r.req.RunID, first)
-		r.logRest = 4 + 3*p.NumTasks() - first
+		res.Reserve(r.rec.req.RunID, first)
+		r.logRest = int32(4 + 3*p.NumTasks() - first)
 	}
 	r.mu.Lock()
 	r.now = now
@@ -308,7 +342,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 	if r.replay != nil {
 		kind = troupe.KindRunResumed
 	}
-	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: r.req, Seed: r.req.Seed, Setup: r.setup}})
+	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: &r.rec.req, Seed: r.rec.req.Seed, Setup: r.setup}})
 	for i := range answers {
 		a := answers[i]
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: &a})
@@ -352,7 +386,7 @@ func (r *Run) buildTasks(p *troupe.Plan) {
 	ids.Grow(21 * total)
 	var buf [32]byte
 	for k := range total {
-		ids.Write(troupe.AppendDispatchID(buf[:0], mix(r.req.Seed, saltDispatch, uint64(k), 0)))
+		ids.Write(troupe.AppendDispatchID(buf[:0], mix(r.rec.req.Seed, saltDispatch, uint64(k), 0)))
 	}
 	idText := ids.String() // every task's first dispatch id, in one allocation
 	for i := range p.Stages {
@@ -450,9 +484,9 @@ func (r *Run) emitLocked(ev troupe.Event) {
 		return
 	}
 	r.seq++
-	ev.RunID, ev.Seq = r.req.RunID, r.seq
+	ev.RunID, ev.Seq = r.rec.req.RunID, r.seq
 	if ev.Context == nil {
-		ev.Context = &r.req.Context // a nested event brings its own child context
+		ev.Context = &r.rec.req.Context // a nested event brings its own child context
 	}
 	if r.now.IsZero() {
 		ev.Time = r.e.exec.Now()
@@ -479,12 +513,12 @@ func (r *Run) flushLocked() {
 	if r.pending != nil {
 		batch := *r.pending
 		if r.logRest > 0 && batch[0].Seq > 1 {
-			r.e.store.(reserver).Reserve(r.req.RunID, r.logRest)
+			r.e.store.(reserver).Reserve(r.rec.req.RunID, int(r.logRest))
 			r.logRest = 0
 		}
 		if err := r.e.store.Append(r.bg, batch...); err != nil {
 			r.seq = batch[0].Seq - 1
-			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.req.Context, Cause: err}
+			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.rec.req.Context, Cause: err}
 			r.stop(r.err)
 		}
 		clear(batch) // the store has its copy; drop the payload references
@@ -538,18 +572,18 @@ func (r *Run) stopping() bool {
 
 // routeLocked makes the task's routing decision and records it.
 func (r *Run) routeLocked(t *task) bool {
-	in := troupe.RouteInput{Task: *t.t, Query: r.req.Query, ParsedQuery: r.req.ParsedQuery, State: r.state, Available: r.e.names}
-	d, err := r.e.router.Route(r.ctx, in, r.req.Context)
+	in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.state, Available: r.e.names}
+	d, err := r.e.router.Route(r.ctx, in, r.rec.req.Context)
 	if err == nil && !r.e.reg.Has(d.Target) {
 		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
 	}
 	if d.TokensUsed != nil { // what deciding cost counts toward the budgets and the totals
 		r.tokens += *d.TokensUsed
-		r.routeTokens += *d.TokensUsed
+		r.more().routeTokens += *d.TokensUsed
 	}
 	if d.CostDollars != nil {
 		r.cost += *d.CostDollars
-		r.routeCost += *d.CostDollars
+		r.more().routeCost += *d.CostDollars
 	}
 	if err != nil {
 		if r.ctx.Err() != nil {
@@ -576,7 +610,7 @@ func (r *Run) routeLocked(t *task) bool {
 // place in the plan and how many dispatches it had, so a resumed run derives the same ids.
 func (r *Run) nextID(t *task) string {
 	if t.nextID == "" {
-		t.nextID = troupe.NewDispatchID(mix(r.req.Seed, saltDispatch, uint64(t.index), uint64(t.serial)))
+		t.nextID = troupe.NewDispatchID(mix(r.rec.req.Seed, saltDispatch, uint64(t.index), uint64(t.serial)))
 	}
 	return t.nextID
 }
@@ -606,7 +640,8 @@ func (r *Run) budgetLocked() string {
 		now = r.e.exec.Now()
 	}
 	elapsed := now.Sub(r.startedAt)
-	if elapsed < r.timeBudget && r.cost+r.liveCost < r.costBudget && r.tokens+r.liveTokens < r.tokBudget && r.dispatches < r.e.maxDisp {
+	liveTokens, liveCost := r.live()
+	if elapsed < r.timeBudget && r.cost+liveCost < r.costBudget && r.tokens+liveTokens < r.tokBudget && int(r.dispatches) < r.e.maxDisp {
 		return "" // the common case, in a small frame: this runs before every dispatch
 	}
 	return r.budgetSpentLocked(elapsed)
@@ -617,14 +652,15 @@ func (r *Run) budgetLocked() string {
 //go:noinline
 func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	var why string
+	liveTokens, liveCost := r.live()
 	switch {
 	case elapsed >= r.timeBudget:
 		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
-	case r.cost+r.liveCost >= r.costBudget:
-		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget, r.cost+r.liveCost)
-	case r.tokens+r.liveTokens >= r.tokBudget:
-		why = fmt.Sprintf("token budget of %d spent (%d)", r.tokBudget, r.tokens+r.liveTokens)
-	case r.dispatches >= r.e.maxDisp:
+	case r.cost+liveCost >= r.costBudget:
+		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget, r.cost+liveCost)
+	case r.tokens+liveTokens >= r.tokBudget:
+		why = fmt.Sprintf("token budget of %d spent (%d)", r.tokBudget, r.tokens+liveTokens)
+	case int(r.dispatches) >= r.e.maxDisp:
 		why = fmt.Sprintf("dispatch limit of %d reached", r.e.maxDisp)
 	default:
 		return ""
@@ -632,7 +668,7 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	if !r.budgetHit {
 		r.budgetHit = true
 		msg := why + "; no new dispatches start"
-		r.warnings = append(r.warnings, msg)
+		r.warnLocked(msg)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindBudgetExhausted, Data: &troupe.Warning{Message: msg, Code: troupe.CodeBudget}})
 	}
 	return why
@@ -657,9 +693,9 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	}
 	d := &rec.d
 	c.d = d
-	d.DispatchID, d.SessionID, d.QueryID = id, r.req.SessionID, r.req.QueryID
-	d.TargetAgent, d.DispatchReason, d.Priority = agent, reason, r.req.Priority
-	d.Query, d.ParsedQuery, d.RAGContext, d.UserContext = r.req.Query, r.req.ParsedQuery, r.req.RAGContext, r.req.UserContext
+	d.DispatchID, d.SessionID, d.QueryID = id, r.rec.req.SessionID, r.rec.req.QueryID
+	d.TargetAgent, d.DispatchReason, d.Priority = agent, reason, r.rec.req.Priority
+	d.Query, d.ParsedQuery, d.RAGContext, d.UserContext = r.rec.req.Query, r.rec.req.ParsedQuery, r.rec.req.RAGContext, r.rec.req.UserContext
 	if d.ParsedQuery == nil {
 		d.ParsedQuery = emptyParsed
 	}
@@ -671,17 +707,18 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	d.DependsOn = t.t.DependsOn
 	d.DispatchedAt = now.Add(delay)
 	d.CollectSignals = true
-	d.OptimizedPrompts = r.req.OptimizedPrompts[agent]
+	d.OptimizedPrompts = r.rec.req.OptimizedPrompts[agent]
 	timeout := r.e.timeout
 	if spec.Timeout > 0 {
 		timeout = spec.Timeout
 	}
-	if s, ok := r.req.Timeouts[agent]; ok && s > 0 {
+	if s, ok := r.rec.req.Timeouts[agent]; ok && s > 0 {
 		ts := s // escapes only when there is a timeout to point at
 		d.TimeoutSeconds = &ts
 		timeout = secs(s)
 	}
-	if left := r.costBudget - r.cost - r.liveCost; left > 0 { // what running composites used counts too
+	if _, liveCost := r.live(); r.costBudget-r.cost-liveCost > 0 {
+		left := r.costBudget - r.cost - liveCost // what running composites used counts too
 		rec.costLeft = left
 		d.MaxCostDollars = &rec.costLeft
 	}
@@ -779,8 +816,9 @@ func (r *Run) completeLocked(c *call) {
 	t := c.t
 	res := c.res
 	if u := c.use; u != nil { // its result counts from now on, its members' with it
-		r.liveTokens -= u.tokens
-		r.liveCost -= u.cost
+		x := r.more()
+		x.liveTokens -= u.tokens
+		x.liveCost -= u.cost
 	}
 	if c.paused {
 		return // no result: a resumed run dispatches it again
@@ -800,7 +838,7 @@ func (r *Run) completeLocked(c *call) {
 	}
 	if len(res.Warnings) > 0 && r.pol.Warning() == troupe.WarnContinue {
 		for _, w := range res.Warnings {
-			r.warnings = append(r.warnings, res.AgentName+": "+w)
+			r.warnLocked(res.AgentName + ": " + w)
 		}
 	}
 	if res.Status == troupe.StatusCompleted {
@@ -817,7 +855,10 @@ func (r *Run) completeLocked(c *call) {
 //go:noinline
 func (r *Run) failedLocked(c *call) {
 	t, res := c.t, c.res
-	r.errs = append(r.errs, res.Errors...)
+	if len(res.Errors) > 0 {
+		x := r.more()
+		x.errs = append(x.errs, res.Errors...)
+	}
 	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: t.fallbacks, FallbacksUsed: int(t.fbUsed), HasPartial: len(res.AgentResult) > 0}
 	for _, e := range res.Errors {
 		f.Recoverable = f.Recoverable || e.Recoverable
@@ -826,7 +867,7 @@ func (r *Run) failedLocked(c *call) {
 	if r.ctx.Err() != nil && r.failure == nil {
 		f.Status = troupe.StatusCancelled
 	}
-	act := policy.Decide(r.pol, f, mix(r.req.Seed, saltJitter, uint64(t.index), uint64(t.serial)))
+	act := policy.Decide(r.pol, f, mix(r.rec.req.Seed, saltJitter, uint64(t.index), uint64(t.serial)))
 	switch act.Kind {
 	case policy.Retry:
 		if r.stopping() {
@@ -850,17 +891,18 @@ func (r *Run) failedLocked(c *call) {
 		}
 		t.fbUsed++
 		t.attempt = 1
-		if r.fallbacks == nil {
-			r.fallbacks = make(map[string]string)
+		x := r.more()
+		if x.fallbacks == nil {
+			x.fallbacks = make(map[string]string)
 		}
-		r.fallbacks[t.decision.Target] = act.Agent
+		x.fallbacks[t.decision.Target] = act.Agent
 		d := &troupe.RoutingDecision{Target: act.Agent, Reason: fmt.Sprintf("fallback for %s, which failed: %s", res.AgentName, firstError(res)),
 			Metadata: map[string]any{"primary": t.decision.Target, "fallback_index": int(t.fbUsed)}}
 		r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: act.Agent, Data: d})
 		r.dispatchLocked(t, act.Agent, d.Reason, 0)
 		return
 	case policy.UsePartial:
-		r.warnings = append(r.warnings, fmt.Sprintf("%s: timed out; its partial result is used", res.AgentName))
+		r.warnLocked(fmt.Sprintf("%s: timed out; its partial result is used", res.AgentName))
 		r.succeedLocked(c, true)
 		return
 	case policy.FailRun:
@@ -925,7 +967,7 @@ func (r *Run) failLocked(stage troupe.Stage, info troupe.ErrorInfo, reason strin
 		return
 	}
 	r.failure = &info
-	r.failReason = reason
+	r.more().failReason = reason
 	r.failStage = stage
 	r.stop(errFailFast)
 }
@@ -964,7 +1006,7 @@ func (r *Run) finish() {
 		out = troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: causeText(r.ctx)}}
 		stage, kind = troupe.StageCancelled, troupe.KindRunCancelled
 	case r.pausing:
-		out = troupe.Outcome{Status: troupe.RunPaused, Questions: slices.Clone(r.questions)}
+		out = troupe.Outcome{Status: troupe.RunPaused, Questions: slices.Clone(r.rareOr().questions)}
 		stage, kind = troupe.StagePaused, troupe.KindRunPaused
 	default:
 		succeeded, total := r.tally()
@@ -974,12 +1016,12 @@ func (r *Run) finish() {
 			out = troupe.Outcome{Status: troupe.RunCompleted}
 			stage, kind = troupe.StageComplete, troupe.KindRunCompleted
 			if v.Reason != "" {
-				r.warnings = append(r.warnings, v.Reason)
+				r.warnLocked(v.Reason)
 			}
 		} else {
 			out = troupe.Outcome{Status: troupe.RunFailed, Error: &troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: v.Reason}}
 			stage, kind = troupe.StageFailed, troupe.KindRunFailed
-			r.failure, r.failReason, r.failStage = out.Error, v.Reason, troupe.StageAggregate
+			r.failure, r.more().failReason, r.failStage = out.Error, v.Reason, troupe.StageAggregate
 		}
 	}
 	if aggregateIt && r.err == nil {
@@ -994,8 +1036,8 @@ func (r *Run) finish() {
 
 	r.mu.Lock()
 	if kind != "" && r.err == nil {
-		r.warnings = append(r.warnings, warns...)
-		out.Fallback = r.fallbacks
+		r.warnLocked(warns...)
+		out.Fallback = r.rareOr().fallbacks
 		out.Failed, out.Skipped = r.unfinished()
 		r.status = out.Status
 		r.emitLocked(troupe.Event{Stage: stage, Kind: kind, Status: statusOf(out.Status), Data: &out})
@@ -1010,7 +1052,7 @@ func (r *Run) finish() {
 	}
 	r.mu.Unlock()
 	r.e.mu.Lock()
-	delete(r.e.live, r.req.RunID)
+	delete(r.e.live, r.rec.req.RunID)
 	r.e.mu.Unlock()
 	r.stop(nil) // release the run's context
 	r.mu.Lock()
@@ -1104,19 +1146,20 @@ func (r *Run) aggregateLocked() {
 	agg, err := aggregate.Combine(results, aggregate.Options{Strategy: r.e.strategy, ExecutionOrder: order,
 		TotalExecutionTimeMS: r.now.Sub(r.startedAt).Milliseconds()})
 	if err != nil {
-		r.warnings = append(r.warnings, "aggregation: "+err.Error())
+		r.warnLocked("aggregation: " + err.Error())
 		return
 	}
-	agg.Warnings = append(agg.Warnings, r.warnings...)
-	if r.routeTokens > 0 { // the run's totals: its results' and its routing's
-		n := r.routeTokens
+	x := r.rareOr()
+	agg.Warnings = append(agg.Warnings, x.warnings...)
+	if x.routeTokens > 0 { // the run's totals: its results' and its routing's
+		n := x.routeTokens
 		if agg.TotalTokensUsed != nil {
 			n += *agg.TotalTokensUsed
 		}
 		agg.TotalTokensUsed = &n
 	}
-	if r.routeCost > 0 {
-		c := r.routeCost
+	if x.routeCost > 0 {
+		c := x.routeCost
 		if agg.TotalCostDollars != nil {
 			c += *agg.TotalCostDollars
 		}
@@ -1131,11 +1174,11 @@ func (r *Run) State() troupe.OrchestratorState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := troupe.OrchestratorState{
-		RunID: r.req.RunID, SessionID: r.req.SessionID, QueryID: r.req.QueryID,
+		RunID: r.rec.req.RunID, SessionID: r.rec.req.SessionID, QueryID: r.rec.req.QueryID,
 		CurrentStage: r.stage, StartedAt: r.startedAt, UpdatedAt: r.updatedAt,
 		TotalExecutionTimeMS: r.updatedAt.Sub(r.startedAt).Milliseconds(),
 		DispatchedAgents:     map[string]*troupe.Dispatch{}, CompletedAgents: map[string]*troupe.Result{}, FailedAgents: map[string]*troupe.Result{},
-		Errors: slices.Clone(r.errs), Warnings: slices.Clone(r.warnings), Status: r.status,
+		Errors: slices.Clone(r.rareOr().errs), Warnings: slices.Clone(r.rareOr().warnings), Status: r.status,
 		SessionState: maps.Clone(r.state), Aggregation: r.agg,
 	}
 	if s.Errors == nil {

@@ -36,10 +36,10 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 			var err error
 			if mem != nil {
 				var n int
-				n, err = mem.EventsInto(r.req.RunID, after, buf[:])
+				n, err = mem.EventsInto(r.rec.req.RunID, after, buf[:])
 				evs = buf[:n]
 			} else {
-				evs, err = r.e.store.Events(r.bg, r.req.RunID, after)
+				evs, err = r.e.store.Events(r.bg, r.rec.req.RunID, after)
 			}
 			if err != nil {
 				r.mu.Lock()
@@ -106,7 +106,7 @@ func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	if r.err != nil {
 		return st, r.err
 	}
-	oe := &troupe.OrchestrationError{Context: r.req.Context}
+	oe := &troupe.OrchestrationError{Context: r.rec.req.Context}
 	switch st.Status {
 	case troupe.RunCompleted:
 		return st, nil
@@ -115,17 +115,18 @@ func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	case troupe.RunCancelled:
 		oe.Stage, oe.Message, oe.Cause = troupe.StageCancelled, causeText(r.ctx), troupe.ErrCancelled
 	default:
-		oe.Stage, oe.Message = r.failStage, r.failReason
+		x := r.rareOr()
+		oe.Stage, oe.Message = r.failStage, x.failReason
 		if r.failure != nil {
-			oe.Message = joinReason(r.failReason, r.failure.Message)
+			oe.Message = joinReason(x.failReason, r.failure.Message)
 			oe.Recoverable = r.failure.Recoverable
 			oe.Metadata = map[string]any{"code": r.failure.Code}
 		}
-		if len(r.fallbacks) > 0 {
+		if len(x.fallbacks) > 0 {
 			if oe.Metadata == nil {
 				oe.Metadata = map[string]any{}
 			}
-			oe.Metadata["fallback"] = r.fallbacks
+			oe.Metadata["fallback"] = x.fallbacks
 		}
 	}
 	return st, oe
