@@ -4,7 +4,7 @@
 // Each run gets a scope that owns its goroutines. A goroutine that finishes a job picks up the
 // next one the engine hands out while it was finishing (a sequential chain runs on one
 // goroutine), and a new goroutine is started only when more jobs are ready than goroutines
-// free to take them. Deadlines of all of a run's jobs share one timer. When a deadline passes
+// free to take them. Deadlines of all runs' jobs share one timer of the executor's. When a deadline passes
 // first, the job is reported expired and its goroutine becomes a straggler: the run goes on,
 // and Executor.Drain waits for stragglers to return.
 package local
@@ -38,6 +38,13 @@ type Executor struct {
 	grace      time.Duration
 	stragglers sync.WaitGroup
 	nStraggle  atomic.Int64
+
+	// The scopes with a running job's deadline to watch, earliest first, and the one timer
+	// that fires at the earliest. A timer per scope would cost every run about 130 bytes.
+	tmu     sync.Mutex
+	due     dueHeap
+	timer   *time.Timer
+	timerAt time.Time
 }
 
 // New returns an executor.
@@ -103,7 +110,7 @@ type DoneNotifier interface {
 
 // Scope returns a new scope whose jobs are cancelled with ctx.
 func (e *Executor) Scope(ctx context.Context) troupe.Scope {
-	s := &scope{e: e, ctx: ctx}
+	s := &scope{e: e, ctx: ctx, dueIdx: -1}
 	s.spawnf = s.worker
 	if n, ok := ctx.(DoneNotifier); ok {
 		n.OnDone(s.cancelAll)
@@ -124,9 +131,10 @@ type scope struct {
 	releasing int // workers inside Done that will take a queued job before exiting
 	running   deadlineHeap
 	delayed   map[*job]*time.Timer // jobs waiting out their delay, and the timers that end it
-	timer     *time.Timer
-	timerAt   time.Time
+	timerAt   time.Time            // when the executor will call expire; zero: it will not
 	cancelled bool
+	dueIdx    int32     // place in the executor's due heap, -1 if not there; guarded by e.tmu
+	dueAt     time.Time // when the scope is due in that heap; guarded by e.tmu
 
 	active     sync.WaitGroup
 	cancelRan  bool          // cancelAll has run (guarded by mu)
@@ -288,25 +296,82 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// armLocked points the scope's timer at the earliest running deadline.
+// armLocked has the executor call expire at the earliest running deadline, unless it will by
+// then already.
 func (s *scope) armLocked() {
 	if len(s.running) == 0 || s.running[0].deadline.IsZero() {
 		return
 	}
 	at := s.running[0].deadline
-	if s.timer != nil && !s.timerAt.IsZero() && !at.Before(s.timerAt) {
+	if !s.timerAt.IsZero() && !at.Before(s.timerAt) {
 		return
 	}
-	d := at.Sub(s.e.clock())
 	s.timerAt = at
-	if s.timer == nil {
-		s.timer = time.AfterFunc(d, s.expire)
+	s.e.schedule(s, at)
+}
+
+// schedule makes s due at at in the executor's heap, and points the timer at the earliest.
+func (e *Executor) schedule(s *scope, at time.Time) {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	s.dueAt = at
+	if s.dueIdx >= 0 {
+		heap.Fix(&e.due, int(s.dueIdx))
 	} else {
-		s.timer.Reset(d)
+		heap.Push(&e.due, s)
+	}
+	e.armLocked()
+}
+
+// unschedule takes s out of the executor's heap: it has no running deadline left to watch.
+func (e *Executor) unschedule(s *scope) {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	if s.dueIdx >= 0 {
+		heap.Remove(&e.due, int(s.dueIdx))
+		e.armLocked()
 	}
 }
 
-// expire runs on the timer's goroutine: every job past its deadline is reported expired.
+// armLocked points the executor's timer at the earliest due scope. The caller holds e.tmu.
+func (e *Executor) armLocked() {
+	if len(e.due) == 0 {
+		if e.timer != nil && !e.timerAt.IsZero() {
+			e.timer.Stop()
+			e.timerAt = time.Time{}
+		}
+		return
+	}
+	at := e.due[0].dueAt
+	if !e.timerAt.IsZero() && e.timerAt.Equal(at) {
+		return
+	}
+	e.timerAt = at
+	d := at.Sub(e.clock())
+	if e.timer == nil {
+		e.timer = time.AfterFunc(d, e.fire)
+	} else {
+		e.timer.Reset(d)
+	}
+}
+
+// fire runs on the timer's goroutine: every scope that is due expires its jobs past deadline.
+func (e *Executor) fire() {
+	now := e.clock()
+	var due []*scope
+	e.tmu.Lock()
+	e.timerAt = time.Time{}
+	for len(e.due) > 0 && !e.due[0].dueAt.After(now) {
+		due = append(due, heap.Pop(&e.due).(*scope))
+	}
+	e.armLocked()
+	e.tmu.Unlock()
+	for _, s := range due {
+		s.expire()
+	}
+}
+
+// expire runs on the executor's timer goroutine: every job past its deadline is reported expired.
 func (s *scope) expire() {
 	s.mu.Lock()
 	s.timerAt = time.Time{}
@@ -354,8 +419,7 @@ func (s *scope) cancelAll() {
 		}
 	}
 	heap.Init(&s.running)
-	s.timerAt = time.Time{}
-	s.armLocked()
+	s.armLocked() // deadlines only moved earlier: it re-arms if the earliest did
 	var ready []*job
 	for jb, t := range s.delayed {
 		if t.Stop() {
@@ -403,9 +467,9 @@ func (s *scope) Wait() {
 		s.active.Wait() // cancelAll may have started delayed jobs
 	}
 	s.mu.Lock()
-	if s.timer != nil && len(s.running) == 0 {
-		s.timer.Stop()
+	if !s.timerAt.IsZero() && len(s.running) == 0 {
 		s.timerAt = time.Time{}
+		s.e.unschedule(s)
 	}
 	s.mu.Unlock()
 }
@@ -440,4 +504,29 @@ func (h *deadlineHeap) Pop() any {
 	jb.heapIdx = -1
 	*h = old[:n-1]
 	return jb
+}
+
+// dueHeap orders scopes by when they are due.
+type dueHeap []*scope
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].dueAt.Before(h[j].dueAt) }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].dueIdx = int32(i)
+	h[j].dueIdx = int32(j)
+}
+func (h *dueHeap) Push(x any) {
+	s := x.(*scope)
+	s.dueIdx = int32(len(*h))
+	*h = append(*h, s)
+}
+func (h *dueHeap) Pop() any {
+	old := *h
+	n := len(old)
+	s := old[n-1]
+	old[n-1] = nil
+	s.dueIdx = -1
+	*h = old[:n-1]
+	return s
 }

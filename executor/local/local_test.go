@@ -422,3 +422,57 @@ func TestDoneNotifier(t *testing.T) {
 	}
 	s.Wait()
 }
+
+// trackedCtx is a context the test can watch being collected: a scope keeps its context, so
+// while anything keeps the scope, the context stays too.
+type trackedCtx struct {
+	context.Context
+	_ [64]byte // not a tiny object, which the allocator could batch with others
+}
+
+// TestWaitedScopeIsNotKept: once Wait has returned, the executor keeps nothing of the scope,
+// however the run ended, even though its jobs had deadlines an hour away that all runs share
+// one timer for.
+func TestWaitedScopeIsNotKept(t *testing.T) {
+	e := local.New(local.Config{CancelGrace: grace})
+	for _, end := range []string{"finished", "cancelled after its jobs", "cancelled while running"} {
+		t.Run(end, func(t *testing.T) {
+			collected := make(chan struct{})
+			func() {
+				parent, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				ctx := &trackedCtx{Context: parent}
+				runtime.AddCleanup(ctx, func(ch chan struct{}) { close(ch) }, collected)
+				s := e.Scope(ctx)
+				var done sync.WaitGroup
+				done.Add(3)
+				for range 3 {
+					s.Go(&executortest.JobFuncs{RunFunc: func(ctx context.Context) {
+						if end == "cancelled while running" {
+							<-ctx.Done()
+						}
+					}, DoneFunc: func(bool) { done.Done() }}, 0, e.Now().Add(time.Hour))
+				}
+				switch end {
+				case "cancelled after its jobs":
+					done.Wait()
+					cancel()
+				case "cancelled while running":
+					cancel()
+				}
+				executortest.Wait(t, s)
+			}()
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				runtime.GC()
+				select {
+				case <-collected:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the scope's context is still kept after Wait: the executor holds on to the scope")
+				}
+			}
+		})
+	}
+}
