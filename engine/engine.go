@@ -198,7 +198,7 @@ func (e *Engine) Run(ctx context.Context, req troupe.Request) iter.Seq2[troupe.E
 			return
 		}
 		// The watcher outlives ctx on purpose: a cancelled run still ends with run_cancelled.
-		for ev, err := range r.Events(r.bg) {
+		for ev, err := range r.Events(r.bg()) {
 			if !yield(ev, err) {
 				r.Cancel()
 				r.wait()

@@ -25,7 +25,6 @@ type Run struct {
 	pol    *troupe.ErrorPolicy
 	ctx    context.Context // cancelled when the run is cancelled or fails fast
 	cancel context.CancelCauseFunc
-	bg     context.Context // never cancelled: for appends and teardown
 	scope  troupe.Scope
 	guards []troupe.Guardrail
 	replay *replayIndex
@@ -224,7 +223,6 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	r.guards = append(slices.Clip(req.Guardrails), e.guards...)
 	r.state = maps.Clone(req.State) // nil until written: reading a nil map is fine
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
-	r.bg = context.WithoutCancel(ctx)
 	e.mu.Lock()
 	if _, dup := e.live[r.rec.req.RunID]; dup {
 		e.mu.Unlock()
@@ -253,6 +251,18 @@ func (s *scopeCtx) Deadline() (time.Time, bool) { return s.ctx.Deadline() }
 func (s *scopeCtx) Done() <-chan struct{}       { return s.ctx.Done() }
 func (s *scopeCtx) Err() error                  { return s.ctx.Err() }
 func (s *scopeCtx) Value(key any) any           { return s.ctx.Value(key) }
+
+// bgCtx is the run's context without its cancellation, for appends, teardown and reading the
+// log: it has the run's values but no deadline and is never done. Like scopeCtx it is the Run
+// itself, so the run allocates nothing for it.
+type bgCtx Run
+
+func (r *Run) bg() context.Context { return (*bgCtx)(r) }
+
+func (*bgCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*bgCtx) Done() <-chan struct{}       { return nil }
+func (*bgCtx) Err() error                  { return nil }
+func (b *bgCtx) Value(key any) any         { return b.ctx.Value(key) }
 
 // OnDone registers f to run once the run's context is done; at once if it is already.
 func (s *scopeCtx) OnDone(f func()) {
@@ -453,7 +463,7 @@ func (r *Run) teardown() []string {
 		if !ok {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(r.bg, r.e.teardownTO)
+		ctx, cancel := context.WithTimeout(r.bg(), r.e.teardownTO)
 		if err := safeCall(func() error { return td.Teardown(ctx) }); err != nil {
 			warns = append(warns, fmt.Sprintf("teardown of %s: %v", r.setup[i], err))
 		}
@@ -516,7 +526,7 @@ func (r *Run) flushLocked() {
 			r.e.store.(reserver).Reserve(r.rec.req.RunID, int(r.logRest))
 			r.logRest = 0
 		}
-		if err := r.e.store.Append(r.bg, batch...); err != nil {
+		if err := r.e.store.Append(r.bg(), batch...); err != nil {
 			r.seq = batch[0].Seq - 1
 			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.rec.req.Context, Cause: err}
 			r.stop(r.err)

@@ -39,7 +39,7 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 				n, err = mem.EventsInto(r.rec.req.RunID, after, buf[:])
 				evs = buf[:n]
 			} else {
-				evs, err = r.e.store.Events(r.bg, r.rec.req.RunID, after)
+				evs, err = r.e.store.Events(r.bg(), r.rec.req.RunID, after)
 			}
 			if err != nil {
 				r.mu.Lock()
