@@ -146,16 +146,28 @@ type task struct {
 	// What the task's events point at, in arrays of the run's that the log keeps and that
 	// point at nothing of the run's bookkeeping: its routing decision, and its first dispatch
 	// (retries and fallbacks have records of their own).
-	decision  *troupe.RoutingDecision
-	first     *dispatchRec
-	fallbacks []string
-	nextID    string // id of the task's next dispatch, derived once
-	last      *call  // the task's latest dispatch; earlier ones via call.prev
-	final     *troupe.Result
-	fbUsed    int32
-	attempt   int32 // attempt of the current agent
-	serial    int32 // dispatches made for this task
-	partial   bool
+	decision *troupe.RoutingDecision
+	first    *dispatchRec
+	nextID   string // id of the task's next dispatch, derived once
+	last     *call  // the task's latest dispatch; earlier ones via call.prev
+	final    *troupe.Result
+	fbUsed   int32
+	attempt  int32 // attempt of the current agent
+	serial   int32 // dispatches made for this task
+	partial  bool
+}
+
+// fallbacksOf lists the agents that may stand in for d's target, in order: the decision's own
+// fallback, then the policy's for that agent; d's target and repeats left out. It is worked out
+// again when a dispatch fails rather than kept, which keeps every task smaller.
+func (r *Run) fallbacksOf(d *troupe.RoutingDecision) []string {
+	var fbs []string
+	for _, fb := range append([]string{d.Fallback}, r.pol.FallbackAgents[d.Target]...) {
+		if fb != "" && fb != d.Target && !slices.Contains(fbs, fb) {
+			fbs = append(fbs, fb)
+		}
+	}
+	return fbs
 }
 
 // newRun prepares a run: ids, context, policy, budgets. replay is nil for a new run.
@@ -602,14 +614,10 @@ func (r *Run) routeLocked(t *task) bool {
 		r.failLocked(troupe.StageRoute, troupe.ErrorInfo{Code: troupe.CodeUnknownAgent, Message: fmt.Sprintf("routing task %s: %v", t.t.ID, err)}, "routing failed")
 		return false
 	}
-	t.fallbacks = t.fallbacks[:0]
-	for _, fb := range append([]string{d.Fallback}, r.pol.FallbackAgents[d.Target]...) {
-		if fb != "" && fb != d.Target && !slices.Contains(t.fallbacks, fb) {
-			t.fallbacks = append(t.fallbacks, fb)
+	if d.Fallback == "" && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
+		if fbs := r.fallbacksOf(&d); len(fbs) > 0 {
+			d.Fallback = fbs[0]
 		}
-	}
-	if d.Fallback == "" && len(t.fallbacks) > 0 && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
-		d.Fallback = t.fallbacks[0]
 	}
 	*t.decision = d
 	r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: d.Target, Data: t.decision})
@@ -869,7 +877,7 @@ func (r *Run) failedLocked(c *call) {
 		x := r.more()
 		x.errs = append(x.errs, res.Errors...)
 	}
-	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: t.fallbacks, FallbacksUsed: int(t.fbUsed), HasPartial: len(res.AgentResult) > 0}
+	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: r.fallbacksOf(t.decision), FallbacksUsed: int(t.fbUsed), HasPartial: len(res.AgentResult) > 0}
 	for _, e := range res.Errors {
 		f.Recoverable = f.Recoverable || e.Recoverable
 		f.RetryAfter = max(f.RetryAfter, retryAfter(e))

@@ -133,11 +133,11 @@ type scope struct {
 	delayed   map[*job]*time.Timer // jobs waiting out their delay, and the timers that end it
 	timerAt   time.Time            // when the executor will call expire; zero: it will not
 	cancelled bool
+	cancelRan bool      // cancelAll has run
 	dueIdx    int32     // place in the executor's due heap, -1 if not there; guarded by e.tmu
 	dueAt     time.Time // when the scope is due in that heap; guarded by e.tmu
 
 	active     sync.WaitGroup
-	cancelRan  bool          // cancelAll has run (guarded by mu)
 	cancelDone chan struct{} // made by a Wait that must wait for cancelAll, which closes it
 }
 

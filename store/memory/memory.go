@@ -42,7 +42,6 @@ type Store struct {
 
 type runLog struct {
 	mu       sync.RWMutex
-	runID    string
 	ctx      *troupe.Context // the first event's Context, which nearly every event shares
 	entries  []entry         // entries[i] is the event with Seq i+1
 	finished bool            // a terminal event was appended: the run is in Store.finished, once
@@ -144,9 +143,9 @@ func (l *runLog) add(ev *troupe.Event) {
 }
 
 // event rebuilds the event at index i.
-func (l *runLog) event(i int) troupe.Event {
+func (l *runLog) event(runID string, i int) troupe.Event {
 	e := &l.entries[i]
-	ev := troupe.Event{RunID: l.runID, Seq: int64(i) + 1, Stage: e.stage, Kind: kinds[e.kind],
+	ev := troupe.Event{RunID: runID, Seq: int64(i) + 1, Stage: e.stage, Kind: kinds[e.kind],
 		Step: int(e.step), DispatchID: e.dispatch, Agent: e.agent, Context: l.ctx, Data: e.data}
 	switch e.unix {
 	case zeroTime:
@@ -193,7 +192,7 @@ func (s *Store) create(runID string, n int) *runLog {
 	if l := s.runs[runID]; l != nil {
 		return l
 	}
-	l := &runLog{runID: runID, entries: make([]entry, 0, max(n, 1))}
+	l := &runLog{entries: make([]entry, 0, max(n, 1))}
 	s.runs[runID] = l
 	return l
 }
@@ -371,7 +370,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]troupe
 		return nil, nil
 	}
 	out := make([]troupe.Event, int64(len(l.entries))-after)
-	l.read(after, out)
+	l.read(runID, after, out)
 	return out, nil
 }
 
@@ -385,7 +384,7 @@ func (s *Store) EventsInto(runID string, after int64, dst []troupe.Event) (int, 
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.read(max(after, 0), dst), nil
+	return l.read(runID, max(after, 0), dst), nil
 }
 
 // find returns the log of runID, or ErrRunNotFound.
@@ -398,10 +397,10 @@ func (s *Store) find(runID string) (*runLog, error) {
 
 // read rebuilds the events with Seq > after into dst, as many as it holds, and says how many;
 // the caller holds l.mu.
-func (l *runLog) read(after int64, dst []troupe.Event) int {
+func (l *runLog) read(runID string, after int64, dst []troupe.Event) int {
 	n := 0
 	for i := int(after); i < len(l.entries) && n < len(dst); i++ {
-		dst[n] = l.event(i)
+		dst[n] = l.event(runID, i)
 		n++
 	}
 	return n
