@@ -136,8 +136,8 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	switch {
 	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
 		return
-	case err != nil && ctx.Err() != nil && r.ctx.Err() != nil:
-		c.fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: causeText(r.ctx)})
+	case err != nil && ctx.Err() != nil && r.ctxErr() != nil:
+		c.fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: r.ctxCauseText()})
 		return
 	case err != nil:
 		info := troupe.ErrorInfoOf(err)
@@ -267,7 +267,7 @@ func (c *call) timedOut() {
 		Errors: []troupe.ErrorInfo{{Code: troupe.CodeTimeout, Recoverable: true,
 			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.timeout)}},
 	}
-	if r.ctx.Err() != nil && now.Sub(start) < c.timeout {
+	if r.ctxErr() != nil && now.Sub(start) < c.timeout {
 		// Not its deadline: the run was cancelled and the agent did not stop within the
 		// executor's grace. Saying "timeout" would send a reader after the wrong cause.
 		c.res.Status = troupe.StatusCancelled
@@ -450,7 +450,7 @@ func (c *call) Admit() error {
 	switch {
 	case c.expired:
 		return fmt.Errorf("%w: %s is past its deadline", troupe.ErrBudgetExhausted, c.d.TargetAgent)
-	case r.finishing || r.failure != nil || r.ctx.Err() != nil:
+	case r.finishing || r.failure != nil || r.ctxErr() != nil:
 		return fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)
 	}
 	why := r.budgetLocked()

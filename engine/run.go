@@ -23,8 +23,9 @@ type Run struct {
 	e      *Engine
 	rec    *runRecord // the request (RunID and Seed are the run's; its Context is on every event) and trace id
 	pol    *troupe.ErrorPolicy
-	ctx    context.Context // cancelled when the run is cancelled or fails fast
-	cancel context.CancelCauseFunc
+	parent context.Context        // the caller's: the run's context (runCtx) has its values and ends with it
+	end    atomic.Pointer[ctxEnd] // how the run's context ended; nil while it has not
+	std    *stdCtx                // made on demand; guarded by onDoneMu
 	scope  troupe.Scope
 	guards []troupe.Guardrail
 	replay *replayIndex
@@ -35,7 +36,7 @@ type Run struct {
 	tokBudget  int64
 
 	onDoneMu sync.Mutex
-	onDone   []func() // what scopeCtx.OnDone registered; run once r.ctx is done
+	onDone   []func() // what runCtx.OnDone registered; run once the run's context is done
 
 	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
 	draining atomic.Bool          // a goroutine is recording finished calls
@@ -234,11 +235,10 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	}
 	r.guards = append(slices.Clip(req.Guardrails), e.guards...)
 	r.state = maps.Clone(req.State) // nil until written: reading a nil map is fine
-	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	r.parent = ctx
 	e.mu.Lock()
 	if _, dup := e.live[r.rec.req.RunID]; dup {
 		e.mu.Unlock()
-		r.cancel(nil)
 		return nil, fmt.Errorf("engine: run %q is already live", r.rec.req.RunID)
 	}
 	e.live[r.rec.req.RunID] = r
@@ -246,26 +246,134 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	if ctx.Done() != nil {
 		// The caller can cancel the run: learn of it through the context package. A caller
 		// that cannot (context.Background) costs no registration at all.
-		context.AfterFunc(r.ctx, r.ctxDone)
+		if ctx.Err() != nil {
+			r.end.Store(&ctxEnd{err: ctx.Err(), cause: context.Cause(ctx)})
+		}
+		stop := context.AfterFunc(ctx, func() { r.endCtx(ctx.Err(), context.Cause(ctx)) })
+		r.std = &stdCtx{stopParent: stop}
 	}
-	r.scope = e.exec.Scope((*scopeCtx)(r))
+	r.scope = e.exec.Scope((*runCtx)(r))
 	return r, nil
 }
 
-// scopeCtx is the run's context as its executor scope sees it. It implements
-// local.DoneNotifier: the local executor registers with OnDone instead of context.AfterFunc,
-// which would make the run's context allocate a Done channel, a child and a map of children.
-// Other executors see an ordinary context (std propagation through r.ctx). It is the Run itself
-// under another method set, so it costs the Run no field.
-type scopeCtx Run
+// runCtx is the run's context: what its executor scope, router and agents' setup get, and the
+// parent of every dispatch's context. It has the caller's values and deadline, and is done when
+// the run is cancelled, fails fast or ends, or when the caller's context is done. It is the Run
+// itself under another method set, so it costs nothing: most runs never need the Done channel
+// or the context package's cancelCtx that context.WithCancelCause would allocate for every
+// run. The first to ask for either (Done, context.Cause, a context derived from it) gets a
+// context.WithCancelCause made then and cancelled with the run's, to which both are answered.
+//
+// It implements local.DoneNotifier: the local executor registers with OnDone, not with
+// context.AfterFunc, which would call Done.
+type runCtx Run
 
-func (s *scopeCtx) Deadline() (time.Time, bool) { return s.ctx.Deadline() }
-func (s *scopeCtx) Done() <-chan struct{}       { return s.ctx.Done() }
-func (s *scopeCtx) Err() error                  { return s.ctx.Err() }
-func (s *scopeCtx) Value(key any) any           { return s.ctx.Value(key) }
+// ctxEnd is how the run's context ended: Err's error and context.Cause's.
+type ctxEnd struct{ err, cause error }
+
+// stdCtx is what the run's context makes on demand.
+type stdCtx struct {
+	ctx        context.Context // context.WithCancelCause(parent), cancelled with the run's
+	cancel     context.CancelCauseFunc
+	stopParent func() bool // ends the watch on a cancellable parent
+}
+
+func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *runCtx) Done() <-chan struct{}       { return (*Run)(c).stdContext().Done() }
+func (c *runCtx) Err() error                  { return (*Run)(c).ctxErr() }
+
+// Value has the caller's values. Asked for the context package's own key (context.Cause, and
+// contexts derived from this one, ask), it answers from a context.WithCancelCause.
+func (c *runCtx) Value(key any) any {
+	if key == cancelCtxKey && key != nil {
+		return (*Run)(c).stdContext().Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+func (c *runCtx) String() string { return "troupe.runCtx" }
+
+// cancelCtxKey is the key context.Cause looks a context's cancelCtx up with, learnt by asking.
+// Should the context package stop looking it up so, it is nil, and context.Cause of the run's
+// context gives its Err, as it does for any context not of the context package.
+var cancelCtxKey = func() any {
+	var p keyProbe
+	context.Cause(&p)
+	return p.key
+}()
+
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any { p.key = key; return nil }
+func (p *keyProbe) Err() error        { return context.Canceled } // Cause asks Value only of a done context
+
+// context returns the run's context.
+func (r *Run) context() context.Context { return (*runCtx)(r) }
+
+// ctxErr is the run's context's Err.
+func (r *Run) ctxErr() error {
+	if e := r.end.Load(); e != nil {
+		return e.err
+	}
+	return nil
+}
+
+// ctxCauseText says why the run's context ended.
+func (r *Run) ctxCauseText() string {
+	if e := r.end.Load(); e != nil && e.cause != nil {
+		return e.cause.Error()
+	}
+	return "cancelled"
+}
+
+// stdContext returns the run's context as a context.WithCancelCause of the caller's, made on
+// first use and cancelled with the run's.
+func (r *Run) stdContext() context.Context {
+	r.onDoneMu.Lock()
+	defer r.onDoneMu.Unlock()
+	if r.std == nil {
+		r.std = &stdCtx{}
+	}
+	if r.std.ctx == nil {
+		r.std.ctx, r.std.cancel = context.WithCancelCause(r.parent)
+		if e := r.end.Load(); e != nil {
+			r.std.cancel(e.cause)
+		}
+	}
+	return r.std.ctx
+}
+
+// endCtx ends the run's context (the first call wins) and tells whoever watches it.
+func (r *Run) endCtx(err, cause error) {
+	if cause == nil {
+		cause = err
+	}
+	r.onDoneMu.Lock()
+	if r.end.Load() != nil {
+		r.onDoneMu.Unlock()
+		r.ctxDone() // already ended (a parent cancelled before the run started): tell once
+		return
+	}
+	r.end.Store(&ctxEnd{err: err, cause: cause})
+	var std stdCtx
+	if r.std != nil {
+		std = *r.std
+	}
+	r.onDoneMu.Unlock()
+	if std.cancel != nil {
+		std.cancel(cause)
+	}
+	if std.stopParent != nil {
+		std.stopParent()
+	}
+	r.ctxDone()
+}
 
 // bgCtx is the run's context without its cancellation, for appends, teardown and reading the
-// log: it has the run's values but no deadline and is never done. Like scopeCtx it is the Run
+// log: it has the run's values but no deadline and is never done. Like runCtx it is the Run
 // itself, so the run allocates nothing for it.
 type bgCtx Run
 
@@ -274,10 +382,15 @@ func (r *Run) bg() context.Context { return (*bgCtx)(r) }
 func (*bgCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (*bgCtx) Done() <-chan struct{}       { return nil }
 func (*bgCtx) Err() error                  { return nil }
-func (b *bgCtx) Value(key any) any         { return b.ctx.Value(key) }
+func (b *bgCtx) Value(key any) any {
+	if key == cancelCtxKey && key != nil {
+		return nil // as context.WithoutCancel's: no cancellation to find
+	}
+	return b.parent.Value(key)
+}
 
 // OnDone registers f to run once the run's context is done; at once if it is already.
-func (s *scopeCtx) OnDone(f func()) {
+func (s *runCtx) OnDone(f func()) {
 	r := (*Run)(s)
 	r.onDoneMu.Lock()
 	if !r.ended {
@@ -289,13 +402,10 @@ func (s *scopeCtx) OnDone(f func()) {
 	f()
 }
 
-// stop cancels the run's context with cause and tells the scope.
-func (r *Run) stop(cause error) {
-	r.cancel(cause)
-	r.ctxDone()
-}
+// stop cancels the run's context with cause (nil: context.Canceled) and tells the scope.
+func (r *Run) stop(cause error) { r.endCtx(context.Canceled, cause) }
 
-// ctxDone runs what OnDone registered, once, after r.ctx is done.
+// ctxDone runs what OnDone registered, once, after the run's context is done.
 func (r *Run) ctxDone() {
 	r.onDoneMu.Lock()
 	if r.ended {
@@ -456,7 +566,7 @@ func (r *Run) setupAgents(p *troupe.Plan) error {
 		if !ok {
 			continue
 		}
-		if err := safeCall(func() error { return s.Setup(r.ctx) }); err != nil {
+		if err := safeCall(func() error { return s.Setup(r.context()) }); err != nil {
 			r.teardown()
 			return fmt.Errorf("setup of %s: %w", n, err)
 		}
@@ -589,13 +699,13 @@ func (r *Run) advanceLocked() {
 }
 
 func (r *Run) stopping() bool {
-	return r.failure != nil || r.pausing || r.err != nil || r.ctx.Err() != nil
+	return r.failure != nil || r.pausing || r.err != nil || r.ctxErr() != nil
 }
 
 // routeLocked makes the task's routing decision and records it.
 func (r *Run) routeLocked(t *task) bool {
 	in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.state, Available: r.e.names}
-	d, err := r.e.router.Route(r.ctx, in, r.rec.req.Context)
+	d, err := r.e.router.Route(r.context(), in, r.rec.req.Context)
 	if err == nil && !r.e.reg.Has(d.Target) {
 		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
 	}
@@ -608,7 +718,7 @@ func (r *Run) routeLocked(t *task) bool {
 		r.more().routeCost += *d.CostDollars
 	}
 	if err != nil {
-		if r.ctx.Err() != nil {
+		if r.ctxErr() != nil {
 			return false // the run was cancelled while routing: it ends cancelled, not failed
 		}
 		r.failLocked(troupe.StageRoute, troupe.ErrorInfo{Code: troupe.CodeUnknownAgent, Message: fmt.Sprintf("routing task %s: %v", t.t.ID, err)}, "routing failed")
@@ -882,7 +992,7 @@ func (r *Run) failedLocked(c *call) {
 		f.Recoverable = f.Recoverable || e.Recoverable
 		f.RetryAfter = max(f.RetryAfter, retryAfter(e))
 	}
-	if r.ctx.Err() != nil && r.failure == nil {
+	if r.ctxErr() != nil && r.failure == nil {
 		f.Status = troupe.StatusCancelled
 	}
 	act := policy.Decide(r.pol, f, mix(r.rec.req.Seed, saltJitter, uint64(t.index), uint64(t.serial)))
@@ -1020,8 +1130,8 @@ func (r *Run) finish() {
 		out = troupe.Outcome{Status: troupe.RunFailed, Error: r.failure}
 		stage, kind = troupe.StageFailed, troupe.KindRunFailed
 		aggregateIt = r.failStage == troupe.StageExecute
-	case r.ctx.Err() != nil:
-		out = troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: causeText(r.ctx)}}
+	case r.ctxErr() != nil:
+		out = troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: r.ctxCauseText()}}
 		stage, kind = troupe.StageCancelled, troupe.KindRunCancelled
 	case r.pausing:
 		out = troupe.Outcome{Status: troupe.RunPaused, Questions: slices.Clone(r.rareOr().questions)}
@@ -1091,13 +1201,6 @@ func statusOf(s troupe.RunStatus) troupe.Status {
 		return troupe.StatusFailed
 	}
 	return ""
-}
-
-func causeText(ctx context.Context) string {
-	if c := context.Cause(ctx); c != nil {
-		return c.Error()
-	}
-	return "cancelled"
 }
 
 // tally counts planned tasks and those that ended with a usable result.
@@ -1249,7 +1352,7 @@ func (r *Run) Err() error {
 	return r.err
 }
 
-var _ local.DoneNotifier = (*scopeCtx)(nil) // the local executor's cheap way to watch a run
+var _ local.DoneNotifier = (*runCtx)(nil) // the local executor's cheap way to watch a run
 
 // retryAfter reads the wait an agent's service asked for from an error's details
 // (retry_after_seconds, as the HTTP agent records a Retry-After header).

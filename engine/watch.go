@@ -113,7 +113,7 @@ func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	case troupe.RunPaused:
 		oe.Stage, oe.Message, oe.Cause, oe.Recoverable = troupe.StagePaused, "waiting for a human", troupe.ErrPaused, true
 	case troupe.RunCancelled:
-		oe.Stage, oe.Message, oe.Cause = troupe.StageCancelled, causeText(r.ctx), troupe.ErrCancelled
+		oe.Stage, oe.Message, oe.Cause = troupe.StageCancelled, r.ctxCauseText(), troupe.ErrCancelled
 	default:
 		x := r.rareOr()
 		oe.Stage, oe.Message = r.failStage, x.failReason
