@@ -313,18 +313,26 @@ func (p *keyProbe) Err() error        { return context.Canceled } // Cause asks 
 // context returns the run's context.
 func (r *Run) context() context.Context { return (*runCtx)(r) }
 
-// ctxErr is the run's context's Err.
+// ctxErr is the run's context's Err. The caller's context is asked too: the run learns of its
+// end on a goroutine of the context package's, and whoever saw it first (a router waiting on a
+// derived context) must not find the run's context still live.
 func (r *Run) ctxErr() error {
 	if e := r.end.Load(); e != nil {
 		return e.err
 	}
-	return nil
+	return r.parent.Err()
 }
 
 // ctxCauseText says why the run's context ended.
 func (r *Run) ctxCauseText() string {
-	if e := r.end.Load(); e != nil && e.cause != nil {
-		return e.cause.Error()
+	var cause error
+	if e := r.end.Load(); e != nil {
+		cause = e.cause
+	} else if r.parent.Err() != nil {
+		cause = context.Cause(r.parent)
+	}
+	if cause != nil {
+		return cause.Error()
 	}
 	return "cancelled"
 }
