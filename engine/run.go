@@ -398,8 +398,8 @@ func (b *bgCtx) Value(key any) any {
 }
 
 // OnDone registers f to run once the run's context is done; at once if it is already.
-func (s *runCtx) OnDone(f func()) {
-	r := (*Run)(s)
+func (c *runCtx) OnDone(f func()) {
+	r := (*Run)(c)
 	r.onDoneMu.Lock()
 	if !r.ended {
 		r.onDone = append(r.onDone, f)
@@ -853,8 +853,8 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		d.TimeoutSeconds = &ts
 		timeout = secs(s)
 	}
-	if _, liveCost := r.live(); r.costBudget-r.cost-liveCost > 0 {
-		left := r.costBudget - r.cost - liveCost // what running composites used counts too
+	_, liveCost := r.live() // what running composites used counts too
+	if left := r.costBudget - r.cost - liveCost; left > 0 {
 		rec.costLeft = left
 		d.MaxCostDollars = &rec.costLeft
 	}
