@@ -12,6 +12,10 @@ type Question struct {
 	Prompt     string   `json:"prompt"`
 	Options    []string `json:"options,omitempty"`
 	Data       any      `json:"data,omitempty"`
+	// Result is, for a review, the whole result under review (Data is its agent_result). A
+	// run paused on the review takes this result when it is resumed, so the answer is applied
+	// to what the human was shown, not to a result the agent would make again.
+	Result *Result `json:"result,omitempty"`
 }
 
 // Question kinds.

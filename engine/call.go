@@ -36,6 +36,10 @@ type call struct {
 
 	use         *nestedUse // what nested dispatches used so far; guarded by r.mu
 	expiredDone bool       // Done's argument, published with the call
+	// reviewing: the result asks for a human's review, which runs as a job of its own, after
+	// the agent's deadline no longer applies. Set by Run or, on resume, by dispatchLocked;
+	// cleared by the review job before it hands the call back.
+	reviewing bool
 	// guarded by r.mu
 	paused   bool
 	expired  bool
@@ -169,9 +173,9 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	if len(c.spec.Guardrails) > 0 || len(r.guards) > 0 {
 		c.checkResult(ctx) // its frame is large: called only when there are guardrails
 	}
-	if res.Status == troupe.StatusCompleted && res.RequiresHuman {
-		c.review(ctx)
-	}
+	// A human reviews the result once the dispatch is done with, in a job of its own: the
+	// agent's deadline does not run on while a human reads (reviewJob).
+	c.reviewing = res.Status == troupe.StatusCompleted && res.RequiresHuman
 }
 
 func stack() string {
@@ -191,7 +195,10 @@ func (c *call) guards() []troupe.Guardrail {
 func (c *call) checkResult(ctx context.Context) {
 	res := c.work
 	for _, g := range c.guards() {
-		v := g.CheckResult(ctx, c.d, res)
+		v, ok := c.checkOne(ctx, g)
+		if !ok {
+			return // it panicked: the result has failed
+		}
 		res.Warnings = append(res.Warnings, v.Warnings...)
 		if len(v.Annotations) > 0 {
 			if res.Annotations == nil {
@@ -206,10 +213,53 @@ func (c *call) checkResult(ctx context.Context) {
 	}
 }
 
-// review asks a human to approve a result that came back with requires_human.
+// checkOne runs one result guardrail; ok is false when it panicked, which fails the result.
+func (c *call) checkOne(ctx context.Context, g troupe.Guardrail) (v troupe.Verdict, ok bool) {
+	defer c.recovered(func() string { return "guardrail " + g.Name() })
+	return g.CheckResult(ctx, c.d, c.work), true
+}
+
+// recovered, deferred around user code that runs after the agent has returned (a result
+// guardrail, the human-input handler reviewing a result), turns a panic there into the
+// dispatch's failure, with the panic and its stack, as a panicking agent's is: the process
+// goes on, and so does the run.
+func (c *call) recovered(who func() string) {
+	if v := recover(); v != nil {
+		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodePanic, Message: fmt.Sprintf("%s panicked: %v", who(), v),
+			Details: map[string]any{"panic": fmt.Sprint(v), "stack": stack()}})
+	}
+}
+
+// reviewJob is a call whose result a human must review, as an executor job with no deadline:
+// the agent has returned, and the time a human takes is not the agent's. It runs on the
+// run's scope, so it is cancelled with the run and waited for like any dispatch.
+type reviewJob call
+
+// Run asks for the review.
+func (j *reviewJob) Run(ctx context.Context) {
+	c := (*call)(j)
+	defer c.recovered(func() string { return "the human-input handler" })
+	c.review(ctx)
+}
+
+// Done hands the reviewed call back to the run, to be recorded as any finished dispatch is.
+func (j *reviewJob) Done(expired bool) {
+	c := (*call)(j)
+	c.d.Bind(nil)
+	if !expired {
+		c.reviewing = false // expired, it stays set: the run was cancelled during the review (timedOut)
+	}
+	c.Done(expired)
+}
+
+// review asks a human to approve a result that came back with requires_human. The question
+// carries the result, so a run that pauses on it takes that result when it is resumed instead
+// of running the agent again: the answer given is applied to the result the human saw.
 func (c *call) review(ctx context.Context) {
-	q := troupe.Question{Kind: troupe.QuestionReview, Prompt: fmt.Sprintf("%s asks for review of its result", c.d.TargetAgent), Data: c.work.AgentResult}
-	if s := c.work.Summary(); s != "" {
+	rec := *c.work // the log keeps the result as it was asked about; c.work goes on changing
+	q := troupe.Question{Kind: troupe.QuestionReview, Prompt: fmt.Sprintf("%s asks for review of its result", c.d.TargetAgent),
+		Data: rec.AgentResult, Result: &rec}
+	if s := rec.Summary(); s != "" {
 		q.Prompt += ": " + s
 	}
 	ans, err := c.Ask(ctx, q)
@@ -267,7 +317,7 @@ func (c *call) timedOut() {
 		Errors: []troupe.ErrorInfo{{Code: troupe.CodeTimeout, Recoverable: true,
 			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.timeout)}},
 	}
-	if r.ctxErr() != nil && now.Sub(start) < c.timeout {
+	if r.ctxErr() != nil && (now.Sub(start) < c.timeout || c.reviewing) {
 		// Not its deadline: the run was cancelled and the agent did not stop within the
 		// executor's grace. Saying "timeout" would send a reader after the wrong cause.
 		c.res.Status = troupe.StatusCancelled

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,15 +75,7 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	q := out.Questions[0]
 
-	resumed, err := eng.Resume(t.Context(), r.ID(), engine.ResumeOptions{Answers: []troupe.Answer{{QuestionID: q.ID, Text: "decimals"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := resumed.Wait(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	all, _ := store.Events(t.Context(), r.ID(), 0)
-	troupetest.CheckLog(t, all)
+	all := resumeWith(t, eng, store, r.ID(), troupe.Answer{QuestionID: q.ID, Text: "decimals"})
 	if got := results(all)["tutor"]; len(got) != 1 || got[0].AgentResult["topic"] != "decimals" {
 		t.Errorf("tutor results %+v", got)
 	}
@@ -142,5 +136,119 @@ func TestTimedOutQuestionDoesNotPause(t *testing.T) {
 	}
 	if r := results(evs)["a"][0]; r.Status != troupe.StatusTimeout {
 		t.Errorf("status %s, want timeout", r.Status)
+	}
+}
+
+// resumeWith resumes a paused run with answers, waits for it, and returns its whole log, checked.
+func resumeWith(t *testing.T, eng *engine.Engine, store *memory.Store, runID string, answers ...troupe.Answer) []troupe.Event {
+	t.Helper()
+	resumed, err := eng.Resume(t.Context(), runID, engine.ResumeOptions{Answers: answers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resumed.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := store.Events(t.Context(), runID, 0)
+	troupetest.CheckLog(t, all)
+	return all
+}
+
+// deployer returns a new version each time it runs, asking for review of each.
+func deployer(calls *atomic.Int64) troupe.Agent {
+	return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		n := calls.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"deploy": fmt.Sprintf("model-v%d", n)}, RequiresHuman: true}, nil
+	})
+}
+
+// A run paused on a review is resumed with that review's result: the answer applies to what
+// the human was shown, and the agent does not run again to make another result.
+func TestReviewPauseResumeKeepsResult(t *testing.T) {
+	var calls atomic.Int64
+	store := memory.New()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "deployer", deployer(&calls)), Planner: chain("deployer"), Store: store})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "ship it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.Wait(t.Context()); !errors.Is(err, troupe.ErrPaused) || st.Status != troupe.RunPaused {
+		t.Fatalf("Wait: %v, status %s; want paused", err, st.Status)
+	}
+	evs, _ := store.Events(t.Context(), r.ID(), 0)
+	q := troupetest.Last(evs).Data.(*troupe.Outcome).Questions[0]
+	if q.Kind != troupe.QuestionReview || q.Result == nil || q.Result.AgentResult["deploy"] != "model-v1" {
+		t.Fatalf("review question %+v", q)
+	}
+
+	all := resumeWith(t, eng, store, r.ID(), troupe.Answer{QuestionID: q.ID, Approved: true})
+	got := results(all)["deployer"]
+	if len(got) != 1 || got[0].Status != troupe.StatusCompleted || got[0].AgentResult["deploy"] != "model-v1" {
+		t.Errorf("deployer results %+v, want the reviewed model-v1 completed", got)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("deployer ran %d times, want once", calls.Load())
+	}
+	if n := len(troupetest.Find(all, troupe.KindHumanAsked, "deployer")); n != 1 {
+		t.Errorf("review asked %d times in the log, want once", n)
+	}
+}
+
+// A human's review does not count against the agent's timeout: the agent returned in time.
+func TestReviewOutlastsAgentTimeout(t *testing.T) {
+	var calls atomic.Int64
+	h := troupe.HumanFunc(func(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+		select {
+		case <-time.After(150 * time.Millisecond): // three times the agent's timeout
+		case <-ctx.Done():
+			return troupe.Answer{}, ctx.Err()
+		}
+		return troupe.Answer{Approved: true}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "deployer", opt(deployer(&calls), troupe.WithTimeout(50*time.Millisecond))), Planner: chain("deployer")})
+	evs := run(t, eng, troupe.Request{Query: "ship it", Human: h})
+	if r := results(evs)["deployer"][0]; r.Status != troupe.StatusCompleted {
+		t.Errorf("status %s %+v, want completed after a slow approval", r.Status, r.Errors)
+	}
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
+		t.Errorf("run ended %s", last.Kind)
+	}
+}
+
+// A panic in a result guardrail or in the human-input handler fails that dispatch with the
+// panic and its stack, as an agent's panic does; the process and the run go on.
+func TestPanicAfterAgentFailsDispatch(t *testing.T) {
+	ok := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, RequiresHuman: true}, nil
+	})
+	cases := map[string]troupe.Request{
+		"guardrail pii": {Query: "q", Human: troupe.HumanFunc(func(context.Context, troupe.Question) (troupe.Answer, error) {
+			return troupe.Answer{Approved: true}, nil
+		}), Guardrails: []troupe.Guardrail{troupe.GuardrailFuncs{ID: "pii", After: func(context.Context, *troupe.Dispatch, *troupe.Result) troupe.Verdict {
+			var m map[string]int
+			m["x"]++
+			return troupe.Verdict{}
+		}}}},
+		"the human-input handler": {Query: "q", Human: troupe.HumanFunc(func(context.Context, troupe.Question) (troupe.Answer, error) {
+			panic("terminal closed")
+		})},
+	}
+	for who, req := range cases {
+		t.Run(who, func(t *testing.T) {
+			eng := newEngine(t, engine.Config{Registry: agents(t, "a", ok, "b", troupetest.NewScript()), Planner: chain("a", "b"),
+				Policy: troupe.ErrorPolicy{OnError: troupe.Continue}})
+			evs := run(t, eng, troupe.Request(req))
+			r := results(evs)["a"][0]
+			if r.Status != troupe.StatusFailed || len(r.Errors) == 0 || r.Errors[len(r.Errors)-1].Code != troupe.CodePanic {
+				t.Fatalf("result %+v, want failed with %s", r, troupe.CodePanic)
+			}
+			e := r.Errors[len(r.Errors)-1]
+			if !strings.HasPrefix(e.Message, who+" panicked") || e.Details["stack"] == "" {
+				t.Errorf("error %+v", e)
+			}
+			if got := results(evs)["b"]; len(got) != 1 { // b meets the same guardrail: only that it ran counts here
+				t.Errorf("the run did not go on to b: %d results", len(got))
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/troupehq/troupe"
 )
@@ -17,6 +19,7 @@ type replayIndex struct {
 	results map[string]*troupe.Result
 	answers map[string]troupe.Answer
 	asked   map[string]bool
+	reviews map[string]*troupe.Question // reviews asked with the result under review, by dispatch id
 	plan    *troupe.Plan
 
 	// Dispatches nested in composites, and their completed results, by dispatch id: a
@@ -80,6 +83,12 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 			x.results[d.DispatchID] = d
 		case *troupe.Question:
 			x.asked[d.ID] = true
+			if d.Kind == troupe.QuestionReview && d.Result != nil && d.DispatchID != "" {
+				if x.reviews == nil {
+					x.reviews = map[string]*troupe.Question{}
+				}
+				x.reviews[d.DispatchID] = d
+			}
 		case *troupe.Answer:
 			x.answers[d.QuestionID] = *d
 		}
@@ -159,6 +168,24 @@ func (x *replayIndex) result(id string) (*troupe.Result, bool) {
 	}
 	r, ok := x.results[id]
 	return r, ok
+}
+
+// review returns the review a paused run asked of dispatch id's result, with that result.
+func (x *replayIndex) review(id string) (*troupe.Question, bool) {
+	if x == nil {
+		return nil, false
+	}
+	q, ok := x.reviews[id]
+	return q, ok
+}
+
+// questionOrdinal is n of a question id "<dispatch id>-q<n>" that dispatch id asked, or 1.
+func questionOrdinal(qid, dispatchID string) int32 {
+	n, err := strconv.Atoi(strings.TrimPrefix(qid, dispatchID+"-q"))
+	if err != nil || n < 1 || !strings.HasPrefix(qid, dispatchID+"-q") {
+		return 1
+	}
+	return int32(n)
 }
 
 func (x *replayIndex) answer(qid string) (troupe.Answer, bool) {

@@ -673,9 +673,12 @@ func (r *Run) flushLocked() {
 		}
 	}
 	for i, c := range r.toStart {
-		if r.err != nil {
+		switch {
+		case r.err != nil:
 			r.inflight-- // never started
-		} else {
+		case c.reviewing:
+			r.scope.Go((*reviewJob)(c), 0, time.Time{})
+		default:
 			r.scope.Go(c, c.delay, c.d.DispatchedAt.Add(c.timeout))
 		}
 		r.toStart[i] = nil
@@ -872,6 +875,16 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		r.completeLocked(c)
 		return
 	}
+	if q, ok := r.replay.review(id); ok {
+		// The run paused on a human's review of this dispatch's result: the review goes on
+		// with that result, which the agent is not asked to make again.
+		res := *q.Result
+		c.work, c.reviewing = &res, true
+		c.asked = questionOrdinal(q.ID, id) - 1 // the review asks again under its recorded id
+		r.inflight++
+		r.toStart = append(r.toStart, c)
+		return
+	}
 	r.inflight++
 	c.delay = delay
 	if len(r.toStart) == cap(r.toStart) && cap(r.toStart) < batchSize {
@@ -908,7 +921,12 @@ func (r *Run) drain() {
 				} else {
 					c.res = c.work
 				}
-				r.completeLocked(c)
+				if c.reviewing && !c.expired {
+					// Still in flight: its review starts once this transition is recorded.
+					r.toStart = append(r.toStart, c)
+				} else {
+					r.completeLocked(c)
+				}
 				c = next
 			}
 			r.advanceLocked()
