@@ -26,11 +26,12 @@ func TestPolicyBranches(t *testing.T) {
 		retries  int
 	}
 	cases := []struct {
-		name   string
-		policy troupe.ErrorPolicy
-		steps  map[string][]troupetest.Step
-		plan   troupe.Planner
-		want   want
+		name    string
+		policy  troupe.ErrorPolicy
+		maxDisp int
+		steps   map[string][]troupetest.Step
+		plan    troupe.Planner
+		want    want
 	}{
 		{
 			name:  "fail_fast stops the run at the first failure",
@@ -88,6 +89,30 @@ func TestPolicyBranches(t *testing.T) {
 			want:   want{status: troupe.RunFailed, calls: map[string]int{"a": 1, "f1": 0}, failed: []string{"a"}},
 		},
 		{
+			name:    "retry that the dispatch limit stops fails the run, as retries run out do",
+			policy:  troupe.ErrorPolicy{OnError: troupe.Retry, Retry: fast},
+			maxDisp: 2,
+			steps:   map[string][]troupetest.Step{"b": {ok}, "a": {fail}},
+			plan:    chain("b", "a"),
+			want:    want{status: troupe.RunFailed, calls: map[string]int{"b": 1, "a": 1}, failed: []string{"a"}},
+		},
+		{
+			name:    "fallback that the dispatch limit stops fails the run",
+			policy:  troupe.ErrorPolicy{OnError: troupe.Fallback, Retry: troupe.RetryPolicy{MaxAttempts: 1}, FallbackAgents: map[string][]string{"a": {"f1"}}},
+			maxDisp: 2,
+			steps:   map[string][]troupetest.Step{"b": {ok}, "a": {fail}, "f1": {ok}},
+			plan:    chain("b", "a"),
+			want:    want{status: troupe.RunFailed, calls: map[string]int{"b": 1, "a": 1, "f1": 0}, failed: []string{"a"}},
+		},
+		{
+			name:    "continue goes on past a failure whatever the budget",
+			policy:  troupe.ErrorPolicy{OnError: troupe.Continue},
+			maxDisp: 2,
+			steps:   map[string][]troupetest.Step{"a": {fail}, "b": {ok}},
+			plan:    chain("a", "b"),
+			want:    want{status: troupe.RunCompleted, calls: map[string]int{"a": 1, "b": 1}, failed: []string{"a"}},
+		},
+		{
 			name:   "fail_fast does not use configured fallbacks",
 			policy: troupe.ErrorPolicy{FallbackAgents: map[string][]string{"a": {"f1"}}},
 			steps:  map[string][]troupetest.Step{"a": {fail}, "f1": {ok}},
@@ -104,7 +129,7 @@ func TestPolicyBranches(t *testing.T) {
 				scripts[name] = s
 				pairs = append(pairs, name, s)
 			}
-			eng := newEngine(t, engine.Config{Registry: agents(t, pairs...), Planner: tc.plan, Policy: tc.policy})
+			eng := newEngine(t, engine.Config{Registry: agents(t, pairs...), Planner: tc.plan, Policy: tc.policy, MaxDispatches: tc.maxDisp})
 			evs := run(t, eng, troupe.Request{Query: "q"})
 			out := outcome(t, evs)
 			if out.Status != tc.want.status {

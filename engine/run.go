@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -1021,13 +1022,20 @@ func (r *Run) failedLocked(c *call) {
 	if r.ctxErr() != nil && r.failure == nil {
 		f.Status = troupe.StatusCancelled
 	}
-	act := policy.Decide(r.pol, f, mix(r.rec.req.Seed, saltJitter, uint64(t.index), uint64(t.serial)))
+	rnd := mix(r.rec.req.Seed, saltJitter, uint64(t.index), uint64(t.serial))
+	act := policy.Decide(r.pol, f, rnd)
+	if (act.Kind == policy.Retry || act.Kind == policy.Fallback) && !r.stopping() {
+		if why := r.budgetLocked(); why != "" {
+			// No retry or fallback may start: the failure stands as if none were left, and
+			// the policy says what then (continue, or fail the run), not a silent skip.
+			f.Attempt, f.FallbacksUsed = math.MaxInt, len(f.Fallbacks)
+			act = policy.Decide(r.pol, f, rnd)
+			act.Reason = why + "; " + act.Reason
+		}
+	}
 	switch act.Kind {
 	case policy.Retry:
 		if r.stopping() {
-			break
-		}
-		if why := r.budgetLocked(); why != "" {
 			break
 		}
 		t.attempt++
@@ -1038,9 +1046,6 @@ func (r *Run) failedLocked(c *call) {
 		return
 	case policy.Fallback:
 		if r.stopping() {
-			break
-		}
-		if why := r.budgetLocked(); why != "" {
 			break
 		}
 		t.fbUsed++
