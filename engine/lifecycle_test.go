@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -291,6 +292,47 @@ func TestTimeBudget(t *testing.T) {
 	}
 	if out := outcome(t, evs); out.Status != troupe.RunCompleted || !cmp.Equal(out.Skipped, []string{"after"}) {
 		t.Errorf("outcome %+v, want completed (1 of 2 meets min_success_rate 0.5) with after skipped", out)
+	}
+}
+
+// A time budget the planner read from the query (the plan's criteria, as seed 000's parsed
+// time_budget_seconds gives it) binds as the request's own does.
+func TestTimeBudgetFromPlanCriteria(t *testing.T) {
+	clock := troupetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	slow := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		clock.Advance(2 * time.Minute)
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	after := troupetest.NewScript()
+	p := chainPlan([]string{"slow", "after"})
+	p.Criteria = &troupe.SelectionCriteria{TimeBudgetSeconds: troupe.Ptr(60.0)}
+	eng := newEngine(t, engine.Config{Registry: agents(t, "slow", slow, "after", after), Planner: staticPlan(p),
+		Executor: local.New(local.Config{Clock: clock.Now}), Policy: troupe.ErrorPolicy{MinSuccessRate: troupe.Ptr(0.5)}})
+	evs := run(t, eng, troupe.Request{Query: "q"})
+	if hits := troupetest.Find(evs, troupe.KindBudgetExhausted, ""); len(hits) != 1 {
+		t.Fatalf("budget events %+v, want one", hits)
+	}
+	if after.Calls() != 0 {
+		t.Errorf("a dispatch started after the plan's time budget was spent")
+	}
+}
+
+// A request whose dispatches seed 000 would refuse is refused at INITIALIZE, saying why.
+func TestInvalidRequestFieldsRefused(t *testing.T) {
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript()), Planner: chain("a")})
+	for _, tc := range []struct {
+		req  troupe.Request
+		want string
+	}{
+		{troupe.Request{Query: "q", Priority: "urgent"}, `invalid priority "urgent"`},
+		{troupe.Request{Query: "q", Timeouts: map[string]float64{"a": -1}}, "invalid timeout for a: -1 seconds"},
+		{troupe.Request{Query: "q", Timeouts: map[string]float64{"a": math.Inf(1)}}, "invalid timeout for a"},
+	} {
+		_, err := eng.Start(t.Context(), tc.req)
+		var oe *troupe.OrchestrationError
+		if !errors.As(err, &oe) || oe.Stage != troupe.StageInitialize || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(%+v): %v, want an INITIALIZE error saying %q", tc.req, err, tc.want)
+		}
 	}
 }
 

@@ -201,8 +201,20 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		}
 		req.Context = tc
 	}
-	if req.Priority == "" {
+	switch req.Priority {
+	case "":
 		req.Priority = troupe.PriorityMedium
+	case troupe.PriorityLow, troupe.PriorityMedium, troupe.PriorityHigh, troupe.PriorityCritical:
+	default:
+		// Every dispatch carries it: seed 000's validate_dispatch_request would refuse them all.
+		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
+			Message: fmt.Sprintf("invalid priority %q: want low, medium, high or critical", req.Priority)}
+	}
+	for _, agent := range slices.Sorted(maps.Keys(req.Timeouts)) {
+		if s := req.Timeouts[agent]; !(s > 0) || math.IsInf(s, 0) {
+			return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
+				Message: fmt.Sprintf("invalid timeout for %s: %v seconds; want a positive number", agent, s)}
+		}
 	}
 	pol := &e.policy
 	if req.Policy != nil {
@@ -495,6 +507,11 @@ func (r *Run) begin(answers []troupe.Answer) {
 		r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: planErr.Error()}, "planning failed")
 	default:
 		r.plan = p
+		if c := p.Criteria; c != nil && c.TimeBudgetSeconds != nil && *c.TimeBudgetSeconds > 0 && secs(*c.TimeBudgetSeconds) < r.timeBudget {
+			// Criteria the planner read from the query (parsed_query's time_budget_seconds)
+			// bind as the request's own do.
+			r.timeBudget = secs(*c.TimeBudgetSeconds)
+		}
 		if r.replay != nil {
 			if err := r.replay.checkPlan(p); err != nil {
 				r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: err.Error()}, "resume diverged from the recorded run")
