@@ -272,14 +272,20 @@ func TestSetupAndTeardown(t *testing.T) {
 	}
 }
 
-// The time budget stops new dispatches once spent, and says so.
-func TestTimeBudget(t *testing.T) {
+// slowThenAfter returns a test clock, an agent that takes two minutes of it, and a script to
+// run after it.
+func slowThenAfter() (*troupetest.Clock, troupe.Agent, *troupetest.Script) {
 	clock := troupetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	slow := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
 		clock.Advance(2 * time.Minute)
 		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
 	})
-	after := troupetest.NewScript()
+	return clock, slow, troupetest.NewScript()
+}
+
+// The time budget stops new dispatches once spent, and says so.
+func TestTimeBudget(t *testing.T) {
+	clock, slow, after := slowThenAfter()
 	eng := newEngine(t, engine.Config{Registry: agents(t, "slow", slow, "after", after), Planner: chain("slow", "after"),
 		Executor: local.New(local.Config{Clock: clock.Now}), Policy: troupe.ErrorPolicy{MinSuccessRate: troupe.Ptr(0.5)}})
 	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{TimeSeconds: 60}})
@@ -298,12 +304,7 @@ func TestTimeBudget(t *testing.T) {
 // A time budget the planner read from the query (the plan's criteria, as seed 000's parsed
 // time_budget_seconds gives it) binds as the request's own does.
 func TestTimeBudgetFromPlanCriteria(t *testing.T) {
-	clock := troupetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	slow := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
-		clock.Advance(2 * time.Minute)
-		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
-	})
-	after := troupetest.NewScript()
+	clock, slow, after := slowThenAfter()
 	p := chainPlan([]string{"slow", "after"})
 	p.Criteria = &troupe.SelectionCriteria{TimeBudgetSeconds: troupe.Ptr(60.0)}
 	eng := newEngine(t, engine.Config{Registry: agents(t, "slow", slow, "after", after), Planner: staticPlan(p),
