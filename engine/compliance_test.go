@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,8 +59,19 @@ func TestErrorRecovery(t *testing.T) {
 	t.Run("fallback succeeds", func(t *testing.T) {
 		primary, backup := troupetest.NewScript(troupetest.Fail(troupe.CodeAgentError, true)), troupetest.NewScript()
 		eng := newEngine(t, engine.Config{Registry: agents(t, "primary", primary, "backup", backup), Planner: chain("primary"), Policy: pol})
-		evs := run(t, eng, troupe.Request{Query: "test", Context: troupe.NewContext("err", "demo")})
+		r, err := eng.Start(t.Context(), troupe.Request{Query: "test", Context: troupe.NewContext("err", "demo")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := troupetest.Collect(r.Events(t.Context()))
+		if err != nil {
+			t.Fatal(err)
+		}
 		out := outcome(t, evs)
+		st := r.State()
+		if _, ok := st.FailedAgents["primary"]; !ok || len(st.CompletedAgents) != 1 || st.CompletedAgents["backup"] == nil {
+			t.Errorf("state failed %v completed %v: want primary failed and backup completed", slices.Sorted(maps.Keys(st.FailedAgents)), slices.Sorted(maps.Keys(st.CompletedAgents)))
+		}
 		if out.Status != troupe.RunCompleted || out.Fallback["primary"] != "backup" {
 			t.Fatalf("outcome %+v, want completed with fallback primary→backup", out)
 		}

@@ -1383,6 +1383,24 @@ func (r *Run) State() troupe.OrchestratorState {
 			}
 		}
 	}
+	// An agent that failed and that a fallback replaced failed too, though its task completed:
+	// its latest failed result, unless it completed elsewhere in the run.
+	for _, st := range r.stages {
+		for _, t := range st {
+			for c := t.last; c != nil; c = c.prev {
+				res := c.res
+				if res == nil || res.Status == troupe.StatusCompleted {
+					continue
+				}
+				if _, ok := s.CompletedAgents[res.AgentName]; ok {
+					continue
+				}
+				if _, ok := s.FailedAgents[res.AgentName]; !ok {
+					s.FailedAgents[res.AgentName] = res
+				}
+			}
+		}
+	}
 	return s
 }
 
