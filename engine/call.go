@@ -89,6 +89,13 @@ func (c *call) prepare(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	r := c.r
+	if r.e.anySetup {
+		if s, ok := c.spec.Agent.(troupe.Setupper); ok {
+			if err := r.setupLate(ctx, c.d.TargetAgent, s); err != nil {
+				return err
+			}
+		}
+	}
 	if len(c.spec.Reads) > 0 {
 		r.mu.Lock()
 		var missing []string

@@ -228,6 +228,29 @@ func (a lifecycleAgent) record(what string) {
 	a.mu.Unlock()
 }
 
+// An agent the plan does not name — a router's choice for a task planned without an agent, as
+// seed 003's coordinator plans them — is set up when first dispatched, once however many
+// dispatches it gets, and torn down with the run.
+func TestSetupOfRoutedAgent(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	quiz := lifecycleAgent{name: "quiz", mu: &mu, log: &log}
+	p := &troupe.Plan{Stages: []troupe.PlanStage{{Tasks: []troupe.Task{{ID: "t1"}, {ID: "t2"}}, MaxConcurrency: 2}}}
+	router := troupe.RouterFunc(func(context.Context, troupe.RouteInput, troupe.Context) (troupe.RoutingDecision, error) {
+		return troupe.RoutingDecision{Target: "quiz", Reason: "quiz me"}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "quiz", quiz), Planner: staticPlan(p), Router: router})
+	evs := run(t, eng, troupe.Request{Query: "quiz me"})
+	if out := outcome(t, evs); out.Status != troupe.RunCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"quiz setup", "quiz run", "quiz run", "quiz teardown"}; !cmp.Equal(log, want) {
+		t.Errorf("lifecycle %v, want %v", log, want)
+	}
+}
+
 // Setup runs at INITIALIZE; teardown runs on every terminal path, in reverse order.
 func TestSetupAndTeardown(t *testing.T) {
 	for _, end := range []string{"completed", "failed", "cancelled", "setup fails"} {

@@ -95,6 +95,14 @@ type runRare struct {
 	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals
 	routeTokens int64
 	fallbacks   map[string]string
+	lateSetup   map[string]*setupOnce // agents set up when first dispatched, not at INITIALIZE
+	tornDown    bool                  // teardown has run: an agent set up from now on is torn down at once
+}
+
+// setupOnce is one agent's setup made when it is first dispatched; others dispatching it wait.
+type setupOnce struct {
+	done chan struct{}
+	err  error
 }
 
 // more returns the run's rarely used state, made on first use. The caller holds r.mu.
@@ -604,21 +612,83 @@ func (r *Run) setupAgents(p *troupe.Plan) error {
 // teardown calls Teardown on every agent set up, in reverse order, each with its own bound.
 // It returns the problems as warnings.
 func (r *Run) teardown() []string {
+	r.mu.Lock()
+	names := r.setup
+	r.setup = nil
+	if r.e.anySetup {
+		r.more().tornDown = true
+	}
+	r.mu.Unlock()
+	return r.teardownAgents(names)
+}
+
+// teardownAgents tears down the named agents, the last set up first.
+func (r *Run) teardownAgents(names []string) []string {
 	var warns []string
-	for i := len(r.setup) - 1; i >= 0; i-- {
-		spec, _ := r.e.reg.Spec(r.setup[i])
+	for i := len(names) - 1; i >= 0; i-- {
+		spec, _ := r.e.reg.Spec(names[i])
 		td, ok := spec.Agent.(troupe.Teardowner)
 		if !ok {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(r.bg(), r.e.teardownTO)
 		if err := safeCall(func() error { return td.Teardown(ctx) }); err != nil {
-			warns = append(warns, fmt.Sprintf("teardown of %s: %v", r.setup[i], err))
+			warns = append(warns, fmt.Sprintf("teardown of %s: %v", names[i], err))
 		}
 		cancel()
 	}
-	r.setup = nil
 	return warns
+}
+
+// setupLate sets up an agent the plan did not name, the first time it is dispatched: one a
+// router chose (seed 003's coordinator plans tasks with no agent) or a routing decision's own
+// fallback. The run tears it down with the others. Concurrent dispatches of the agent wait for
+// the one setup.
+//
+//go:noinline
+func (r *Run) setupLate(ctx context.Context, name string, s troupe.Setupper) error {
+	r.mu.Lock()
+	if slices.Contains(r.setup, name) {
+		r.mu.Unlock()
+		return nil
+	}
+	x := r.more()
+	if o := x.lateSetup[name]; o != nil {
+		r.mu.Unlock()
+		select {
+		case <-o.done:
+			return o.err
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	if x.tornDown {
+		r.mu.Unlock()
+		return fmt.Errorf("setup of %s: the run has already torn its agents down", name)
+	}
+	o := &setupOnce{done: make(chan struct{})}
+	if x.lateSetup == nil {
+		x.lateSetup = map[string]*setupOnce{}
+	}
+	x.lateSetup[name] = o
+	r.mu.Unlock()
+
+	err := safeCall(func() error { return s.Setup(r.context()) })
+	r.mu.Lock()
+	late := x.tornDown // the run finished while it was being set up
+	if err == nil && !late {
+		r.setup = append(r.setup, name)
+	}
+	r.mu.Unlock()
+	if err == nil && late {
+		r.teardownAgents([]string{name})
+		err = errors.New("the run finished while it was being set up")
+	}
+	if err != nil {
+		o.err = fmt.Errorf("setup of %s: %w", name, err)
+	}
+	close(o.done)
+	return o.err
 }
 
 func safeCall(f func() error) (err error) {
