@@ -141,6 +141,23 @@ func (d *Dispatch) Timeout() time.Duration {
 	return time.Duration(*d.TimeoutSeconds * float64(time.Second))
 }
 
+// MarshalJSON encodes d with nil lists as [] and a nil parsed_query as {}: seed 000's model
+// declares upstream_results and depends_on as lists and parsed_query as a required dict, and
+// pydantic rejects null for each.
+func (d Dispatch) MarshalJSON() ([]byte, error) {
+	type plain Dispatch
+	if d.ParsedQuery == nil {
+		d.ParsedQuery = map[string]any{}
+	}
+	if d.UpstreamResults == nil {
+		d.UpstreamResults = []UpstreamResult{}
+	}
+	if d.DependsOn == nil {
+		d.DependsOn = []string{}
+	}
+	return json.Marshal(plain(d))
+}
+
 // applyDefaults sets seed 000's defaults: priority medium, sequential, collect_signals true.
 func (d *Dispatch) applyDefaults() {
 	d.Priority = PriorityMedium
@@ -196,6 +213,10 @@ func AppendDispatchID(b []byte, x uint64) []byte {
 // Validate checks d as seed 000's validate_dispatch_request does, against agents instead of a
 // hard-coded list, plus the required fields and enumerations of its pydantic model. It returns
 // every problem found, as ValidationErrors.
+//
+// Seed 000 requires session_id, query_id, dispatch_reason and query to be present, not
+// non-empty: its model types them as plain str and its validator never looks at them, so an
+// empty one is valid. DecodeDispatch reports them when absent.
 func (d *Dispatch) Validate(agents AgentSet) error {
 	var es ValidationErrors
 	bad := func(field, problem string, sentinel error) {
@@ -207,14 +228,8 @@ func (d *Dispatch) Validate(agents AgentSet) error {
 	case !IsDispatchID(d.DispatchID):
 		bad("dispatch_id", fmt.Sprintf("%q does not match ^disp_[a-z0-9]{16}$", d.DispatchID), ErrInvalidDispatch)
 	}
-	for _, f := range [...]struct{ name, v string }{
-		{"session_id", d.SessionID}, {"query_id", d.QueryID}, {"dispatch_reason", d.DispatchReason}, {"query", d.Query},
-	} {
-		if f.v == "" {
-			bad(f.name, "required", ErrInvalidDispatch)
-		}
-	}
 	switch {
+	// 000: "" is in no VALID_AGENTS, so it fails even without agents to check against.
 	case d.TargetAgent == "":
 		bad("target_agent", "required", ErrInvalidDispatch)
 	case agents != nil && !agents.Has(d.TargetAgent):

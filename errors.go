@@ -1,8 +1,11 @@
 package troupe
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 )
 
@@ -157,12 +160,99 @@ func (e *PanicError) Error() string { return fmt.Sprintf("troupe: agent panicked
 
 // ErrorInfo is one entry of a result's errors list (seed 000's errors: List[Dict]), shaped as
 // seed 003's error contract so every agent reports failures the same way.
+//
+// Seed 000 lets an error be any dict, so decoding loses nothing: a member no field maps, or
+// whose value its field cannot hold, is kept in Extra and encoded back as it came. A dict
+// without "message" takes its "error" member, if a string, as the message.
 type ErrorInfo struct {
 	Code           string         `json:"code"`
 	Message        string         `json:"message"`
 	Recoverable    bool           `json:"recoverable"`
 	FallbackAction string         `json:"fallback_action,omitempty"`
 	Details        map[string]any `json:"details,omitempty"`
+	// Extra holds the members of a decoded dict that the fields above did not take, by key;
+	// MarshalJSON writes them as members of the dict beside the fields.
+	Extra map[string]any `json:"-"`
+}
+
+// MarshalJSON encodes e's fields and, beside them, its Extra members. A field left zero gives
+// way to an Extra member of the same key, so a member decoding could not map (a numeric
+// "code") encodes as it came.
+func (e ErrorInfo) MarshalJSON() ([]byte, error) {
+	type plain ErrorInfo
+	if len(e.Extra) == 0 {
+		return json.Marshal(plain(e))
+	}
+	m := make(map[string]any, len(e.Extra)+5)
+	maps.Copy(m, e.Extra)
+	for _, f := range [...]struct {
+		key             string
+		v               any
+		zero, omitEmpty bool
+	}{
+		{"code", e.Code, e.Code == "", false},
+		{"message", e.Message, e.Message == "", false},
+		{"recoverable", e.Recoverable, !e.Recoverable, false},
+		{"fallback_action", e.FallbackAction, e.FallbackAction == "", true},
+		{"details", e.Details, len(e.Details) == 0, true},
+	} {
+		if _, kept := m[f.key]; f.zero && (kept || f.omitEmpty) {
+			continue
+		}
+		m[f.key] = f.v
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON decodes an error dict: each member into its field when it has one that can
+// hold the value, every other member into Extra. Keys match exactly, not case-insensitively as
+// encoding/json's do, so a key survives a round trip as it came.
+func (e *ErrorInfo) UnmarshalJSON(b []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			te.Type = reflect.TypeFor[ErrorInfo]()
+		}
+		return err
+	}
+	if members == nil {
+		return nil // null leaves e as it is, as it would a struct without this method
+	}
+	*e = ErrorInfo{}
+	for k, v := range members {
+		var into any
+		switch k {
+		case "code":
+			into = &e.Code
+		case "message":
+			into = &e.Message
+		case "recoverable":
+			into = &e.Recoverable
+		case "fallback_action":
+			into = &e.FallbackAction
+		case "details":
+			into = &e.Details
+		}
+		// A null member is kept too: decoding it into a field would turn it into "" or false.
+		if into != nil && string(v) != "null" && json.Unmarshal(v, into) == nil {
+			continue
+		}
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return err
+		}
+		if e.Extra == nil {
+			e.Extra = make(map[string]any, len(members))
+		}
+		e.Extra[k] = x
+	}
+	if _, ok := members["message"]; !ok {
+		if s, ok := e.Extra["error"].(string); ok {
+			e.Message = s
+		}
+	}
+	return nil
 }
 
 // ErrorInfoOf converts any error into an ErrorInfo: an *AgentError keeps its fields, a

@@ -194,7 +194,7 @@ func TestErrorInfoOf(t *testing.T) {
 			name:        "invalid output",
 			err:         (&troupe.Result{}).Validate(nil),
 			want:        troupe.ErrorInfo{Code: troupe.CodeInvalidOutput},
-			wantMessage: []string{"dispatch_id"},
+			wantMessage: []string{"status"},
 		},
 		{
 			name:        "plain error",

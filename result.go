@@ -81,6 +81,22 @@ type Result struct {
 	Annotations map[string]any `json:"annotations,omitempty"`
 }
 
+// MarshalJSON encodes r with nil lists as []: seed 000's model declares errors, warnings and
+// training_signals as lists, and pydantic rejects null for them.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	if r.Errors == nil {
+		r.Errors = []ErrorInfo{}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	if r.TrainingSignals == nil {
+		r.TrainingSignals = []TrainingSignal{}
+	}
+	return json.Marshal(plain(r))
+}
+
 // Ptr returns a pointer to v; handy for Result's and Dispatch's optional fields.
 func Ptr[T any](v T) *T { return &v }
 
@@ -98,6 +114,10 @@ func (r *Result) Succeeded() bool { return r != nil && r.Status == StatusComplet
 // Validate checks r as seed 000's validate_dispatch_response does — completed requires
 // agent_result, failed requires errors, execution time not negative, timestamps in order,
 // next_agent known — plus its pydantic model's required fields, enumerations and bounds.
+//
+// Seed 000 requires dispatch_id, session_id, query_id and agent_name to be present, not
+// non-empty: its model types them as plain str and its validator never looks at them, so an
+// empty one is valid. DecodeResult reports them when absent.
 func (r *Result) Validate(agents AgentSet) error {
 	if r.plainlyValid(agents) {
 		return nil
@@ -110,8 +130,6 @@ func (r *Result) Validate(agents AgentSet) error {
 // agent, and validate's frame alone would make most of those goroutines grow their stacks.
 func (r *Result) plainlyValid(agents AgentSet) bool {
 	switch {
-	case r.DispatchID == "", r.SessionID == "", r.QueryID == "", r.AgentName == "":
-		return false
 	case r.Status == StatusCompleted && len(r.AgentResult) == 0,
 		r.Status == StatusFailed && len(r.Errors) == 0,
 		r.Status != StatusCompleted && r.Status != StatusFailed && r.Status != StatusTimeout && r.Status != StatusCancelled:
@@ -133,13 +151,6 @@ func (r *Result) validate(agents AgentSet) error {
 	var es ValidationErrors
 	bad := func(field, problem string, sentinel error) {
 		es = append(es, &ValidationError{Object: "result", Field: field, Problem: problem, Err: sentinel})
-	}
-	for _, f := range [...]struct{ name, v string }{
-		{"dispatch_id", r.DispatchID}, {"session_id", r.SessionID}, {"query_id", r.QueryID}, {"agent_name", r.AgentName},
-	} {
-		if f.v == "" {
-			bad(f.name, "required", ErrInvalidResult)
-		}
 	}
 	switch r.Status {
 	case StatusCompleted:

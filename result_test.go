@@ -97,6 +97,14 @@ func TestSeed000ResponseValidation(t *testing.T) {
 				checkProblems(t, err, []string{field}, troupe.ErrInvalidResult)
 			})
 		}
+		// 000: the model types these as plain str, which accepts "", and
+		// validate_dispatch_response never looks at them.
+		for _, field := range []string{"dispatch_id", "session_id", "query_id", "agent_name"} {
+			t.Run("empty "+field, func(t *testing.T) {
+				_, err := decodeResultDoc(t, reg, func(doc map[string]any) { doc[field] = "" })
+				checkProblems(t, err, nil, nil)
+			})
+		}
 	})
 
 	t.Run("status matches content", func(t *testing.T) {
@@ -223,7 +231,6 @@ func TestSeed000ResponseValidation(t *testing.T) {
 			{`"agent_result":[1]`, "agent_result"},
 			{`"confidence":"high"`, "confidence"},
 			{`"errors":"boom"`, "errors"},
-			{`"errors":[{"code":1}]`, "errors.code"},
 			{`"warnings":[1]`, "warnings"},
 			{`"requires_human":"no"`, "requires_human"},
 			{`"execution_time_ms":1.5`, "execution_time_ms"},
@@ -281,7 +288,7 @@ func TestSeed000ResponseValidation(t *testing.T) {
 			r    troupe.Result
 			want []string
 		}{
-			{"zero value", troupe.Result{}, []string{"dispatch_id", "session_id", "query_id", "agent_name", "status", "started_at"}},
+			{"zero value", troupe.Result{}, []string{"status", "started_at"}},
 			{"missing completed_at", troupe.Result{
 				DispatchID: "d", SessionID: "s", QueryID: "q", AgentName: "explainer",
 				Status: troupe.StatusTimeout, StartedAt: resultStart,
@@ -385,6 +392,8 @@ var resultCorpus = []string{
 	`{"dispatch_id":"disp_abc123abc123abcd","session_id":"sess_xyz","query_id":"qry_789","agent_name":"causal_impact","status":"completed","agent_result":{"effect":-0.12},"analysis_summary":"NRx fell.","confidence":0.82,"errors":[],"warnings":["small sample"],"next_agent":"gap_analyzer","requires_human":false,"handoff":{"focus":"Midwest"},"execution_time_ms":1500,"tokens_used":1200,"model_used":"m","started_at":"2025-12-30T09:00:00Z","completed_at":"2025-12-30T09:00:01.5Z","span_id":"sp","trace_id":"tr","training_signals":[{"signature":"CausalSignature","input":{"q":"x"},"output":{"a":"y"},"quality":0.9}],"signal_quality":0.9}`,
 	`{"dispatch_id":"disp_def456def456def4","session_id":"s","query_id":"q","agent_name":"gap_analyzer","status":"failed","errors":[{"code":"TIMEOUT","message":"slow","recoverable":true,"fallback_action":"retry","details":{}}],"warnings":[],"execution_time_ms":30000,"started_at":"2025-12-30T09:00:00+01:00","completed_at":"2025-12-30T09:00:30+01:00"}`,
 	`{"dispatch_id":"d","session_id":"s","query_id":"q","agent_name":"explainer","status":"timeout","execution_time_ms":0,"started_at":"2025-12-30T09:00:00Z","completed_at":"2025-12-30T09:00:00Z","cost_dollars":0,"annotations":{"guard":"ok"},"agent_result":{}}`,
+	// failed with an error dict of no shape troupe knows, as seed 000's List[Dict[str, Any]] allows
+	`{"dispatch_id":"","session_id":"","query_id":"","agent_name":"","status":"failed","errors":[{"error":"ValueError: no rows","node":"estimate","code":404,"message":null}],"execution_time_ms":5,"started_at":"2025-12-30T09:00:00Z","completed_at":"2025-12-30T09:00:01Z"}`,
 	// broken
 	`{"dispatch_id":"d","session_id":"s","query_id":"q","agent_name":"explainer","status":"completed","execution_time_ms":-1,"started_at":"2025-12-30T09:00:00Z","completed_at":"2025-12-30T08:00:00Z","confidence":1.5,"next_agent":"oracle"}`,
 	`{"status":"failed"}`,
@@ -399,7 +408,7 @@ var resultOpts = cmp.Options{cmpopts.EquateEmpty()}
 // The valid seeds must decode, or the fuzz target's round trip is never exercised on them.
 func TestDecodeResultCorpus(t *testing.T) {
 	reg := seedRegistry(t)
-	for i, s := range resultCorpus[:3] {
+	for i, s := range resultCorpus[:4] {
 		if _, err := troupe.DecodeResult([]byte(s), reg); err != nil {
 			t.Errorf("seed %d: %v", i, err)
 		}
