@@ -143,19 +143,28 @@ func (d *Dispatch) Timeout() time.Duration {
 
 // MarshalJSON encodes d with nil lists as [] and a nil parsed_query as {}: seed 000's model
 // declares upstream_results and depends_on as lists and parsed_query as a required dict, and
-// pydantic rejects null for each.
-func (d Dispatch) MarshalJSON() ([]byte, error) {
+// pydantic rejects null for each. It has a pointer receiver and reads only d's exported
+// fields: while an agent runs, the engine may bind and unbind d's runtime, and an event
+// watcher may be encoding d at that moment. (A Dispatch is encoded through a pointer, as
+// events carry it; a Dispatch value that is not addressable encodes without the defaults.)
+func (d *Dispatch) MarshalJSON() ([]byte, error) {
 	type plain Dispatch
-	if d.ParsedQuery == nil {
-		d.ParsedQuery = map[string]any{}
+	w := struct {
+		*plain
+		ParsedQuery     map[string]any   `json:"parsed_query"`
+		UpstreamResults []UpstreamResult `json:"upstream_results"`
+		DependsOn       []string         `json:"depends_on"`
+	}{(*plain)(d), d.ParsedQuery, d.UpstreamResults, d.DependsOn}
+	if w.ParsedQuery == nil {
+		w.ParsedQuery = map[string]any{}
 	}
-	if d.UpstreamResults == nil {
-		d.UpstreamResults = []UpstreamResult{}
+	if w.UpstreamResults == nil {
+		w.UpstreamResults = []UpstreamResult{}
 	}
-	if d.DependsOn == nil {
-		d.DependsOn = []string{}
+	if w.DependsOn == nil {
+		w.DependsOn = []string{}
 	}
-	return json.Marshal(plain(d))
+	return json.Marshal(w)
 }
 
 // applyDefaults sets seed 000's defaults: priority medium, sequential, collect_signals true.

@@ -32,7 +32,7 @@ func TestWireEncodesNilAsEmpty(t *testing.T) {
 		v    any
 		want map[string]any
 	}{
-		{"zero dispatch", troupe.Dispatch{}, map[string]any{
+		{"zero dispatch", &troupe.Dispatch{}, map[string]any{
 			"parsed_query": map[string]any{}, "upstream_results": []any{}, "depends_on": []any{},
 		}},
 		{"new dispatch, by pointer", troupe.NewDispatch(), map[string]any{
