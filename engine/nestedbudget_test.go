@@ -43,13 +43,17 @@ func TestBudgetHoldsInsideComposite(t *testing.T) {
 	}
 }
 
+// nestedSpenders is a sequence of a nested sequence (a, b) and c, each leaf spending 10 tokens.
+func nestedSpenders(calls *atomic.Int32) troupe.Agent {
+	inner := flow.Sequential(flow.SequentialConfig{}, flow.Named("a", spender(calls)), flow.Named("b", spender(calls)))
+	return flow.Sequential(flow.SequentialConfig{}, flow.Named("inner", inner), flow.Named("c", spender(calls)))
+}
+
 // Tokens spent deep in nested composites count once toward the budget while the run goes on:
 // an inner composite's result, which sums its members', adds nothing they did not.
 func TestNestedUsageCountsOnce(t *testing.T) {
 	var calls atomic.Int32
-	inner := flow.Sequential(flow.SequentialConfig{}, flow.Named("a", spender(&calls)), flow.Named("b", spender(&calls)))
-	outer := flow.Sequential(flow.SequentialConfig{}, flow.Named("inner", inner), flow.Named("c", spender(&calls)))
-	eng := newEngine(t, engine.Config{Registry: agents(t, "outer", outer), Planner: chain("outer")})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "outer", nestedSpenders(&calls)), Planner: chain("outer")})
 	// a and b spend 20; counted twice (b's 10 again in inner's 20), c would not start under 35.
 	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 35}})
 	if n := calls.Load(); n != 3 {
@@ -68,9 +72,7 @@ func TestNestedUsageCountsOnce(t *testing.T) {
 // once the run's budget is spent.
 func TestBudgetHoldsInNestedComposite(t *testing.T) {
 	var calls atomic.Int32
-	inner := flow.Sequential(flow.SequentialConfig{}, flow.Named("a", spender(&calls)), flow.Named("b", spender(&calls)))
-	outer := flow.Sequential(flow.SequentialConfig{}, flow.Named("inner", inner), flow.Named("c", spender(&calls)))
-	eng := newEngine(t, engine.Config{Registry: agents(t, "outer", outer), Planner: chain("outer")})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "outer", nestedSpenders(&calls)), Planner: chain("outer")})
 	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 5}})
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d leaf agents ran, want 1: a's 10 tokens spend the budget of 5 before b starts", n)

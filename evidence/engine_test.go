@@ -163,17 +163,7 @@ func TestProgressStreamsWhileTheBundleRuns(t *testing.T) {
 	})
 	reg := troupe.NewRegistry()
 	reg.MustAdd("feas_bundle", evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema), Replicate: evidence.Ceiling{Timeout: 30 * time.Second}}))
-	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := eng.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	eng := feasibilityEngine(t, reg, nil)
 	var seen []string
 	released := false
 	for ev, err := range eng.Run(t.Context(), troupe.Request{Query: "Is it feasible?", ParsedQuery: map[string]any{}}) {
@@ -210,9 +200,9 @@ func runFeasibility(t *testing.T, reg *troupe.Registry) []troupe.Event {
 	return runFeasibilityWith(t, reg, nil, troupe.Budget{})
 }
 
-// runFeasibilityWith is runFeasibility on exec (nil: the local executor) with the request's
-// budget.
-func runFeasibilityWith(t *testing.T, reg *troupe.Registry, exec troupe.Executor, budget troupe.Budget) []troupe.Event {
+// feasibilityEngine is an engine over reg on exec (nil: the local executor), closed when the
+// test ends.
+func feasibilityEngine(t *testing.T, reg *troupe.Registry, exec troupe.Executor) *engine.Engine {
 	t.Helper()
 	eng, err := engine.New(engine.Config{Registry: reg, Seed: 7, Executor: exec})
 	if err != nil {
@@ -225,6 +215,14 @@ func runFeasibilityWith(t *testing.T, reg *troupe.Registry, exec troupe.Executor
 			t.Errorf("close: %v", err)
 		}
 	})
+	return eng
+}
+
+// runFeasibilityWith is runFeasibility on exec (nil: the local executor) with the request's
+// budget.
+func runFeasibilityWith(t *testing.T, reg *troupe.Registry, exec troupe.Executor, budget troupe.Budget) []troupe.Event {
+	t.Helper()
+	eng := feasibilityEngine(t, reg, exec)
 	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "Is the launch feasible?", ParsedQuery: map[string]any{}, Budget: budget}))
 	if err != nil {
 		t.Fatal(err)
