@@ -56,6 +56,10 @@
 // caller's — either way each token reaches the top-level result exactly once, however deeply
 // tools nest. Tools called with no Usage in their context count nowhere.
 //
+// A composite is a troupe.Setupper and troupe.Teardowner: Setup sets up the members that need
+// it, in order, and Teardown tears them down, the last first, so an engine that sets the
+// composite up for a run sets up every member inside it, through any nesting.
+//
 // Cancelling the context a composite runs with — the run's, when the engine runs it — cancels
 // every member, and a composite returns only once all of its members have returned.
 package flow
