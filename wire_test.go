@@ -34,6 +34,10 @@ func TestWireEncodesNilAsEmpty(t *testing.T) {
 	}{
 		{"zero dispatch", &troupe.Dispatch{}, map[string]any{
 			"parsed_query": map[string]any{}, "upstream_results": []any{}, "depends_on": []any{},
+			"priority": "medium", "execution_mode": "sequential",
+		}},
+		{"dispatch with its own priority and mode", &troupe.Dispatch{Priority: troupe.PriorityCritical, ExecutionMode: troupe.Parallel}, map[string]any{
+			"priority": "critical", "execution_mode": "parallel",
 		}},
 		{"new dispatch, by pointer", troupe.NewDispatch(), map[string]any{
 			"parsed_query": map[string]any{}, "upstream_results": []any{}, "depends_on": []any{},
