@@ -144,36 +144,20 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	if res.TraceID == nil {
 		res.TraceID = &r.rec.traceID
 	}
-	switch {
-	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
-		return
-	case err != nil && ctx.Err() != nil && r.ctxErr() != nil:
-		c.fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: r.ctxCauseText()})
-		return
-	case err != nil:
-		info := troupe.ErrorInfoOf(err)
-		if det := schema.Details(err); det != nil {
-			info.Details = det
-		}
-		c.fail(troupe.StatusFailed, info)
-		return
-	case out == nil:
-		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: "agent returned neither a result nor an error"})
+	if err != nil || out == nil {
+		c.failed(ctx, err)
 		return
 	}
 	if res.Status == "" {
 		res.Status = troupe.StatusCompleted
 	}
 	if verr := res.Validate(r.e.reg); verr != nil {
-		// Recorded as invalid, never silently accepted: the agent's output stays in the result.
-		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
+		c.invalid(verr, false)
 		return
 	}
 	if sc := r.e.schemas[c.spec]; sc != nil && sc.out != nil && res.Status == troupe.StatusCompleted {
 		if verr := sc.out.Validate(res.AgentResult); verr != nil {
-			// As above: recorded failed with every validation error, the output kept.
-			c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
-				Message: fmt.Sprintf("output of %s fails its schema: %v", c.d.TargetAgent, verr)})
+			c.invalid(verr, true)
 			return
 		}
 	}
@@ -183,6 +167,41 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	// A human reviews the result once the dispatch is done with, in a job of its own: the
 	// agent's deadline does not run on while a human reads (reviewJob).
 	c.reviewing = res.Status == troupe.StatusCompleted && res.RequiresHuman
+}
+
+// failed records the dispatch of an agent that returned an error, or nothing. Kept out of
+// finish, as invalid is, so that finish's frame stays small: the worker runs finish on the
+// stack it started with.
+//
+//go:noinline
+func (c *call) failed(ctx context.Context, err error) {
+	r := c.r
+	switch {
+	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
+	case err != nil && ctx.Err() != nil && r.ctxErr() != nil:
+		c.fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: r.ctxCauseText()})
+	case err != nil:
+		info := troupe.ErrorInfoOf(err)
+		if det := schema.Details(err); det != nil {
+			info.Details = det
+		}
+		c.fail(troupe.StatusFailed, info)
+	default:
+		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: "agent returned neither a result nor an error"})
+	}
+}
+
+// invalid records a result that fails seed 000's validation or, when bySchema, the agent's
+// output schema: failed, never silently accepted, with the agent's output kept in the result.
+//
+//go:noinline
+func (c *call) invalid(verr error, bySchema bool) {
+	if !bySchema {
+		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
+		return
+	}
+	c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
+		Message: fmt.Sprintf("output of %s fails its schema: %v", c.d.TargetAgent, verr)})
 }
 
 func stack() string {
