@@ -144,9 +144,9 @@ func (d *Dispatch) Timeout() time.Duration {
 // MarshalJSON encodes d with nil lists as [] and a nil parsed_query as {}: seed 000's model
 // declares upstream_results and depends_on as lists and parsed_query as a required dict, and
 // pydantic rejects null for each. An unset priority or execution_mode goes out as the seed's
-// default (medium, sequential), not as "", which the seed's literals reject. It has a pointer receiver and reads only d's exported
-// fields: while an agent runs, the engine may bind and unbind d's runtime, and an event
-// watcher may be encoding d at that moment. (A Dispatch is encoded through a pointer, as
+// default (medium, sequential), not as "", which the seed's literals reject. It has a pointer
+// receiver and reads only d's exported fields: while an agent runs, the engine may bind and
+// unbind d's runtime, and an event watcher may be encoding d at that moment. (A Dispatch is encoded through a pointer, as
 // events carry it; a Dispatch value that is not addressable encodes without the defaults.)
 func (d *Dispatch) MarshalJSON() ([]byte, error) {
 	type plain Dispatch
