@@ -146,8 +146,9 @@ func (d *Dispatch) Timeout() time.Duration {
 // pydantic rejects null for each. An unset priority or execution_mode goes out as the seed's
 // default (medium, sequential), not as "", which the seed's literals reject. It has a pointer
 // receiver and reads only d's exported fields: while an agent runs, the engine may bind and
-// unbind d's runtime, and an event watcher may be encoding d at that moment. (A Dispatch is encoded through a pointer, as
-// events carry it; a Dispatch value that is not addressable encodes without the defaults.)
+// unbind d's runtime, and an event watcher may be encoding d at that moment. (A Dispatch is
+// encoded through a pointer, as events carry it; a Dispatch value that is not addressable
+// encodes without the defaults.)
 func (d *Dispatch) MarshalJSON() ([]byte, error) {
 	type plain Dispatch
 	w := struct {
@@ -158,7 +159,6 @@ func (d *Dispatch) MarshalJSON() ([]byte, error) {
 		UpstreamResults []UpstreamResult `json:"upstream_results"`
 		DependsOn       []string         `json:"depends_on"`
 	}{(*plain)(d), d.Priority, d.ExecutionMode, d.ParsedQuery, d.UpstreamResults, d.DependsOn}
-	// Unset, they go out as seed 000's defaults, which its models reject "" for.
 	if w.Priority == "" {
 		w.Priority = PriorityMedium
 	}

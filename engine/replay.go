@@ -181,8 +181,9 @@ func (x *replayIndex) review(id string) (*troupe.Question, bool) {
 
 // questionOrdinal is n of a question id "<dispatch id>-q<n>" that dispatch id asked, or 1.
 func questionOrdinal(qid, dispatchID string) int32 {
-	n, err := strconv.Atoi(strings.TrimPrefix(qid, dispatchID+"-q"))
-	if err != nil || n < 1 || !strings.HasPrefix(qid, dispatchID+"-q") {
+	s, ok := strings.CutPrefix(qid, dispatchID+"-q")
+	n, err := strconv.Atoi(s)
+	if !ok || err != nil || n < 1 {
 		return 1
 	}
 	return int32(n)

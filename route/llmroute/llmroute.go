@@ -155,10 +155,10 @@ func New(cfg Config) (*Router, error) {
 // same decision, down to its JSON, but for tokens_used and cost_dollars: only a decision that
 // asked the model carries what asking cost (the engine counts it toward the run's budgets and
 // totals); a cached one cost nothing. The model is asked within ctx, bounded by
-// Config.Timeout; when ctx ends first, Route returns its cause. On any other failure — transport, timeout, an intent not in the
-// list, an intent the rules do not place — the rule router's own decision stands (its
-// default) with "llm_fallback" in its metadata saying why; failures are not cached, so a
-// later call may classify. When the rule router has no default either, Route returns its
+// Config.Timeout; when ctx ends first, Route returns its cause. On any other failure —
+// transport, timeout, an intent not in the list, an intent the rules do not place — the rule
+// router's own decision stands (its default) with "llm_fallback" in its metadata saying why;
+// failures are not cached, so a later call may classify. When the rule router has no default either, Route returns its
 // error with the reason added.
 func (r *Router) Route(ctx context.Context, in troupe.RouteInput, c troupe.Context) (troupe.RoutingDecision, error) {
 	first, ferr := r.rules.Route(ctx, in, c)
@@ -215,8 +215,7 @@ type usage struct {
 }
 
 // charge puts the classification's cost on the decision, which the engine counts toward the
-// run's budgets and totals.
-// A zero (a model without prices) is left out.
+// run's budgets and totals. A zero (a model without prices) is left out.
 func (u usage) charge(d *troupe.RoutingDecision) {
 	if u.tokens != nil && *u.tokens > 0 {
 		d.TokensUsed = u.tokens
