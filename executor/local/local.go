@@ -4,9 +4,9 @@
 // Each run gets a scope that owns its goroutines. A goroutine that finishes a job picks up the
 // next one the engine hands out while it was finishing (a sequential chain runs on one
 // goroutine), and a new goroutine is started only when more jobs are ready than goroutines
-// free to take them. Deadlines of all runs' jobs share one timer of the executor's. When a deadline passes
-// first, the job is reported expired and its goroutine becomes a straggler: the run goes on,
-// and Executor.Drain waits for stragglers to return.
+// free to take them. Deadlines of all runs' jobs share one timer of the executor's. When a
+// deadline passes first, the job is reported expired and its goroutine becomes a straggler:
+// the run goes on, and Executor.Drain waits for stragglers to return.
 package local
 
 import (

@@ -158,8 +158,8 @@ func New(cfg Config) (*Router, error) {
 // Config.Timeout; when ctx ends first, Route returns its cause. On any other failure —
 // transport, timeout, an intent not in the list, an intent the rules do not place — the rule
 // router's own decision stands (its default) with "llm_fallback" in its metadata saying why;
-// failures are not cached, so a later call may classify. When the rule router has no default either, Route returns its
-// error with the reason added.
+// failures are not cached, so a later call may classify. When the rule router has no default
+// either, Route returns its error with the reason added.
 func (r *Router) Route(ctx context.Context, in troupe.RouteInput, c troupe.Context) (troupe.RoutingDecision, error) {
 	first, ferr := r.rules.Route(ctx, in, c)
 	if ferr == nil && first.Metadata["source"] != "default" {
