@@ -152,12 +152,12 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 		res.Status = troupe.StatusCompleted
 	}
 	if verr := res.Validate(r.e.reg); verr != nil {
-		c.invalid(verr, false)
+		c.invalid(verr)
 		return
 	}
 	if sc := r.e.schemas[c.spec]; sc != nil && sc.out != nil && res.Status == troupe.StatusCompleted {
 		if verr := sc.out.Validate(res.AgentResult); verr != nil {
-			c.invalid(verr, true)
+			c.schemaInvalid(verr)
 			return
 		}
 	}
@@ -191,15 +191,19 @@ func (c *call) failed(ctx context.Context, err error) {
 	}
 }
 
-// invalid records a result that fails seed 000's validation or, when bySchema, the agent's
-// output schema: failed, never silently accepted, with the agent's output kept in the result.
+// invalid records a result that fails seed 000's validation: failed, never silently
+// accepted, with the agent's output kept in the result. Kept out of finish, as failed is.
 //
 //go:noinline
-func (c *call) invalid(verr error, bySchema bool) {
-	if !bySchema {
-		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
-		return
-	}
+func (c *call) invalid(verr error) {
+	c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
+}
+
+// schemaInvalid records a result whose agent_result fails the agent's output schema, as
+// invalid does, with the schema's findings in the error's details.
+//
+//go:noinline
+func (c *call) schemaInvalid(verr error) {
 	c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
 		Message: fmt.Sprintf("output of %s fails its schema: %v", c.d.TargetAgent, verr)})
 }

@@ -1439,16 +1439,11 @@ func (r *Run) State() troupe.OrchestratorState {
 					s.DispatchedAgents[c.d.TargetAgent] = c.d // the latest dispatch to each agent
 				}
 			}
-		}
-	}
-	for _, st := range r.stages {
-		for _, t := range st {
-			if t.final == nil {
-				continue
-			}
-			if t.final.Status == troupe.StatusCompleted {
+			switch {
+			case t.final == nil:
+			case t.final.Status == troupe.StatusCompleted:
 				s.CompletedAgents[t.final.AgentName] = t.final
-			} else {
+			default:
 				s.FailedAgents[t.final.AgentName] = t.final
 			}
 		}
