@@ -474,59 +474,50 @@ func (s *scope) Wait() {
 	s.mu.Unlock()
 }
 
-type deadlineHeap []*job
+// indexedHeap is a container/heap of elements that each keep their own place in it, so that
+// heap.Fix and heap.Remove can find them; the place is -1 when an element is not in the heap.
+type indexedHeap[T interface {
+	before(T) bool
+	place() *int32
+}] []T
 
-func (h deadlineHeap) Len() int { return len(h) }
+func (h indexedHeap[T]) Len() int           { return len(h) }
+func (h indexedHeap[T]) Less(i, j int) bool { return h[i].before(h[j]) }
+func (h indexedHeap[T]) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	*h[i].place() = int32(i)
+	*h[j].place() = int32(j)
+}
+func (h *indexedHeap[T]) Push(x any) {
+	v := x.(T)
+	*v.place() = int32(len(*h))
+	*h = append(*h, v)
+}
+func (h *indexedHeap[T]) Pop() any {
+	old := *h
+	n := len(old)
+	v := old[n-1]
+	var zero T
+	old[n-1] = zero
+	*v.place() = -1
+	*h = old[:n-1]
+	return v
+}
 
-// Less orders by deadline, jobs without one last.
-func (h deadlineHeap) Less(i, j int) bool {
-	a, b := h[i].deadline, h[j].deadline
+// deadlineHeap orders a scope's running jobs by deadline, jobs without one last.
+type deadlineHeap = indexedHeap[*job]
+
+func (j *job) before(o *job) bool {
+	a, b := j.deadline, o.deadline
 	if a.IsZero() || b.IsZero() {
 		return !a.IsZero() && b.IsZero()
 	}
 	return a.Before(b)
 }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = int32(i)
-	h[j].heapIdx = int32(j)
-}
-func (h *deadlineHeap) Push(x any) {
-	jb := x.(*job)
-	jb.heapIdx = int32(len(*h))
-	*h = append(*h, jb)
-}
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	n := len(old)
-	jb := old[n-1]
-	old[n-1] = nil
-	jb.heapIdx = -1
-	*h = old[:n-1]
-	return jb
-}
+func (j *job) place() *int32 { return &j.heapIdx }
 
 // dueHeap orders scopes by when they are due.
-type dueHeap []*scope
+type dueHeap = indexedHeap[*scope]
 
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].dueAt.Before(h[j].dueAt) }
-func (h dueHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].dueIdx = int32(i)
-	h[j].dueIdx = int32(j)
-}
-func (h *dueHeap) Push(x any) {
-	s := x.(*scope)
-	s.dueIdx = int32(len(*h))
-	*h = append(*h, s)
-}
-func (h *dueHeap) Pop() any {
-	old := *h
-	n := len(old)
-	s := old[n-1]
-	old[n-1] = nil
-	s.dueIdx = -1
-	*h = old[:n-1]
-	return s
-}
+func (s *scope) before(o *scope) bool { return s.dueAt.Before(o.dueAt) }
+func (s *scope) place() *int32        { return &s.dueIdx }
