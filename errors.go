@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"runtime"
 	"strings"
 )
 
@@ -157,6 +158,15 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("troupe: agent panicked: %v", e.Value) }
+
+// NewPanicError wraps v, a value recovered from a panic, with the stack of the goroutine that
+// calls it, cut at 16 KB so that a deep stack does not swell the result that carries it. Call
+// it in the deferred function that recovered: the stack is then the panicking goroutine's,
+// from the panic down.
+func NewPanicError(v any) *PanicError {
+	buf := make([]byte, 16<<10)
+	return &PanicError{Value: v, Stack: string(buf[:runtime.Stack(buf, false)])}
+}
 
 // ErrorInfo is one entry of a result's errors list (seed 000's errors: List[Dict]), shaped as
 // seed 003's error contract so every agent reports failures the same way.

@@ -263,3 +263,47 @@ func TestSentinelsNamePackage(t *testing.T) {
 		}
 	}
 }
+
+// panicsWith panics with v three frames deep, so the recovered stack has to go past the
+// deferred function to name it.
+//
+//go:noinline
+func panicsWith(v any) { deeper(v) }
+
+//go:noinline
+func deeper(v any) { panic(v) }
+
+func TestNewPanicError(t *testing.T) {
+	recovered := func() (pe *troupe.PanicError) {
+		defer func() { pe = troupe.NewPanicError(recover()) }()
+		panicsWith("boom")
+		return nil
+	}
+	pe := recovered()
+	if pe.Value != "boom" {
+		t.Errorf("Value = %v, want boom", pe.Value)
+	}
+	// The stack is the panicking goroutine's from the panic down, not the recoverer's alone.
+	for _, fn := range []string{"troupe_test.deeper", "troupe_test.panicsWith", "troupe_test.TestNewPanicError"} {
+		if !strings.Contains(pe.Stack, fn) {
+			t.Errorf("stack does not name %s:\n%s", fn, pe.Stack)
+		}
+	}
+	info := troupe.ErrorInfoOf(fmt.Errorf("dispatch: %w", pe))
+	if info.Code != troupe.CodePanic || info.Details["stack"] != pe.Stack || info.Details["panic"] != "boom" {
+		t.Errorf("ErrorInfoOf = %+v, want code %s with the panic and its stack in details", info, troupe.CodePanic)
+	}
+
+	// A deep stack is cut at 16 KB.
+	var deep func(n int) *troupe.PanicError
+	deep = func(n int) (pe *troupe.PanicError) {
+		if n == 0 {
+			defer func() { pe = troupe.NewPanicError(recover()) }()
+			panic("deep")
+		}
+		return deep(n - 1)
+	}
+	if got := len(deep(2000).Stack); got == 0 || got > 16<<10 {
+		t.Errorf("a 2,000-frame stack gave %d bytes, want 1 to %d", got, 16<<10)
+	}
+}

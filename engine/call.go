@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -68,7 +67,7 @@ func (c *call) Run(ctx context.Context) {
 //go:noinline
 func (c *call) done(ctx context.Context, start time.Time, out **troupe.Result, err *error) {
 	if v := recover(); v != nil {
-		*out, *err = nil, &troupe.PanicError{Value: v, Stack: stack()}
+		*out, *err = nil, troupe.NewPanicError(v)
 	}
 	c.finish(ctx, start, *out, *err)
 	c.d.Bind(nil)
@@ -208,11 +207,6 @@ func (c *call) schemaInvalid(verr error) {
 		Message: fmt.Sprintf("output of %s fails its schema: %v", c.d.TargetAgent, verr)})
 }
 
-func stack() string {
-	buf := make([]byte, 16<<10)
-	return string(buf[:runtime.Stack(buf, false)])
-}
-
 func (c *call) guards() []troupe.Guardrail {
 	if len(c.spec.Guardrails) == 0 {
 		return c.r.guards
@@ -256,7 +250,7 @@ func (c *call) checkOne(ctx context.Context, g troupe.Guardrail) (v troupe.Verdi
 func (c *call) recovered(who func() string) {
 	if v := recover(); v != nil {
 		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodePanic, Message: fmt.Sprintf("%s panicked: %v", who(), v),
-			Details: map[string]any{"panic": fmt.Sprint(v), "stack": stack()}})
+			Details: map[string]any{"panic": fmt.Sprint(v), "stack": troupe.NewPanicError(v).Stack}})
 	}
 }
 

@@ -694,7 +694,7 @@ func (r *Run) setupLate(ctx context.Context, name string, s troupe.Setupper) err
 func safeCall(f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &troupe.PanicError{Value: v, Stack: stack()}
+			err = troupe.NewPanicError(v)
 		}
 	}()
 	return f()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -322,7 +321,7 @@ func (r *run) launch(i int) {
 func callAgent(ctx context.Context, a troupe.Agent, d *troupe.Dispatch) (res *troupe.Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			res, err = nil, &troupe.PanicError{Value: v, Stack: string(debug.Stack())}
+			res, err = nil, troupe.NewPanicError(v)
 		}
 	}()
 	return a.Run(ctx, d)

@@ -3,7 +3,6 @@ package evidence
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"github.com/troupehq/troupe"
@@ -30,7 +29,7 @@ func (r *run) startLints(id string, data any) {
 			func() {
 				defer func() {
 					if v := recover(); v != nil {
-						f.err = &troupe.PanicError{Value: v, Stack: string(debug.Stack())}
+						f.err = troupe.NewPanicError(v)
 					}
 				}()
 				// Each check gets its own copy: a lint cannot change what the bundle reports.

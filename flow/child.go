@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -449,16 +448,10 @@ func (f *frame) writersOf(m *member, keys []string) string {
 func invoke(ctx context.Context, a troupe.Agent, d *troupe.Dispatch) (out *troupe.Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			out, err = nil, &troupe.PanicError{Value: v, Stack: stackText()}
+			out, err = nil, troupe.NewPanicError(v)
 		}
 	}()
 	return a.Run(ctx, d)
-}
-
-// stackText is the calling goroutine's stack, for a recovered panic.
-func stackText() string {
-	buf := make([]byte, 16<<10)
-	return string(buf[:runtime.Stack(buf, false)])
 }
 
 // result builds a nested dispatch's response as the engine builds a planned one's.

@@ -93,7 +93,7 @@ func tearDown(ctx context.Context, what string, specs []*troupe.AgentSpec) error
 func guarded(f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &troupe.PanicError{Value: v, Stack: stackText()}
+			err = troupe.NewPanicError(v)
 		}
 	}()
 	return f()
