@@ -249,8 +249,9 @@ func (c *call) checkOne(ctx context.Context, g troupe.Guardrail) (v troupe.Verdi
 // goes on, and so does the run.
 func (c *call) recovered(who func() string) {
 	if v := recover(); v != nil {
-		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodePanic, Message: fmt.Sprintf("%s panicked: %v", who(), v),
-			Details: map[string]any{"panic": fmt.Sprint(v), "stack": troupe.NewPanicError(v).Stack}})
+		info := troupe.ErrorInfoOf(troupe.NewPanicError(v)) // code PANIC, the panic and its stack in details
+		info.Message = fmt.Sprintf("%s panicked: %v", who(), v)
+		c.fail(troupe.StatusFailed, info)
 	}
 }
 
