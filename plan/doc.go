@@ -45,13 +45,19 @@
 //   - the agents its registration names with troupe.After;
 //   - the agents that write a session state key it reads (troupe.Writes, troupe.Reads); when
 //     two agents each read what the other writes, the earlier in rule order runs first;
+//   - every selected agent that is not a synthesizer, if it is a synthesizer;
+//   - the first agent of an exclusive pair (Rules.ExclusivePairs) it is the second of: seed
+//     000 lists first the agent that must finish first ("SHAP before deploy", "Scope must be
+//     defined first"). The pair's order gives way when the rules above order the two the
+//     other way round;
 //   - when the main intent's rule has sequence_required, every agent earlier in rule order,
 //     unless the two are a compatible pair (Rules.CompatiblePairs) or the earlier one is a
-//     synthesizer (synthesizers always come last);
-//   - every selected agent that is not a synthesizer, if it is a synthesizer.
+//     synthesizer (synthesizers always come last). Rule order is first made to agree with the
+//     rules above: an agent moves after what it must run after, and the rest keep their order.
 //
-// Compatible pairs are declared independent, so neither of the last two rules orders the two
-// agents of one; After and state keys still do.
+// Compatible pairs are declared independent, so neither the synthesizer rule nor
+// sequence_required orders the two agents of one; After, state keys and exclusive pairs still
+// do.
 //
 // A cycle among these is an error (ErrCycle) naming it. Stages are then filled by list
 // scheduling: taking agents in dependency order, ties broken by rule order, each goes to the

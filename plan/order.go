@@ -128,23 +128,35 @@ func (r *Rules) schedule(names []string, seq bool, c troupe.Catalog) (schedule, 
 			on(i, j)
 		}
 	}
-	if seq {
-		for i := range n {
-			for j := range i {
-				// A synthesizer keeps its place after the others even when rule order lists
-				// it first (as an optional agent before KPI-mapped or preferred ones).
-				if !compatible.has(names[i], names[j]) && !(synth[names[j]] && !synth[names[i]]) {
-					on(i, j)
-				}
-			}
-		}
-	}
 	// Compatible pairs are declared independent (seed 000's PARALLEL_COMPATIBLE pairs the
 	// synthesizer explainer with feedback_learner), so neither inferred rule orders them.
 	for i := range n {
 		for j := range n {
 			if synth[names[i]] && !synth[names[j]] && !compatible.has(names[i], names[j]) {
 				on(i, j)
+			}
+		}
+	}
+	// An exclusive pair is ordered: seed 000 lists first the agent that must finish first
+	// ("SHAP before deploy"). The pair's order gives way when the rules above say otherwise.
+	for _, p := range r.ExclusivePairs {
+		i, ok := index[p[0]]
+		j, ok2 := index[p[1]]
+		if ok && ok2 && i != j && !runsAfter(dep, i, j) {
+			on(j, i)
+		}
+	}
+	if seq {
+		// Under sequence_required each agent runs after every earlier one, in rule order made
+		// to agree with the rules above.
+		rank := ranks(dep)
+		for i := range n {
+			for j := range n {
+				// A synthesizer keeps its place after the others even when rule order lists
+				// it first (as an optional agent before KPI-mapped or preferred ones).
+				if rank[j] < rank[i] && !compatible.has(names[i], names[j]) && !(synth[names[j]] && !synth[names[i]]) {
+					on(i, j)
+				}
 			}
 		}
 	}
@@ -192,6 +204,59 @@ func (r *Rules) schedule(names []string, seq bool, c troupe.Catalog) (schedule, 
 		slices.Sort(st)
 	}
 	return s, nil
+}
+
+// runsAfter reports whether i runs after j, directly or through others.
+func runsAfter(dep [][]bool, i, j int) bool {
+	seen := make([]bool, len(dep))
+	stack := []int{i}
+	for len(stack) > 0 {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for d, ok := range dep[k] {
+			if !ok || seen[d] {
+				continue
+			}
+			if d == j {
+				return true
+			}
+			seen[d] = true
+			stack = append(stack, d)
+		}
+	}
+	return false
+}
+
+// ranks orders agents by their dependencies, taking the earliest in rule order whenever
+// several may go next: rank[i] is agent i's place. Agents on a cycle, which planning reports
+// later, follow the rest in rule order.
+func ranks(dep [][]bool) []int {
+	n := len(dep)
+	rank := make([]int, n)
+	done := make([]bool, n)
+	for r := range n {
+		next := -1
+		for i := 0; i < n && next < 0; i++ {
+			if !done[i] && ready(dep[i], done) {
+				next = i
+			}
+		}
+		if next < 0 {
+			next = slices.Index(done, false)
+		}
+		rank[next], done[next] = r, true
+	}
+	return rank
+}
+
+// ready reports whether every dependency marked in deps is done.
+func ready(deps, done []bool) bool {
+	for j, ok := range deps {
+		if ok && !done[j] {
+			return false
+		}
+	}
+	return true
 }
 
 func allPlaced(deps []int, placed []bool) bool {

@@ -32,7 +32,19 @@ func TestExecutionOrder(t *testing.T) {
 		{
 			name:   "exclusive pairs of the Tier 0 pipeline",
 			agents: []string{"scope_definer", "data_preparer", "model_trainer", "feature_analyzer", "model_deployer"},
-			want:   [][]string{{"scope_definer", "model_trainer", "model_deployer"}, {"data_preparer", "feature_analyzer"}},
+			want:   [][]string{{"scope_definer"}, {"data_preparer"}, {"model_trainer"}, {"feature_analyzer"}, {"model_deployer"}},
+		},
+		{
+			// Seed 000 lists each pair's first agent first: "Model must finish first".
+			name:   "exclusive pairs run in the order listed, whatever the order given",
+			agents: []string{"model_deployer", "model_trainer", "feature_analyzer", "data_preparer", "scope_definer", "health_score"},
+			want:   [][]string{{"scope_definer", "health_score"}, {"data_preparer"}, {"model_trainer"}, {"feature_analyzer"}, {"model_deployer"}},
+		},
+		{
+			name:   "After wins over an exclusive pair's order",
+			agents: []string{"data_preparer", "model_trainer"},
+			opts:   map[string][]troupe.Option{"data_preparer": {troupe.After("model_trainer")}},
+			want:   [][]string{{"model_trainer"}, {"data_preparer"}},
 		},
 		{
 			name:   "given order breaks ties",

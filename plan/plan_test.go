@@ -148,12 +148,24 @@ func TestPlanExecutionOrder(t *testing.T) {
 			want:   [][]string{{"health_score", "drift_monitor"}, {"explainer"}},
 		},
 		{
-			name: "exclusive pair without dependencies splits a stage",
+			name: "exclusive pair without dependencies splits a stage, its first agent first",
 			rules: func(r *plan.Rules) {
 				r.ExclusivePairs = append(r.ExclusivePairs, [2]string{"gap_analyzer", "drift_monitor"})
 			},
 			parsed: map[string]any{"intent": "trend", "secondary_intents": []any{"exploratory"}},
-			want:   [][]string{{"drift_monitor"}, {"gap_analyzer"}, {"explainer"}},
+			want:   [][]string{{"gap_analyzer"}, {"drift_monitor"}, {"explainer"}},
+		},
+		{
+			// Seed 000: ("feature_analyzer", "model_deployer") — "SHAP before deploy".
+			name:   "deployment with a preferred feature analyzer explains before it deploys",
+			parsed: map[string]any{"intent": "model_deployment", "preferred_agents": []any{"feature_analyzer"}},
+			want:   [][]string{{"feature_analyzer"}, {"model_deployer"}},
+		},
+		{
+			name:   "After wins over rule order under a sequence",
+			opts:   map[string][]troupe.Option{"causal_impact": {troupe.After("gap_analyzer")}},
+			parsed: map[string]any{"intent": "causal", "kpis": []any{"NRx"}},
+			want:   [][]string{{"gap_analyzer"}, {"causal_impact"}, {"explainer"}},
 		},
 		{
 			name: "exclusive pair does not move unrelated agents",
@@ -520,13 +532,6 @@ func TestPlanErrors(t *testing.T) {
 			req:   &troupe.Request{ParsedQuery: map[string]any{"intent": "trend", "secondary_intents": []any{"exploratory"}}},
 			is:    plan.ErrCycle,
 			wants: []string{"plan: dependency cycle: drift_monitor -> gap_analyzer -> drift_monitor"},
-		},
-		{
-			name:  "After against a sequence",
-			opts:  map[string][]troupe.Option{"causal_impact": {troupe.After("gap_analyzer")}},
-			req:   &troupe.Request{ParsedQuery: map[string]any{"intent": "causal", "kpis": []any{"NRx"}}},
-			is:    plan.ErrCycle,
-			wants: []string{"causal_impact -> gap_analyzer -> causal_impact"},
 		},
 		{
 			name:  "synthesizer feeding another agent",

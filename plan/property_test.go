@@ -132,24 +132,76 @@ func has(pairs [][2]string, a, b string) bool {
 	return slices.Contains(pairs, [2]string{a, b}) || slices.Contains(pairs, [2]string{b, a})
 }
 
-// wantDeps computes the package documentation's dependency rules independently.
+// wantDeps computes the package documentation's dependency rules independently: the direct
+// dependencies of a, in rule order.
 func (s scenario) wantDeps(a string) []string {
-	i := slices.Index(s.order, a)
+	g := s.wantGraph()
 	var deps []string
-	for j, b := range s.order {
-		if a == b {
-			continue
-		}
-		compatible := has(s.compatible, a, b)
-		switch {
-		case slices.Contains(s.after[a], b),
-			slices.ContainsFunc(s.reads[a], func(k string) bool { return slices.Contains(s.writes[b], k) }),
-			s.seq && j < i && !compatible && !(s.synth[b] && !s.synth[a]),
-			s.synth[a] && !s.synth[b] && !compatible:
+	for _, b := range s.order {
+		if g[[2]string{a, b}] {
 			deps = append(deps, b)
 		}
 	}
 	return deps
+}
+
+// wantGraph holds [a, b] when a runs after b.
+func (s scenario) wantGraph() map[[2]string]bool {
+	g := map[[2]string]bool{}
+	for _, a := range s.order {
+		for _, b := range s.order {
+			if a == b {
+				continue
+			}
+			if slices.Contains(s.after[a], b) ||
+				slices.ContainsFunc(s.reads[a], func(k string) bool { return slices.Contains(s.writes[b], k) }) ||
+				s.synth[a] && !s.synth[b] && !has(s.compatible, a, b) {
+				g[[2]string{a, b}] = true
+			}
+		}
+	}
+	// reaches: a runs after b, through any chain.
+	var reaches func(a, b string, seen map[string]bool) bool
+	reaches = func(a, b string, seen map[string]bool) bool {
+		for _, c := range s.order {
+			if g[[2]string{a, c}] && !seen[c] {
+				seen[c] = true
+				if c == b || reaches(c, b, seen) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, p := range s.exclusive {
+		if p[0] != p[1] && !reaches(p[0], p[1], map[string]bool{}) {
+			g[[2]string{p[1], p[0]}] = true
+		}
+	}
+	if s.seq {
+		// Rule order made to agree with the edges so far: the first agent whose
+		// dependencies are all placed goes next.
+		var ranked []string
+		for len(ranked) < len(s.order) {
+			for _, a := range s.order {
+				if slices.Contains(ranked, a) {
+					continue
+				}
+				if !slices.ContainsFunc(s.order, func(b string) bool { return g[[2]string{a, b}] && !slices.Contains(ranked, b) }) {
+					ranked = append(ranked, a)
+					break
+				}
+			}
+		}
+		for i, a := range ranked {
+			for _, b := range ranked[:i] {
+				if !has(s.compatible, a, b) && !(s.synth[b] && !s.synth[a]) {
+					g[[2]string{a, b}] = true
+				}
+			}
+		}
+	}
+	return g
 }
 
 func (s scenario) conflict(a, b string) bool {

@@ -70,7 +70,8 @@ type Rules struct {
 	// FlagAgents maps FlagRequiresML, FlagRequiresCausalInference and
 	// FlagRequiresExperimentation to the agents that flag calls for.
 	FlagAgents map[string][]string `json:"flag_agents,omitempty"`
-	// ExclusivePairs never share a stage (seed 000's EXCLUSIVE_PAIRS); pairs are unordered.
+	// ExclusivePairs never share a stage (seed 000's EXCLUSIVE_PAIRS), and when nothing else
+	// orders a pair its first agent runs first ("SHAP before deploy").
 	ExclusivePairs [][2]string `json:"exclusive_pairs,omitempty"`
 	// CompatiblePairs may share a stage even under sequence_required (seed 000's
 	// PARALLEL_COMPATIBLE); pairs are unordered.
