@@ -354,7 +354,10 @@ func checkPlan(t *testing.T, rules *plan.Rules, c troupe.Catalog, p *troupe.Plan
 func TestSeed000AgentSelection(t *testing.T) {
 	reg := registry(t, nil)
 	rules := e2i.Rules()
-	want := map[string][]string{
+	// Seed 000's INTENT_ROUTING_RULES: the primaries always (1.0); the optional agents only
+	// for a complex query (0.75, over the 0.7 threshold; 0.4 and 0.6 otherwise); explainer,
+	// the synthesizer, at 0.8 whenever it is a candidate and two other agents are selected.
+	primaries := map[string][]string{
 		"causal":           {"causal_impact"},
 		"exploratory":      {"gap_analyzer"},
 		"comparative":      {"gap_analyzer", "heterogeneous_optimizer"},
@@ -364,8 +367,22 @@ func TestSeed000AgentSelection(t *testing.T) {
 		"model_deployment": {"model_deployer"},
 		"monitoring":       {"health_score", "drift_monitor"},
 	}
-	if len(rules.Intents) != len(want) {
-		t.Fatalf("%d intents, want %d", len(rules.Intents), len(want))
+	type pick struct {
+		Agent string
+		Score float64
+	}
+	complex := map[string][]pick{
+		"causal":           {{"explainer", 0.8}, {"gap_analyzer", 0.75}, {"heterogeneous_optimizer", 0.75}},
+		"exploratory":      {{"explainer", 0.8}, {"causal_impact", 0.75}},
+		"comparative":      {{"explainer", 0.8}},
+		"trend":            {{"explainer", 0.75}},
+		"what_if":          {{"explainer", 0.8}, {"causal_impact", 0.75}},
+		"ml_training":      {{"model_deployer", 0.75}},
+		"model_deployment": {{"health_score", 0.75}},
+		"monitoring":       {{"explainer", 0.8}},
+	}
+	if len(rules.Intents) != len(primaries) {
+		t.Fatalf("%d intents, want %d", len(rules.Intents), len(primaries))
 	}
 	for _, rule := range rules.Intents {
 		t.Run(rule.Intent, func(t *testing.T) {
@@ -374,14 +391,23 @@ func TestSeed000AgentSelection(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var primaries []string
-				for _, s := range selected {
-					if s.Score == plan.ScorePrimary {
-						primaries = append(primaries, s.Agent)
+				var want []pick
+				for _, a := range primaries[rule.Intent] {
+					want = append(want, pick{a, plan.ScorePrimary})
+				}
+				for _, p := range complex[rule.Intent] {
+					// With two primaries the synthesizer has two results to combine
+					// whatever the complexity.
+					if complexity == "complex" || p.Agent == "explainer" && len(primaries[rule.Intent]) >= 2 {
+						want = append(want, p)
 					}
 				}
-				if diff := cmp.Diff(want[rule.Intent], primaries); diff != "" {
-					t.Errorf("%s: primaries (-want +got):\n%s", complexity, diff)
+				var got []pick
+				for _, s := range selected {
+					got = append(got, pick{s.Agent, s.Score})
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s: selection (-want +got):\n%s", complexity, diff)
 				}
 			}
 		})
