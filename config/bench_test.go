@@ -23,7 +23,7 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// BenchmarkParseErrors loads a file with 16 problems, every one reported with its place.
+// BenchmarkParseErrors loads a file with 15 problems, every one reported with its place.
 func BenchmarkParseErrors(b *testing.B) {
 	data, err := os.ReadFile("testdata/bad.yaml")
 	if err != nil {

@@ -21,6 +21,10 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("version: 1\nagents: {a: {kind: loop, loop: {agent: a, max_iterations: 1}}}"))
+	// Mis-indented lines, whose syntax errors are explained from the tokens and the source.
+	f.Add([]byte("version: 1\nagents:\n  a:\n    kind: exec\n    exec: {command: [x]}\n     timeout: 1s\n"))
+	f.Add([]byte("version: 1\nagents: {a: {kind: builtin}}\ncoordinator:\n  triggers:\n    - name: x\n      patterns: [y]\n    target: a\n"))
+	f.Add([]byte("version: 1\nagents:\n  a:\n\tkind: builtin\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := config.Parse("fuzz.yaml", data)
 		if err != nil {

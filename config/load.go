@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/troupehq/troupe"
@@ -57,7 +58,8 @@ func Load(path string) (*File, error) {
 // relative paths). It checks, in order, that the YAML is well formed, that it meets Schema
 // (unknown fields are errors), and that what it says is consistent: every agent it names
 // exists, composites do not contain themselves, after has no cycle, schemas compile, routing
-// and coordinator are not both given. Every problem found is returned at once, as Errors.
+// and coordinator are not both given, a coordinator's triggers have distinct names and none
+// comes after a trigger that fires on everything. Every problem found is returned at once, as Errors.
 func Parse(name string, data []byte) (*File, error) {
 	if len(data) > MaxFileBytes {
 		return nil, Errors{{File: name, Problem: fmt.Sprintf("the file is %d bytes; a configuration is at most %d", len(data), MaxFileBytes)}}
@@ -247,9 +249,20 @@ func check(t *tree, f *File) Errors {
 		c.refs("/routing/synthesizers", r.Synthesizers)
 	}
 	if r := f.Coordinator; r != nil {
+		named := map[string]int{}
 		for i, tr := range r.Triggers {
-			c.ref(pointer("coordinator", "triggers", fmt.Sprint(i), "target"), tr.Target)
+			p := pointer("coordinator", "triggers", fmt.Sprint(i))
+			c.ref(p+"/target", tr.Target)
+			if tr.Name == "" {
+				continue
+			}
+			if j, dup := named[tr.Name]; dup {
+				c.add(p+"/name", fmt.Sprintf("trigger name %q is taken by triggers[%d] on line %d: a name says which trigger fired, in routing reasons and metadata", tr.Name, j, c.line(pointer("coordinator", "triggers", fmt.Sprint(j)))))
+				continue
+			}
+			named[tr.Name] = i
 		}
+		c.catchAll(r.Triggers)
 		c.refMap("/coordinator/intents", r.Intents)
 		c.refMap("/coordinator/kpi_map", r.KPIMap)
 		for _, k := range slices.Sorted(maps.Keys(r.Fallbacks)) {
@@ -287,6 +300,58 @@ type checker struct {
 }
 
 func (c *checker) add(ptr, problem string) { c.errs = append(c.errs, c.t.errorAt(ptr, problem)) }
+
+// line returns the line of the value at ptr.
+func (c *checker) line(ptr string) int { return c.t.position(ptr, false).line }
+
+// catchAll reports the first trigger that fires on every message, having neither patterns nor
+// when, when triggers follow it: the first trigger that fires wins, so they never would. (Every
+// agent of the file is available to the router, so the catch-all's target always is.)
+func (c *checker) catchAll(triggers []Trigger) {
+	for i := range triggers[:max(len(triggers)-1, 0)] {
+		p := pointer("coordinator", "triggers", fmt.Sprint(i))
+		if !c.firesAlways(p) {
+			continue
+		}
+		var after []string
+		for j := i + 1; j < len(triggers); j++ {
+			after = append(after, fmt.Sprintf("%s (line %d)", triggerLabel(triggers[j], j), c.line(pointer("coordinator", "triggers", fmt.Sprint(j)))))
+		}
+		c.add(p, fmt.Sprintf("trigger %s has no patterns and no when, so it fires on every message and the triggers after it never do: %s; give it a condition or make it the last trigger",
+			triggerLabel(triggers[i], i), strings.Join(after, ", ")))
+		return
+	}
+}
+
+// firesAlways reports whether the trigger at ptr, as written, has no condition. It goes by
+// the keys written, not by the decoded trigger: a misspelt "pattern", or patterns of the wrong
+// type, are left out of that, which is no reason to call the trigger a catch-all too.
+func (c *checker) firesAlways(ptr string) bool {
+	for _, k := range c.t.order[ptr] {
+		switch v := c.t.valueAt(ptr + "/" + escapePointer(k)); k {
+		case "name", "target", "reason":
+		case "patterns":
+			if l, ok := v.([]any); !ok || len(l) > 0 {
+				return false
+			}
+		case "when":
+			if m, ok := v.(map[string]any); !ok || len(m) > 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// triggerLabel names a trigger for people: its name, or its place when it has none.
+func triggerLabel(t Trigger, i int) string {
+	if t.Name != "" {
+		return strconv.Quote(t.Name)
+	}
+	return fmt.Sprintf("triggers[%d]", i)
+}
 
 // ref checks that the agent name at ptr is declared.
 func (c *checker) ref(ptr, name string) {

@@ -2,8 +2,10 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +42,7 @@ func TestParseErrors(t *testing.T) {
 		want []string
 	}{
 		{"empty", "", []string{"t.yaml:1:1: the file is empty: a configuration needs at least version and agents"}},
-		{"syntax", "version: 1\nagents: [\n", []string{"t.yaml:2:9: YAML syntax: sequence end token ']' not found"}},
+		{"syntax", "version: 1\nagents: [\n", []string{"t.yaml:2:9: agents: YAML syntax: sequence end token ']' not found"}},
 		{"missing version and agents", "name: x\n", []string{
 			`t.yaml:1:1: missing required field "agents"`,
 			`t.yaml:1:1: missing required field "version"`,
@@ -68,7 +70,7 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:3:3: agents.9lives: "9lives" is not a valid agent name: a letter, then letters, digits, _ and -`,
 		}},
 		{"duplicate key", "version: 1\nagents:\n  a: {kind: builtin}\n  a: {kind: builtin}\n", []string{
-			`t.yaml:4:3: YAML syntax: mapping key "a" already defined at [3:3]`,
+			`t.yaml:4:3: agents.a: YAML syntax: mapping key "a" already defined at [3:3]`,
 		}},
 		{"merge key", "version: 1\nx: &x {kind: builtin}\nagents:\n  a:\n    <<: *x\n", []string{
 			// The merge key is reported; so are the consequences, at their own places.
@@ -108,6 +110,132 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// A mis-indented line is the usual cause of a YAML syntax error, and the parser's message
+// ("value is not allowed in this context") says neither where nor why: the error names the
+// field on the line and says how it is indented unlike the lines before it.
+func TestParseExplainsIndentation(t *testing.T) {
+	const agents = "version: 1\nagents:\n  total:\n    kind: exec\n"
+	const triggers = "version: 1\nagents: {a: {kind: builtin}}\ncoordinator:\n  triggers:\n    - name: one\n      patterns: [hello]\n"
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"deeper than a key whose value is given", agents + "    exec: {command: [./total.sh]}\n     timeout: 10s\n", []string{
+			`t.yaml:6:6: agents.total.timeout: YAML syntax: value is not allowed in this context; check the indentation: "timeout" is indented deeper than "exec" on line 5 before it`,
+		}},
+		{"deeper than the block dedented before it", "version: 1\nagents:\n  total:\n    kind: exec\n  exec: {command: [./total.sh]}\n    timeout: 10s\n", []string{
+			`t.yaml:6:5: agents.timeout: YAML syntax: value is not allowed in this context; check the indentation: "timeout" is indented deeper than "exec" on line 5 before it`,
+		}},
+		{"deeper in an entry of a sequence", triggers + "        target: a\n", []string{
+			`t.yaml:7:9: coordinator.triggers[0].target: YAML syntax: value is not allowed in this context; check the indentation: "target" is indented deeper than "patterns" on line 6 before it`,
+		}},
+		{"lined up with the dash of its entry", triggers + "    target: a\n", []string{
+			`t.yaml:7:5: coordinator.triggers[0].target: YAML syntax: value is not allowed in this context; check the indentation: "target" is indented less than "patterns" on line 6 before it and more than "triggers" on line 4`,
+		}},
+		{"between two levels", agents + "    exec:\n      command: [./total.sh]\n   timeout: 10s\n", []string{
+			`t.yaml:7:4: agents.total.timeout: YAML syntax: value is not allowed in this context; check the indentation: "timeout" is indented less than "command" on line 6 before it and more than "total" on line 3`,
+		}},
+		{"tab", agents + "\texec: {command: [./total.sh]}\n", []string{
+			"t.yaml:5:1: agents.total.exec: YAML syntax: found character '\t' that cannot start any token; indent with spaces: YAML does not allow tabs in indentation",
+		}},
+		{"duplicate key is not an indentation problem", agents + "    exec: {command: [./total.sh]}\n    kind: http\n", []string{
+			`t.yaml:6:5: agents.total.kind: YAML syntax: mapping key "kind" already defined at [4:5]`,
+		}},
+		{"unclosed flow sequence", agents + "    exec: {command: [./total.sh}\n", []string{
+			`t.yaml:5:32: agents.total.exec: YAML syntax: ',' or ']' must be specified`,
+		}},
+		{"agent's field dedented to the agents", agents + "    exec:\n      command: [./total.sh]\n  timeout: 10s\n", []string{
+			`t.yaml:7:3: agents.timeout: got string, want object; "timeout" looks like a field of the agent "total" above it: check its indentation`,
+		}},
+		{"agent's field before any agent", "version: 1\nagents:\n  after: [b]\n  b: {kind: builtin}\n", []string{
+			`t.yaml:3:3: agents.after: got array, want object; "after" looks like a field of an agent: check its indentation`,
+		}},
+		{"agent not an object, named unlike a field", "version: 1\nagents:\n  b: {kind: builtin}\n  fetch: 10s\n", []string{
+			`t.yaml:4:10: agents.fetch: got string, want object`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// One typo is one error: a misspelt required field is reported as the unknown field it is,
+// with its "did you mean", not also as the field missing.
+func TestParseMisspeltRequiredField(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"in a block", "version: 1\nagents:\n  fetch:\n    kind: exec\n    exec:\n      comand: [./fetch.sh]\n", []string{
+			`t.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)`,
+		}},
+		{"the block of a kind", "version: 1\nagents:\n  fetch:\n    kind: exec\n    exce: {command: [./fetch.sh]}\n", []string{
+			`t.yaml:5:5: agents.fetch.exce: unknown field "exce" (did you mean "exec"?)`,
+		}},
+		{"kind", "version: 1\nagents:\n  fetch:\n    knd: exec\n    exec: {command: [./fetch.sh]}\n", []string{
+			`t.yaml:4:5: agents.fetch.knd: unknown field "knd" (did you mean "kind"?)`,
+		}},
+		{"a near miss of another field leaves the missing one", "version: 1\nagents:\n  fetch:\n    kind: exec\n    exec: {dri: x}\n", []string{
+			`t.yaml:5:11: agents.fetch.exec: missing required field "command"`,
+			`t.yaml:5:12: agents.fetch.exec.dri: unknown field "dri" (did you mean "dir"?)`,
+		}},
+		{"an unknown field like none leaves the missing one", "version: 1\nagents:\n  fetch:\n    kind: exec\n    exec: {program: x}\n", []string{
+			`t.yaml:5:11: agents.fetch.exec: missing required field "command"`,
+			`t.yaml:5:12: agents.fetch.exec.program: unknown field "program"; known fields: command, dir, env`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A coordinator's triggers are tried in order, the first that fires winning, and each is
+// known by its name in routing reasons and metadata.
+func TestParseCoordinatorTriggers(t *testing.T) {
+	const head = "version: 1\nagents: {a: {kind: builtin}, b: {kind: builtin}}\ncoordinator:\n  triggers:\n"
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"duplicate names", head + "    - {name: one, patterns: [hello], target: a}\n    - {name: two, patterns: [hi], target: b}\n    - {name: one, patterns: [x], when: {k: v}, target: b}\n", []string{
+			`t.yaml:7:14: coordinator.triggers[2].name: trigger name "one" is taken by triggers[0] on line 5: a name says which trigger fired, in routing reasons and metadata`,
+		}},
+		{"catch-all before others", head + "    - name: catchall\n      target: a\n    - name: two\n      patterns: [hi]\n      target: b\n    - {target: b, when: {k: v}}\n", []string{
+			`t.yaml:5:7: coordinator.triggers[0]: trigger "catchall" has no patterns and no when, so it fires on every message and the triggers after it never do: "two" (line 7), triggers[2] (line 10); give it a condition or make it the last trigger`,
+			`t.yaml:10:7: coordinator.triggers[2]: missing required field "name"`,
+		}},
+		{"empty patterns and when are no condition", head + "    - {name: any, patterns: [], when: {}, target: a}\n    - {name: two, patterns: [hi], target: b}\n", []string{
+			`t.yaml:5:7: coordinator.triggers[0]: trigger "any" has no patterns and no when, so it fires on every message and the triggers after it never do: "two" (line 6); give it a condition or make it the last trigger`,
+		}},
+		{"catch-all last", head + "    - {name: two, patterns: [hi], target: b}\n    - {name: rest, target: a}\n", nil},
+		{"when alone is a condition", head + "    - {name: quiz, when: {mode: quiz}, target: a}\n    - {name: two, patterns: [hi], target: b}\n", nil},
+		{"a misspelt pattern is not a catch-all", head + "    - {name: one, pattern: [hello], target: a}\n    - {name: two, patterns: [hi], target: b}\n", []string{
+			`t.yaml:5:19: coordinator.triggers[0].pattern: unknown field "pattern" (did you mean "patterns"?)`,
+		}},
+		{"patterns of the wrong type are not a catch-all", head + "    - {name: one, patterns: hello, target: a}\n    - {name: two, patterns: [hi], target: b}\n", []string{
+			`t.yaml:5:29: coordinator.triggers[0].patterns: got string, want array`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A file with many mistakes gets every one of them, each with its position, in file order.
 func TestParseReportsEveryProblem(t *testing.T) {
 	src, err := os.ReadFile("testdata/bad.yaml")
@@ -116,7 +244,6 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	}
 	got := parseErrs(t, string(src))
 	want := []string{
-		`t.yaml:6:7: agents.fetch.exec: missing required field "command"`,
 		`t.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)`,
 		`t.yaml:7:14: agents.fetch.timeout: "5 seconds" is not a duration: write one as Go does, such as 30s, 1m30s or 250ms`,
 		`t.yaml:11:23: agents.summarize.sequential.agents[1]: unknown agent "sumarize" (did you mean "summarize"?)`,
@@ -137,8 +264,55 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 	_, err = config.Parse("t.yaml", src)
-	if msg := err.Error(); !strings.HasPrefix(msg, "config: 16 problems\nt.yaml:6:7: ") {
+	if msg := err.Error(); !strings.HasPrefix(msg, "config: 15 problems\nt.yaml:6:7: ") {
 		t.Errorf("Error() = %q", msg)
+	}
+}
+
+// The README shows what troupe validate prints for cmd/troupe/testdata/bad.yaml: its lines
+// must be the loader's, in its order, and its count the loader's.
+func TestReadmeShowsTheProblemsOfBadYAML(t *testing.T) {
+	const name = "cmd/troupe/testdata/bad.yaml"
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = config.Parse(name, src)
+	var es config.Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("Parse(%s) = %v, want config.Errors", name, err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Error())
+	}
+	shown, count := 0, ""
+	for line := range strings.Lines(string(readme)) {
+		line = strings.TrimSuffix(line, "\n")
+		if n, ok := strings.CutPrefix(line, "troupe validate: "+name+": "); ok {
+			count = n
+			continue
+		}
+		if !strings.HasPrefix(line, name+":") {
+			continue
+		}
+		i := slices.Index(got, line)
+		if i < 0 {
+			t.Errorf("README.md shows a problem the loader does not report, or not after the one before:\n%s\nthe loader reports:\n%s", line, strings.Join(got, "\n"))
+			continue
+		}
+		got = got[i+1:]
+		shown++
+	}
+	if shown == 0 {
+		t.Errorf("README.md shows no problem of %s", name)
+	}
+	if want := fmt.Sprintf("%d problems", len(es)); count != want {
+		t.Errorf("README.md says troupe validate reports %q; the loader reports %s", count, want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -71,6 +72,8 @@ func checkSchema(t *tree) (Errors, [][]string) {
 	}
 	var out Errors
 	var bad [][]string
+	var missing []struct{ ptr, field string } // required fields absent, by the object's pointer
+	misspelt := map[string]bool{}             // pointers of the fields unknown fields are near misses of
 	var leaves func(e *jsonschema.ValidationError)
 	leaves = func(e *jsonschema.ValidationError) {
 		if k, ok := e.ErrorKind.(*kind.PropertyNames); ok {
@@ -109,8 +112,12 @@ func checkSchema(t *tree) (Errors, [][]string) {
 		}
 		switch k := e.ErrorKind.(type) {
 		case *kind.AdditionalProperties:
+			known := knownFields(e)
 			for _, p := range k.Properties {
-				out = append(out, t.keyErrorAt(ptr+"/"+escapePointer(p), unknownField(p, knownFields(e))))
+				out = append(out, t.keyErrorAt(ptr+"/"+escapePointer(p), unknownField(p, known)))
+				if best := closestField(p, known); best != "" {
+					misspelt[ptr+"/"+escapePointer(best)] = true
+				}
 			}
 		case *kind.FalseSchema:
 			if n := len(e.InstanceLocation); n > 0 {
@@ -152,13 +159,33 @@ func checkSchema(t *tree) (Errors, [][]string) {
 			out = append(out, t.errorAt(ptr, problem))
 		case *kind.Required:
 			for _, m := range k.Missing {
-				out = append(out, t.errorAt(ptr, fmt.Sprintf("missing required field %q", m)))
+				missing = append(missing, struct{ ptr, field string }{ptr, m})
 			}
+		case *kind.Type:
+			problem := e.ErrorKind.LocalizedString(printer)
+			if loc := e.InstanceLocation; len(loc) == 2 && loc[0] == "agents" && slices.Contains(agentFields(), loc[1]) {
+				// An agent's field dedented to the level of the agents reads as an agent of its
+				// name; its key's column is what is wrong, so the error is there.
+				owner := "an agent"
+				if above := agentAbove(t, loc[1]); above != "" {
+					owner = fmt.Sprintf("the agent %q above it", above)
+				}
+				out = append(out, t.keyErrorAt(ptr, problem+fmt.Sprintf("; %q looks like a field of %s: check its indentation", loc[1], owner)))
+				break
+			}
+			out = append(out, t.errorAt(ptr, problem))
 		default:
 			out = append(out, t.errorAt(ptr, e.ErrorKind.LocalizedString(printer)))
 		}
 	}
 	leaves(ve)
+	for _, m := range missing {
+		// A misspelt field is one mistake: the unknown field, with its "did you mean", says it
+		// all, and "missing" first would point at the wrong cause.
+		if !misspelt[m.ptr+"/"+escapePointer(m.field)] {
+			out = append(out, t.errorAt(m.ptr, fmt.Sprintf("missing required field %q", m.field)))
+		}
+	}
 	return out, bad
 }
 
@@ -204,6 +231,24 @@ func agentKind(t *tree, loc []string) (string, bool) {
 	return k, ok
 }
 
+// agentFields returns the fields an agent declares, from the schema.
+func agentFields() []string {
+	doc, _ := rawSchema().(map[string]any)
+	defs, _ := doc["$defs"].(map[string]any)
+	agent, _ := defs["agent"].(map[string]any)
+	props, _ := agent["properties"].(map[string]any)
+	return slices.Sorted(maps.Keys(props))
+}
+
+// agentAbove returns the agent declared just before the member name of agents, if any.
+func agentAbove(t *tree, name string) string {
+	order := t.order["/agents"]
+	if i := slices.Index(order, name); i > 0 {
+		return order[i-1]
+	}
+	return ""
+}
+
 // knownFields returns the properties the schema at e's keyword location declares.
 func knownFields(e *jsonschema.ValidationError) []string {
 	// The error's schema URL ends in ".../additionalProperties"; its parent declares the
@@ -245,13 +290,18 @@ func knownFields(e *jsonschema.ValidationError) []string {
 // unknownField says a field is unknown, suggesting the closest known one.
 func unknownField(name string, known []string) string {
 	s := fmt.Sprintf("unknown field %q", name)
-	if best := Closest(strings.ToLower(name), known); best != "" {
+	if best := closestField(name, known); best != "" {
 		return s + fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	if len(known) > 0 && len(known) <= 12 {
 		return s + "; known fields: " + strings.Join(slices.Clone(known), ", ")
 	}
 	return s
+}
+
+// closestField returns the known field name is a typo of, if any.
+func closestField(name string, known []string) string {
+	return Closest(strings.ToLower(name), known)
 }
 
 // Closest returns the candidate nearest to name, if one is within two edits of it (a typo),

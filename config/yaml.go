@@ -67,7 +67,13 @@ func parseYAML(name string, data []byte) (*tree, error) {
 		// in proportion to the file: its message and place are enough.
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) && se.Token != nil {
-			return nil, &Error{File: name, Line: se.Token.Position.Line, Column: se.Token.Position.Column, Problem: "YAML syntax: " + se.Message}
+			line := se.Token.Position.Line
+			path, hint := syntaxPlace(tokens, data, line)
+			problem := "YAML syntax: " + se.Message
+			if hint != "" {
+				problem += "; " + hint
+			}
+			return nil, &Error{File: name, Line: line, Column: se.Token.Position.Column, Path: path, Problem: problem}
 		}
 		return nil, &Error{File: name, Problem: "YAML syntax: " + err.Error()}
 	}
@@ -333,6 +339,30 @@ func (t *tree) position(ptr string, key bool) pos {
 		}
 		ptr = ptr[:strings.LastIndexByte(ptr, '/')]
 	}
+}
+
+// valueAt returns the value at ptr, or nil when there is none. Once Parse has pruned what the
+// schema rejects, a rejected member is gone.
+func (t *tree) valueAt(ptr string) any {
+	v := t.value
+	if ptr == "" {
+		return v
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[unescapePointer(tok)]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }
 
 // errorAt builds an Error for the value at ptr.

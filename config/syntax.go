@@ -1,0 +1,188 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml/token"
+)
+
+// blockFrame is one open level of block structure while the tokens are read: a mapping key
+// whose value is being read, or an entry of a block sequence.
+type blockFrame struct {
+	col, line int
+	key       string // "" for a sequence entry
+	index     int    // a sequence entry's index
+	inline    bool   // a key with its value on its line (a scalar, a flow collection): nothing nests under it
+}
+
+// syntaxPlace explains the YAML syntax error at line: the field it is in and, when the line
+// is indented unlike the lines before it (the usual cause), a hint saying so. The parser's
+// message ("value is not allowed in this context") names neither; the tokens, which the lexer
+// gives even for a file the parser rejects, hold both.
+//
+// The field is the key on the line, placed beside the key it lines up with above it. A key
+// indented deeper than a key whose value is on its own line is placed beside that key; one
+// indented less than the key before it but lining up with none, under the deepest level it
+// is indented deeper than.
+func syntaxPlace(tokens token.Tokens, data []byte, line int) (path, hint string) {
+	lines := bytes.Split(data, []byte("\n"))
+	var stack []*blockFrame
+	var prev *blockFrame // the last key before line
+	flow := 0
+	i := 0
+	for ; i < len(tokens) && tokens[i].Position.Line < line; i++ {
+		tk := tokens[i]
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
+			flow++
+		case token.SequenceEndType, token.MappingEndType:
+			flow = max(flow-1, 0)
+		case token.DocumentHeaderType:
+			stack, prev, flow = nil, nil, 0
+		case token.SequenceEntryType:
+			if flow > 0 {
+				break
+			}
+			col, index := tk.Position.Column, 0
+			for len(stack) > 0 && stack[len(stack)-1].col > col {
+				stack = stack[:len(stack)-1]
+			}
+			if n := len(stack); n > 0 && stack[n-1].col == col && stack[n-1].key == "" {
+				index = stack[n-1].index + 1
+				stack = stack[:n-1]
+			}
+			stack = append(stack, &blockFrame{col: col, line: tk.Position.Line, index: index})
+		case token.MappingValueType:
+			if flow > 0 || i == 0 {
+				break
+			}
+			k := tokens[i-1]
+			col := k.Position.Column
+			for len(stack) > 0 && stack[len(stack)-1].col >= col {
+				stack = stack[:len(stack)-1]
+			}
+			// From the source, not the next token: the lexer folds what follows a tab into
+			// one token on the next line.
+			inline := false
+			if n := tk.Position.Line - 1; n < len(lines) {
+				if r := []rune(string(lines[n])); tk.Position.Column <= len(r) {
+					rest := strings.TrimSpace(string(r[tk.Position.Column:]))
+					inline = rest != "" && !strings.HasPrefix(rest, "#") && !strings.HasPrefix(rest, "&") && !strings.HasPrefix(rest, "!")
+				}
+			}
+			prev = &blockFrame{col: col, line: k.Position.Line, key: k.Value, inline: inline}
+			stack = append(stack, prev)
+		}
+	}
+	if !slices.Contains(stack, prev) {
+		prev = nil
+	}
+
+	// The key on the line: the token before its first ':' outside a flow collection.
+	var key *token.Token
+	first := 0 // the column of the line's first token
+	for ; i < len(tokens) && tokens[i].Position.Line == line; i++ {
+		tk := tokens[i]
+		if first == 0 && tk.Type != token.CommentType && tk.Type != token.InvalidType {
+			first = tk.Position.Column
+		}
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
+			flow++
+		case token.SequenceEndType, token.MappingEndType:
+			flow = max(flow-1, 0)
+		case token.MappingValueType:
+			if flow == 0 && key == nil && i > 0 && tokens[i-1].Position.Line == line {
+				key = tokens[i-1]
+			}
+		}
+	}
+
+	if tabIndented(lines, line) {
+		// A tab has no width in YAML's eyes, so the columns say nothing: the line is taken
+		// to go on from the key before it.
+		switch {
+		case key == nil || prev == nil:
+			return framePath(stack), tabHint
+		case prev.inline:
+			return keyPath(stack[:slices.Index(stack, prev)], key), tabHint
+		}
+		return keyPath(stack[:slices.Index(stack, prev)+1], key), tabHint
+	}
+	if key == nil {
+		// No key on the line: the error is in the value of the keys enclosing it.
+		var outer []*blockFrame
+		for _, f := range stack {
+			if first == 0 || f.col < first {
+				outer = append(outer, f)
+			}
+		}
+		return framePath(outer), ""
+	}
+
+	col := key.Position.Column
+	for j, f := range stack {
+		if f.key != "" && f.col == col {
+			return keyPath(stack[:j], key), "" // lined up with a key above
+		}
+	}
+	// The levels the key is indented deeper than; an entry of a sequence whose "-" it lines up
+	// with counts, as the entry's keys follow its "-".
+	var outer []*blockFrame
+	for _, f := range stack {
+		if f.col < col || f.col == col && f.key == "" {
+			outer = append(outer, f)
+		}
+	}
+	if prev == nil {
+		return keyPath(outer, key), ""
+	}
+	j := slices.Index(stack, prev)
+	switch {
+	case col > prev.col && prev.inline:
+		return keyPath(stack[:j], key), fmt.Sprintf("check the indentation: %q is indented deeper than %q on line %d before it", key.Value, prev.key, prev.line)
+	case col > prev.col:
+		return keyPath(stack[:j+1], key), ""
+	}
+	hint = fmt.Sprintf("check the indentation: %q is indented less than %q on line %d before it", key.Value, prev.key, prev.line)
+	for k := len(outer) - 1; k >= 0; k-- {
+		if f := outer[k]; f.key != "" {
+			hint += fmt.Sprintf(" and more than %q on line %d", f.key, f.line)
+			break
+		}
+	}
+	return keyPath(outer, key), hint
+}
+
+const tabHint = "indent with spaces: YAML does not allow tabs in indentation"
+
+// keyPath is the field path of key under the frames.
+func keyPath(frames []*blockFrame, key *token.Token) string {
+	return framePath(append(slices.Clone(frames), &blockFrame{key: key.Value}))
+}
+
+// framePath is the field path of the open frames, as errors show it.
+func framePath(frames []*blockFrame) string {
+	toks := make([]string, 0, len(frames))
+	for _, f := range frames {
+		if f.key == "" {
+			toks = append(toks, strconv.Itoa(f.index))
+		} else {
+			toks = append(toks, f.key)
+		}
+	}
+	return displayPath(pointer(toks...))
+}
+
+// tabIndented reports whether a tab indents line (1-based).
+func tabIndented(lines [][]byte, line int) bool {
+	if line < 1 || line > len(lines) {
+		return false
+	}
+	l := lines[line-1]
+	return bytes.ContainsRune(l[:len(l)-len(bytes.TrimLeft(l, " \t"))], '\t')
+}
