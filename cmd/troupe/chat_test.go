@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,8 +20,8 @@ func TestChatScript(t *testing.T) {
 		"> teach me fractions\n", // script lines are echoed after the prompt
 		"[diagnostic ← New topic start",
 		"Quiz paused after 1 of 5 questions",
-		"> continue quiz\n",
-		"Resuming your Fractions quiz at question 2 of 5.",
+		"> continue quiz\n[quiz ← Resume paused quiz",
+		"Resuming your Fractions quiz at question 2 of 5.\nQuestion 2 of 5 (Fractions)", // before the question, not after the quiz
 		"[feedback ← After quiz completion",
 		"You have mastered Fractions!",
 	)
@@ -72,7 +74,7 @@ coordinator:
 		{"no example", []string{"chat"}, exitUsage, "want one example directory"},
 		{"no config", []string{"chat", t.TempDir()}, exitUsage, "troupe.yaml"},
 		{"not conversational", []string{"chat", "../../examples/e2i"}, exitUsage, "../../examples/e2i has no coordinator section"},
-		{"table naming other agents", []string{"chat", foreign}, exitUsage, "unknown agent"},
+		{"table naming other agents", []string{"chat", foreign}, exitUsage, "its coordinator routes to oracle, which chat does not have"},
 		{"missing script", []string{"chat", "--script", "/nonexistent/x.chat", "../../examples/tutor"}, exitUsage, "--script"},
 		{"bad flag", []string{"chat", "--nope", "../../examples/tutor"}, exitUsage, "nope"},
 		{"help", []string{"chat", "--help"}, exitOK, "Usage: troupe chat"},
@@ -85,6 +87,82 @@ coordinator:
 				t.Errorf("exit %d (want %d), output %q lacks %q", code, tt.code, stdout.String()+stderr.String(), tt.says)
 			}
 		})
+	}
+}
+
+// TestChatOtherCoordinator: chat runs the tutor's agents, so a valid coordinator file routing
+// to others is refused before the tutor's banner, saying what chat needs and what to use
+// instead.
+func TestChatOtherCoordinator(t *testing.T) {
+	dir := writeConfig(t, `version: 1
+name: c
+agents:
+  a: {kind: exec, exec: {command: [sh, -c, cat]}}
+  b: {kind: exec, exec: {command: [sh, -c, cat]}}
+coordinator:
+  triggers:
+    - name: greeting
+      patterns: ["hi"]
+      target: b
+  default: a
+`)
+	if code, stdout, stderr := invoke(t, "validate", dir); code != exitOK {
+		t.Fatalf("the file is meant to be valid: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var stdout, stderr strings.Builder
+	code := chat(t.Context(), []string{dir}, strings.NewReader("hi\n"), &stdout, &stderr)
+	if code != exitUsage || stdout.String() != "" {
+		t.Fatalf("exit %d (want %d), stdout %q (want nothing: no banner)", code, exitUsage, stdout.String())
+	}
+	mustContain(t, stderr.String(),
+		"its coordinator routes to a, b, which chat does not have",
+		"the coordinator must route among the tutor's agents (diagnostic, tutor, quiz, feedback, pathplanner",
+		"troupe run "+dir+` "message"`)
+}
+
+// TestChatQuestions: --questions outside what every topic can give is refused with the range,
+// which the help states too.
+func TestChatQuestions(t *testing.T) {
+	most := maxQuizQuestions()
+	if most < 5 {
+		t.Fatalf("the corpus has topics of %d questions; --questions' default is 5", most)
+	}
+	if want := fmt.Sprintf("questions per quiz, 1 to %d (default 5)", most); !strings.Contains(chatUsage, want) {
+		t.Errorf("chat's help lacks %q", want)
+	}
+	for _, tt := range []struct {
+		n    string
+		code int
+	}{
+		{"0", exitUsage}, {"-3", exitUsage}, {strconv.Itoa(most + 1), exitUsage}, {"1000", exitUsage},
+		{"1", exitOK}, {strconv.Itoa(most), exitOK},
+	} {
+		t.Run(tt.n, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			code := chat(t.Context(), []string{"--questions", tt.n, "../../examples/tutor"}, strings.NewReader("teach me addition\n15\n42\n225\nquiz me\n"), &stdout, &stderr)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tt.code, stderr.String())
+			}
+			if tt.code == exitUsage {
+				if want := fmt.Sprintf("--questions %s: want 1 to %d", tt.n, most); !strings.Contains(stderr.String(), want) || stdout.String() != "" {
+					t.Errorf("stderr lacks %q, or stdout is not empty:\n%s%s", want, stderr.String(), stdout.String())
+				}
+				return
+			}
+			mustContain(t, stdout.String(), fmt.Sprintf("Question 1 of %s (Addition)", tt.n))
+		})
+	}
+}
+
+// TestChatReplies: a bare "teach me" asks which topic; "/master" alone gives its usage.
+func TestChatReplies(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if code := chat(t.Context(), []string{"../../examples/tutor"}, strings.NewReader("teach me\n/master\n"), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	mustContain(t, stdout.String(), "Which topic would you like to learn? I can teach: addition", "Usage: /master TOPIC")
+	if out := stdout.String(); strings.Contains(out, "no material") || strings.Contains(out, `unknown topic ""`) {
+		t.Errorf("transcript:\n%s", out)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
@@ -32,7 +33,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	words, err := parseInterleaved(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		demoUsage(stdout)
+		commandUsage(stdout, "demo")
 		return exitOK
 	case err != nil:
 		fmt.Fprintf(stderr, "troupe demo: %v\nRun 'troupe help demo' for usage.\n", err)
@@ -107,14 +108,13 @@ func exitCode(s troupe.RunStatus) int {
 	return exitFailed
 }
 
-func demoUsage(w io.Writer) {
-	fmt.Fprintf(w, `Usage: troupe demo [--json] [--seed N] [question...]
+const demoUsage = `Usage: troupe demo [--json] [--seed N] [question...]
 
 Runs a question through seed 000's E2I causal analytics system: 17 agents over a synthetic
-prescription dataset in which a Midwest access restriction cut Kisqali NRx by about 12%%
+prescription dataset in which a Midwest access restriction cut Kisqali NRx by about 12%
 from week 18. The question defaults to seed 000's own:
 
-  %s
+  ` + defaultQuery + `
 
 Any other question is parsed by the example's keyword parser (intent, brands, KPIs,
 regions, time period) and planned by seed 000's routing rules. troupe demo prints the plan,
@@ -124,33 +124,62 @@ Flags:
   --json      print each event as a JSON line instead of text
   --seed N    seed of the run: fixes its run, trace and dispatch ids (0 picks one)
 
-Examples:
-`, defaultQuery)
-	for _, c := range commands() {
-		if c.name == "demo" {
-			writeExamples(w, c)
-		}
-	}
-	fmt.Fprint(w, "\n"+exitCodes)
-}
+Flags may come before or after the question; after -- every argument is part of it.
+`
 
 // parseInterleaved parses flags anywhere among the arguments — "troupe demo Why --json" as
 // well as "troupe demo --json Why" — and returns the other arguments in order. After "--"
-// everything is an argument.
+// everything is an argument. A word that no flag could be named for, such as "-4 8 15" or
+// "-", is an argument wherever it is, so a query may start with a negative number; an
+// undefined flag is still an error, rather than a mistyped flag becoming part of a query,
+// and its message says how to pass such an argument.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
+	for len(args) > 0 {
+		a := args[0]
+		if a == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		if !flagLike(a) {
+			rest = append(rest, a)
+			args = args[1:]
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil && name != "h" && name != "help" {
+			// Worded as package flag words it, with how to pass an argument that is no flag.
+			return nil, fmt.Errorf("flag provided but not defined: -%s (an argument beginning with '-' goes after --, as in: -- %q)", name, a)
+		}
+		// One flag at a time, with its value when it takes the next argument, so that
+		// the flag package never reads the words after it as flags.
+		n := 1
+		if f != nil && !hasValue && !isBoolFlag(f) && len(args) > 1 {
+			n = 2
+		}
+		if err := fs.Parse(args[:n]); err != nil {
 			return nil, err
 		}
-		left := fs.Args()
-		consumed := args[:len(args)-len(left)]
-		if len(left) == 0 || len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
-			return append(rest, left...), nil
-		}
-		rest = append(rest, left[0])
-		args = left[1:]
+		args = args[n:]
 	}
+	return rest, nil
+}
+
+// flagLike reports whether an argument is written as a flag: dashes, then a letter.
+func flagLike(a string) bool {
+	name := strings.TrimLeft(a, "-")
+	if len(name) == len(a) || name == "" {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(name)
+	return unicode.IsLetter(r)
+}
+
+// isBoolFlag reports whether f is a flag that takes no value ("--json"), as package flag
+// decides it.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // eventWriter prints a run as it goes.

@@ -8,30 +8,26 @@ import (
 	"io"
 )
 
-// runHelp prints the overview, or one command's help.
+// runHelp prints the overview, or one command's help: the same text as the command's --help.
 func runHelp(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	switch len(args) {
 	case 0:
 		usage(stdout)
 		return exitOK
 	case 1:
-		if args[0] == "demo" {
-			demoUsage(stdout)
-			return exitOK
+		name := args[0]
+		switch name {
+		case "-h", "-help", "--help":
+			name = "help"
 		}
 		for _, c := range commands() {
-			if c.name == args[0] && c.usage != "" {
+			if c.name == name {
 				commandUsage(stdout, c.name)
 				return exitOK
 			}
-			if c.name == args[0] {
-				fmt.Fprintf(stdout, "troupe %s: %s\n\nExamples:\n", c.name, c.summary)
-				writeExamples(stdout, c)
-				return exitOK
-			}
 		}
-		fmt.Fprintf(stderr, "troupe help: unknown command %q\n", args[0])
-		if s := suggest(args[0]); s != "" {
+		fmt.Fprintf(stderr, "troupe help: unknown command %q\n", name)
+		if s := suggest(name); s != "" {
 			fmt.Fprintf(stderr, "Did you mean %q?\n", s)
 		}
 		return exitUsage
@@ -67,21 +63,56 @@ func writeExamples(w io.Writer, c command) {
 	}
 }
 
-const exitCodes = `Exit codes: 0 the run completed, 1 it failed, 2 usage or configuration error,
-3 it paused waiting for a human, 130 it was cancelled (Ctrl-C).
+// exitCodes is the overview's summary of the exit codes; each command's help gives its own.
+const exitCodes = `Exit codes: 0 the command did what it was asked (run, demo: the run completed), 1 the run
+failed (plan: the request could not be planned), 2 usage or configuration error, 3 the run
+paused waiting for a human, 130 it was cancelled (Ctrl-C). 'troupe help COMMAND' gives the
+codes of a command.
 `
 
-// commandUsage prints a command's usage, its examples and the exit codes.
+// The exit codes of each command, closing its help. plan, validate and agents run nothing,
+// so theirs say nothing of runs.
+const (
+	runExits = `Exit codes: 0 the run completed, 1 it failed, 2 usage or configuration error,
+3 it paused waiting for a human, 130 it was cancelled (Ctrl-C).
+`
+	demoExits = `Exit codes: 0 the run completed, 1 it failed, 2 usage error, 130 it was cancelled (Ctrl-C).
+`
+	planExits = `Exit codes: 0 the plan was shown, 1 the request could not be planned (the file's
+planner or router refused it; nothing ran), 2 usage or configuration error.
+`
+	validateExits = `Exit codes: 0 the file is valid and every agent builds, 1 troupe failed before it could
+check the file, 2 the file has problems (each is reported) or the command line is wrong.
+`
+	agentsExits = `Exit codes: 0 the agents were listed, 1 troupe failed before it could list them,
+2 usage or configuration error.
+`
+	chatExits = `Exit codes: 0 the conversation ended (at the end of the input or of the script),
+1 it failed, 2 usage or configuration error, 130 it was cancelled (Ctrl-C).
+`
+	helpExits = `Exit codes: 0 the help was shown, 2 there is no such command.
+`
+)
+
+// commandUsage prints a command's usage, its examples and its exit codes: its --help, and
+// troupe help NAME.
 func commandUsage(w io.Writer, name string) {
 	for _, c := range commands() {
 		if c.name == name {
 			fmt.Fprint(w, c.usage)
 			fmt.Fprint(w, "\nExamples:\n")
 			writeExamples(w, c)
-			fmt.Fprint(w, "\n"+exitCodes)
+			fmt.Fprint(w, "\n"+c.exits)
 		}
 	}
 }
+
+// dashDash closes the help of the commands that take a query.
+const dashDash = `
+Flags may come before or after CONFIG and the query. After -- every argument is part of the
+query, so a query beginning with '-' and a letter goes after it: troupe run CONFIG -- "-x is odd".
+A word beginning with '-' and a digit, such as "-4 8 15", is a query word without it.
+`
 
 const configArg = `CONFIG is a workflow file (see docs/config.md), or a directory holding troupe.yaml.
 `
@@ -101,9 +132,10 @@ Flags:
                        result and the aggregation, as docs/run-record.md describes (version 1)
   --input FILE.json    the request from a file, {"query": ..., "parsed_query": {...}, "state": {...}},
                        or a parsed query alone, {"intent": "causal", "kpis": ["NRx"], ...}
-  --state key=value    session state (repeatable; the value is JSON, or else a string)
+  --state key=value    session state (repeatable); the value is JSON (true, 3, "x", [1]),
+                       True or False (booleans, as Python writes them), or else a string
   --seed N             seed of the run: fixes its ids (0 picks one)
-`
+` + dashDash
 
 const planUsage = `Usage: troupe plan [--format text|mermaid|dot] [--input FILE.json] [--state key=value]... CONFIG [query...]
 
@@ -117,8 +149,9 @@ Flags:
   --format text|mermaid|dot   text for people, a Mermaid flowchart, or a Graphviz digraph
   --input FILE.json           the request from a file, {"query": ..., "parsed_query": {...}, "state": {...}},
                               or a parsed query alone, {"intent": "causal", "kpis": ["NRx"], ...}
-  --state key=value           session state (repeatable; the value is JSON, or else a string)
-`
+  --state key=value           session state (repeatable); the value is JSON (true, 3, "x", [1]),
+                              True or False (booleans, as Python writes them), or else a string
+` + dashDash
 
 const validateUsage = `Usage: troupe validate CONFIG
 
@@ -137,6 +170,12 @@ command, URL or members), what it declares to the planner (reads, writes, after,
 schemas) and what it does; then the file's example queries.
 
 ` + configArg
+
+const helpUsage = `Usage: troupe help [COMMAND]
+
+Shows the overview of troupe and its commands or, given a command, its usage, flags,
+examples and exit codes: the same as troupe COMMAND --help.
+`
 
 // parseCommand parses the flags of subcommand name, wherever they are among its arguments,
 // and checks it was given between minArgs and maxArgs other arguments (maxArgs < 0: any

@@ -46,9 +46,21 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
 		return exitUsage
 	}
-	pl, err := planOf(ctx, f, req)
+	cat, err := config.Catalog(f)
 	if err != nil {
 		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
+		return exitUsage
+	}
+	eng, err := engine.New(engineConfig(f, cat))
+	if err != nil {
+		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
+		return exitUsage
+	}
+	pl, err := planOf(ctx, f, cat, eng, req)
+	if err != nil {
+		// The file is valid and the command line well formed, but its rules refuse this
+		// request: no run failed, since none was started.
+		fmt.Fprintf(stderr, "troupe plan: the request cannot be planned: %v\n", err)
 		return exitFailed
 	}
 	switch *format {
@@ -71,17 +83,9 @@ type planned struct {
 	decisions map[string]troupe.RoutingDecision // task id → decision
 }
 
-// planOf plans req over f's declared agents, without building or running any, and routes
-// the tasks a router decides.
-func planOf(ctx context.Context, f *config.File, req troupe.Request) (*planned, error) {
-	cat, err := config.Catalog(f)
-	if err != nil {
-		return nil, err
-	}
-	eng, err := engine.New(engineConfig(f, cat))
-	if err != nil {
-		return nil, err
-	}
+// planOf plans req with eng, an engine over cat, f's declared agents, without building or
+// running any, and routes the tasks a router decides.
+func planOf(ctx context.Context, f *config.File, cat *troupe.Registry, eng *engine.Engine, req troupe.Request) (*planned, error) {
 	p, err := eng.Plan(req)
 	if err != nil {
 		return nil, err

@@ -129,3 +129,30 @@ func BenchmarkPlanCommand(b *testing.B) {
 		}
 	}
 }
+
+// troupe plan runs nothing: a request its rules refuse is exit 1, "cannot be planned", and a
+// wrong file or command line exit 2.
+func TestPlanExitCodes(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "no_intent.json")
+	if err := os.WriteFile(in, []byte(`{"parsed_query": {"kpis": ["NRx"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"planned", []string{"plan", "../../examples/e2i", "Why did NRx drop?"}, exitOK, "plan: "},
+		{"refused", []string{"plan", "--input", in, "../../examples/e2i"}, exitFailed, "troupe plan: the request cannot be planned: "},
+		{"bad file", []string{"plan", "testdata/nope.yaml", "q"}, exitUsage, "no such file"},
+		{"bad flag", []string{"plan", "--format", "svg", "../../examples/e2i", "q"}, exitUsage, `--format "svg"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := invoke(t, tt.args...)
+			if code != tt.code || !strings.Contains(stdout+stderr, tt.says) {
+				t.Errorf("exit %d (want %d), output lacks %q:\n%s%s", code, tt.code, tt.says, stdout, stderr)
+			}
+		})
+	}
+}

@@ -12,7 +12,7 @@ import (
 // Exit codes of every command.
 const (
 	exitOK        = 0   // the run completed
-	exitFailed    = 1   // the run failed, or the command could not run it
+	exitFailed    = 1   // the run failed, or the command could not run it (plan: could not plan it)
 	exitUsage     = 2   // the command line is wrong
 	exitPaused    = 3   // the run paused for a human and can be resumed
 	exitCancelled = 130 // the run was cancelled (128 + SIGINT, as shells report it)
@@ -24,7 +24,8 @@ type command struct {
 	name     string
 	summary  string
 	examples [][2]string
-	usage    string // the command's usage and flags, for its --help; "" for commands printing their own
+	usage    string // the command's usage and flags: the head of its --help and of troupe help NAME
+	exits    string // the exit codes it uses: the foot of its help
 	run      func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
@@ -38,7 +39,9 @@ func commands() []command {
 				{"troupe demo Show me market trends and opportunities for Kisqali", "ask another question; the example's keyword parser reads it"},
 				{"troupe demo --json --seed 7", "the events as JSON lines, one a line, with ids fixed by the seed"},
 			},
-			run: runDemo,
+			usage: demoUsage,
+			exits: demoExits,
+			run:   runDemo,
 		},
 		{
 			name:    "run",
@@ -49,6 +52,7 @@ func commands() []command {
 				{`troupe run cmd/troupe/testdata/workflow "How long are the words of this question?"`, "three shell-script agents (exec): two in parallel, then one on their results"},
 			},
 			usage: runUsage,
+			exits: runExits,
 			run:   runRun,
 		},
 		{
@@ -61,6 +65,7 @@ func commands() []command {
 				{"troupe plan --input cmd/troupe/testdata/parsed.json examples/e2i", "plan a parsed query (intent, brands, KPIs) given as JSON"},
 			},
 			usage: planUsage,
+			exits: planExits,
 			run:   runPlan,
 		},
 		{
@@ -70,6 +75,7 @@ func commands() []command {
 				{"troupe validate examples/e2i", "check examples/e2i/troupe.yaml and build its agents without running them"},
 			},
 			usage: validateUsage,
+			exits: validateExits,
 			run:   runValidate,
 		},
 		{
@@ -79,6 +85,7 @@ func commands() []command {
 				{"troupe agents examples/tutor", "seed 003's five specialists and its two composites"},
 			},
 			usage: agentsUsage,
+			exits: agentsExits,
 			run:   runAgents,
 		},
 		{
@@ -86,18 +93,22 @@ func commands() []command {
 			summary: "hold a conversation with seed 003's tutor (examples/tutor)",
 			examples: [][2]string{
 				{"troupe chat examples/tutor", "talk to the tutor on this terminal; answer its quiz questions as they come"},
-				{"troupe chat --script examples/tutor/testdata/fractions.chat examples/tutor", "replay a scripted conversation"},
+				{"troupe chat --script examples/tutor/testdata/fractions.chat examples/tutor", "replay a scripted conversation: diagnostic, explanation, a paused and resumed quiz, feedback"},
 			},
-			run: runChat,
+			usage: chatUsage,
+			exits: chatExits,
+			run:   runChat,
 		},
 		{
 			name:    "help",
 			summary: "show help for troupe or one of its commands",
 			examples: [][2]string{
 				{"troupe help", "this overview"},
-				{"troupe help demo", "the flags of demo"},
+				{"troupe help demo", "the flags of demo: the same as troupe demo --help"},
 			},
-			run: runHelp,
+			usage: helpUsage,
+			exits: helpExits,
+			run:   runHelp,
 		},
 	}
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // invoke runs the command line in-process.
@@ -93,5 +97,81 @@ func TestOneAgentSingular(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tc.want, stdout)
 			}
 		})
+	}
+}
+
+// parseInterleaved takes flags anywhere, and a word no flag could be named for ("-4 8 15",
+// "-") as an argument wherever it is; an undefined flag is an error that says to use --.
+func TestParseInterleaved(t *testing.T) {
+	type parsed struct {
+		Words []string
+		N     int
+		B     bool
+	}
+	tests := []struct {
+		args []string
+		want parsed
+		err  string
+	}{
+		{[]string{"cfg", "-4 8 15"}, parsed{Words: []string{"cfg", "-4 8 15"}}, ""},
+		{[]string{"-4", "cfg", "--b", "-3.5", "x"}, parsed{Words: []string{"-4", "cfg", "-3.5", "x"}, B: true}, ""},
+		{[]string{"cfg", "--n", "-3", "q"}, parsed{Words: []string{"cfg", "q"}, N: -3}, ""},
+		{[]string{"--n=2", "-", "- q"}, parsed{Words: []string{"-", "- q"}, N: 2}, ""},
+		{[]string{"cfg", "--", "-x is odd", "--b"}, parsed{Words: []string{"cfg", "-x is odd", "--b"}}, ""},
+		{[]string{"cfg", "--b=false", "q", "-n", "1"}, parsed{Words: []string{"cfg", "q"}, N: 1}, ""},
+		{[]string{"cfg", "-x is odd"}, parsed{}, `flag provided but not defined: -x is odd (an argument beginning with '-' goes after --, as in: -- "-x is odd")`},
+		{[]string{"cfg", "--nope=1"}, parsed{}, "flag provided but not defined: -nope"},
+		{[]string{"cfg", "--n"}, parsed{}, "flag needs an argument: -n"},
+		{[]string{"cfg", "-h"}, parsed{}, flag.ErrHelp.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var got parsed
+			fs.IntVar(&got.N, "n", 0, "")
+			fs.BoolVar(&got.B, "b", false, "")
+			words, err := parseInterleaved(fs, tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Words = words
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A query may begin with '-': a number without more ado, anything else after --, which the
+// help of every command taking a query mentions.
+func TestQueryBeginningWithDash(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"plan", "testdata/one.yaml", "-4 8 15"}, exitOK, "query     -4 8 15\n"},
+		{[]string{"plan", "testdata/one.yaml", "-4", "8", "--format", "mermaid"}, exitOK, `query(["-4 8"])`},
+		{[]string{"plan", "testdata/one.yaml", "--", "-x is odd"}, exitOK, "query     -x is odd\n"},
+		{[]string{"run", "testdata/one.yaml", "-x is odd"}, exitUsage, `troupe run: flag provided but not defined: -x is odd (an argument beginning with '-' goes after --, as in: -- "-x is odd")`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := invoke(t, tt.args...)
+			if code != tt.code || !strings.Contains(stdout+stderr, tt.says) {
+				t.Errorf("exit %d (want %d), output lacks %q:\n%s%s", code, tt.code, tt.says, stdout, stderr)
+			}
+		})
+	}
+	for _, name := range []string{"run", "plan", "demo"} {
+		if _, help, _ := invoke(t, "help", name); !strings.Contains(help, "-- every argument is part of") {
+			t.Errorf("the help of %s does not say what -- does:\n%s", name, help)
+		}
 	}
 }

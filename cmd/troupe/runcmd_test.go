@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/troupehq/troupe"
 )
 
@@ -186,7 +187,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"empty plan query", []string{"plan", "../../examples/e2i", ""}, exitUsage, nil, []string{"troupe plan: the query is empty"}},
 		{"bad output", []string{"run", "--output", "yaml", "../../examples/e2i", "q"}, exitUsage, nil, []string{`--output "yaml": want text or json`}},
 		{"missing config", []string{"run", "testdata/nope.yaml", "q"}, exitUsage, nil, []string{"no such file"}},
-		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{"testdata/bad.yaml:6:7: agents.fetch.exec: missing required field", "16 problems"}},
+		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{`testdata/bad.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)`, "15 problems"}},
 		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"--input fail.yaml: not a JSON object"}},
 		{"paused", []string{"run", "--input", "testdata/request.json", "../../examples/tutor"}, exitPaused,
 			[]string{"route   → diagnostic: New topic start", "? diagnostic asks: Quick check on",
@@ -317,11 +318,11 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if len(lines) != 17 || lines[16] != "troupe validate: testdata/bad.yaml: 16 problems" {
+	if len(lines) != 16 || lines[15] != "troupe validate: testdata/bad.yaml: 15 problems" {
 		t.Fatalf("%d lines:\n%s", len(lines), stderr)
 	}
 	pos := regexp.MustCompile(`^testdata/bad\.yaml:\d+:\d+: [A-Za-z_.\[\]0-9]+: .+`)
-	for _, l := range lines[:16] {
+	for _, l := range lines[:15] {
 		if !pos.MatchString(l) {
 			t.Errorf("problem without file:line:column: field: %q", l)
 		}
@@ -336,15 +337,39 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 }
 
+// Every command's help is the same whichever way it is asked for, and ends with the exit
+// codes of that command: those of plan, validate and agents say nothing of runs.
 func TestCommandHelp(t *testing.T) {
-	for _, name := range []string{"run", "plan", "validate", "agents"} {
-		for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
-			code, stdout, stderr := invoke(t, args...)
-			if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "Usage: troupe "+name) ||
-				!strings.Contains(stdout, "\nExamples:\n  troupe "+name) || !strings.Contains(stdout, "130 it was cancelled") {
-				t.Errorf("%v: exit %d, stderr %q, help:\n%s", args, code, stderr, stdout)
+	exits := map[string]string{
+		"demo": "130 it was cancelled", "run": "3 it paused waiting for a human", "chat": "0 the conversation ended",
+		"plan": "1 the request could not be planned", "validate": "0 the file is valid", "agents": "0 the agents were listed",
+		"help": "2 there is no such command",
+	}
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			want, ok := exits[c.name]
+			if !ok {
+				t.Fatalf("no exit codes to check for %s", c.name)
 			}
-		}
+			_, first, _ := invoke(t, "help", c.name)
+			for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+				code, stdout, stderr := invoke(t, args...)
+				if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "Usage: troupe "+c.name) ||
+					!strings.Contains(stdout, "\nExamples:\n  troupe "+c.name) || !strings.Contains(stdout, "\nExit codes: ") || !strings.Contains(stdout, want) {
+					t.Errorf("%v: exit %d, stderr %q, help lacks %q:\n%s", args, code, stderr, want, stdout)
+				}
+				if diff := cmp.Diff(first, stdout); diff != "" {
+					t.Errorf("%v differs from troupe help %s (-help +%v):\n%s", args, c.name, args, diff)
+				}
+			}
+			switch c.name {
+			case "plan", "validate", "agents", "help":
+				_, stdout, _ := invoke(t, "help", c.name)
+				if _, foot, _ := strings.Cut(stdout, "\nExit codes: "); strings.Contains(foot, "run") {
+					t.Errorf("the exit codes of %s, which runs nothing, speak of runs: %s", c.name, foot)
+				}
+			}
+		})
 	}
 }
 

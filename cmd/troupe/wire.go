@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -458,6 +460,10 @@ func request(f *config.File, query, input string, state map[string]any, seed uin
 		if query != "" {
 			req.Query = query
 		}
+		if strings.TrimSpace(req.Query) == "" && len(req.ParsedQuery) == 0 {
+			// As an empty query argument is refused: there is nothing to plan.
+			return req, fmt.Errorf("--input %s: no query and no parsed query: want \"query\" or \"parsed_query\" in the file, or a query after CONFIG", filepath.Base(input))
+		}
 	} else {
 		req.Query = query
 	}
@@ -478,40 +484,76 @@ func request(f *config.File, query, input string, state map[string]any, seed uin
 	return req, nil
 }
 
+// requestFields are the JSON names of troupe.Request's fields.
+func requestFields() []string {
+	var out []string
+	t := reflect.TypeFor[troupe.Request]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // decodeInput reads --input: a whole request ({"query": ..., "parsed_query": {...},
 // "state": {...}, …}, troupe.Request's fields) or, when the object has none of a request's
 // fields, a parsed query alone ({"intent": "causal", "kpis": ["NRx"], …}).
+//
+// A parsed query's keys are whatever its parser and agents use, so they cannot be checked
+// against a list; but a key a typo away from a request's field ("qeury") is far likelier a
+// misspelt request than a parsed query, which would be planned with no query at all. Such a
+// key is an error, and one that really belongs to a parsed query goes under "parsed_query".
 func decodeInput(b []byte) (troupe.Request, error) {
 	var req troupe.Request
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return req, fmt.Errorf("not a JSON object: %w", err)
 	}
-	requestFields := []string{"query", "parsed_query", "state", "criteria", "session_id", "query_id", "run_id", "rag_context", "user_context", "policy", "budget", "priority", "seed", "timeouts", "optimized_prompts", "context"}
+	fields := requestFields()
 	isRequest := false
-	for _, f := range requestFields {
-		if _, ok := obj[f]; ok {
+	var others []string
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if slices.Contains(fields, k) {
 			isRequest = true
+		} else {
+			others = append(others, k)
 		}
 	}
-	if !isRequest {
-		var pq map[string]any
-		if err := json.Unmarshal(b, &pq); err != nil {
-			return req, err
+	if isRequest {
+		if len(others) > 0 {
+			k := others[0]
+			hint := ""
+			if s := config.Closest(k, fields); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return req, fmt.Errorf("unknown field %q%s: a request's fields are %s; a parsed query's keys go under \"parsed_query\"", k, hint, strings.Join(fields, ", "))
 		}
-		req.ParsedQuery = pq
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return req, fmt.Errorf("not a request (query, parsed_query, state, …): %w", err)
+		}
 		return req, nil
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, fmt.Errorf("not a request (query, parsed_query, state, …): %w", err)
+	for _, k := range others {
+		if s := config.Closest(k, fields); s != "" {
+			return req, fmt.Errorf("unknown field %q (did you mean %q?): with no request field the file is read as a parsed query alone; to give a parsed query with this key, put it under \"parsed_query\"", k, s)
+		}
 	}
+	var pq map[string]any
+	if err := json.Unmarshal(b, &pq); err != nil {
+		return req, err
+	}
+	req.ParsedQuery = pq
 	return req, nil
 }
 
 // stateFlag collects --state key=value pairs; a value is read as JSON when it is JSON
-// (true, 3, "x", [1]) and as a string otherwise.
+// (true, 3, "x", [1]), as a boolean when it is True or False in any case (seed 003's Python
+// writes quiz_paused=True, and a coordinator's when compares it with true), and as a string
+// otherwise. A string "True" is written as JSON: key='"True"'.
 type stateFlag map[string]any
 
 func (s stateFlag) String() string { return "" }
@@ -522,7 +564,11 @@ func (s stateFlag) Set(kv string) error {
 		return fmt.Errorf("want key=value, got %q", kv)
 	}
 	var val any
-	if json.Unmarshal([]byte(v), &val) != nil {
+	switch {
+	case json.Unmarshal([]byte(v), &val) == nil:
+	case strings.EqualFold(v, "true"), strings.EqualFold(v, "false"):
+		val = strings.EqualFold(v, "true")
+	default:
 		val = v
 	}
 	s[k] = val

@@ -7,11 +7,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/internal/peers"
 )
 
@@ -192,5 +195,111 @@ func TestMCPBuildErrors(t *testing.T) {
 				t.Errorf("validate left processes %v behind", after)
 			}
 		})
+	}
+}
+
+// --input is strict where a mistake would otherwise pass unnoticed: a key a typo away from a
+// request's field, an unknown field in a request, a request with nothing to plan. Each is a
+// usage error naming the file, and nothing runs.
+func TestInputStrict(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		args  []string // after the command: CONFIG and any query
+		code  int
+		says  string
+	}{
+		{"misspelt query", `{"qeury": "why"}`, []string{"plan", "../../examples/e2i"}, exitUsage,
+			`--input in.json: unknown field "qeury" (did you mean "query"?): with no request field the file is read as a parsed query alone; to give a parsed query with this key, put it under "parsed_query"`},
+		{"misspelt query, run", `{"qeury": "why"}`, []string{"run", "testdata/one.yaml"}, exitUsage, `unknown field "qeury" (did you mean "query"?)`},
+		{"misspelt parsed_query", `{"parsed_qeury": {"intent": "causal"}}`, []string{"plan", "../../examples/e2i"}, exitUsage, `(did you mean "parsed_query"?)`},
+		{"misspelt state in a request", `{"query": "continue quiz", "sate": {"quiz_paused": true}}`, []string{"plan", "../../examples/tutor"}, exitUsage,
+			`--input in.json: unknown field "sate" (did you mean "state"?): a request's fields are `},
+		{"parsed query key in a request", `{"query": "why", "intent": "causal"}`, []string{"plan", "../../examples/e2i"}, exitUsage,
+			`unknown field "intent": a request's fields are `},
+		{"nothing to plan", `{"state": {"quiz_paused": true}}`, []string{"run", "testdata/one.yaml"}, exitUsage,
+			"--input in.json: no query and no parsed query"},
+		{"blank query", `{"query": "  "}`, []string{"run", "testdata/one.yaml"}, exitUsage, "no query and no parsed query"},
+		{"state with the query on the command line", `{"state": {"quiz_paused": true}}`, []string{"plan", "../../examples/tutor", "continue quiz"}, exitOK,
+			"route → quiz: Resume paused quiz"},
+		{"parsed query alone", `{"intent": "causal", "kpis": ["NRx"]}`, []string{"plan", "../../examples/e2i"}, exitOK, "parsed    intent=causal kpis=[NRx]"},
+		{"any key under parsed_query", `{"parsed_query": {"intent": "causal", "qeury": "x"}}`, []string{"plan", "../../examples/e2i"}, exitOK, "qeury=x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := filepath.Join(t.TempDir(), "in.json")
+			if err := os.WriteFile(in, []byte(tt.input), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{tt.args[0], "--input", in}, tt.args[1:]...)
+			code, stdout, stderr := invoke(t, args...)
+			if code != tt.code || !strings.Contains(stdout+stderr, tt.says) {
+				t.Fatalf("exit %d (want %d); output lacks %q:\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.says, stdout, stderr)
+			}
+			if code == exitUsage && stdout != "" {
+				t.Errorf("a refused input printed %q", stdout)
+			}
+		})
+	}
+}
+
+// FuzzDecodeInput: decoding never panics, and a parsed query taken alone has no key a typo
+// away from a request's field, nor any request field.
+func FuzzDecodeInput(f *testing.F) {
+	for _, s := range []string{`{"qeury": "why"}`, `{"query": "q", "state": {"a": 1}}`, `{"intent": "causal"}`, `[]`, `{"budget": 3}`, `null`} {
+		f.Add([]byte(s))
+	}
+	fields := requestFields()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := decodeInput(b)
+		if err != nil {
+			return
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(b, &obj) != nil {
+			t.Fatalf("decoded %q, which is not a JSON object", b)
+		}
+		for k := range obj {
+			if slices.Contains(fields, k) {
+				return // a request
+			}
+		}
+		for k := range req.ParsedQuery {
+			if s := config.Closest(k, fields); s != "" {
+				t.Errorf("parsed query key %q passed, a typo away from %q", k, s)
+			}
+		}
+	})
+}
+
+// --state reads a value as JSON, True and False (any case) as booleans, anything else as a
+// string; a coordinator's when compares the value, so quiz_paused=True resumes the quiz.
+func TestStateFlag(t *testing.T) {
+	for _, tt := range []struct {
+		arg  string
+		want any
+	}{
+		{"k=true", true}, {"k=True", true}, {"k=TRUE", true}, {"k=False", false}, {"k=false", false},
+		{`k="True"`, "True"}, {"k=3", 3.0}, {"k=[1]", []any{1.0}}, {"k=x", "x"}, {"k=yes", "yes"}, {"k=", ""},
+		{"k=a=b", "a=b"},
+	} {
+		t.Run(tt.arg, func(t *testing.T) {
+			s := stateFlag{}
+			if err := s.Set(tt.arg); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[string]any{"k": tt.want}, map[string]any(s)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, bad := range []string{"k", "=v"} {
+		if err := (stateFlag{}).Set(bad); err == nil {
+			t.Errorf("Set(%q) = nil, want an error", bad)
+		}
+	}
+	code, stdout, stderr := invoke(t, "plan", "--state", "quiz_paused=True", "../../examples/tutor", "continue quiz")
+	if code != exitOK || !strings.Contains(stdout, "state     quiz_paused=true\n") || !strings.Contains(stdout, "route → quiz: Resume paused quiz") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }

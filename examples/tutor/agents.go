@@ -66,6 +66,19 @@ func isPause(answer string) bool {
 	return slices.Contains(pauseWords, strings.Join(tokens(answer), " "))
 }
 
+// namesSubject reports whether a request to learn names a subject: whether any word is left
+// once the words of asking ("teach me", "i want to learn about") are taken out.
+func namesSubject(msg string) bool {
+	asking := []string{"teach", "me", "i", "want", "would", "like", "to", "learn", "about", "please",
+		"something", "anything", "some", "more", "new", "a", "topic", "can", "could", "you", "how"}
+	for _, w := range tokens(msg) {
+		if !slices.Contains(asking, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // ask puts a question to the learner. A failure to get an answer is returned as is: the
 // engine pauses the run on troupe.ErrPaused.
 func ask(ctx context.Context, d *troupe.Dispatch, id, prompt string, q *Question) (string, error) {
@@ -91,7 +104,9 @@ func (a *Specialists) Diagnostic(ctx context.Context, d *troupe.Dispatch) (*trou
 	if !ok {
 		code, what := troupe.CodeInvalidInput, "no topic named"
 		fallback := "ask the learner which topic: " + strings.Join(a.topicNames(), ", ")
-		if lower := strings.ToLower(d.Query); strings.Contains(lower, "teach me") || strings.Contains(lower, "learn") {
+		// RAG_EMPTY only when the message names what it wants to learn: a bare "teach me"
+		// names no topic, which is INVALID_INPUT, answered with the topics to choose from.
+		if lower := strings.ToLower(d.Query); (strings.Contains(lower, "teach me") || strings.Contains(lower, "learn")) && namesSubject(d.Query) {
 			code, what = troupe.CodeRAGEmpty, "no content for the topic asked for"
 			fallback = "suggest related topics: " + strings.Join(a.ready(masteryOf(d)), ", ")
 		}
@@ -428,11 +443,15 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 		}
 	}
 	var lines []string
+	// verdict is said before the next question: the last answer's, so the learner hears it at
+	// once, or, before the first question of a resumed quiz, where it resumes. The summary,
+	// read after the quiz, recaps the resumption in the past tense.
+	verdict := ""
 	if resumed {
-		lines = append(lines, fmt.Sprintf("Resuming your %s quiz at question %d of %d.", topic.Name, index+1, len(items)))
+		verdict = fmt.Sprintf("Resuming your %s quiz at question %d of %d.\n", topic.Name, index+1, len(items))
+		lines = append(lines, fmt.Sprintf("Resumed at question %d of %d.", index+1, len(items)))
 	}
 	paused = false
-	verdict := "" // the last answer's, said before the next question: the learner hears it at once
 	for index < len(items) {
 		it := items[index]
 		q, _ := a.corpus.Question(it.QuestionID)

@@ -121,9 +121,18 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 		if !ok {
 			break
 		}
-		if topic, ok := strings.CutPrefix(msg, "/master"); ok {
+		if topic, ok := strings.CutPrefix(msg, "/master"); ok && (topic == "" || topic[0] == ' ' || topic[0] == '\t') {
 			// Not a message for the coordinator: run seed 003's MasteryLoop on a topic.
-			out2, err := s.Master(ctx, strings.TrimSpace(topic))
+			topic = strings.TrimSpace(topic)
+			if topic == "" {
+				var topics []string
+				for _, k := range s.Corpus().Concepts {
+					topics = append(topics, k.ID)
+				}
+				fmt.Fprintf(out, "Usage: /master TOPIC runs the mastery loop on a topic: %s.\n", strings.Join(topics, ", "))
+				continue
+			}
+			out2, err := s.Master(ctx, topic)
 			if err != nil {
 				if ctx.Err() != nil {
 					return s.State(), err

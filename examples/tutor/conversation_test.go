@@ -46,6 +46,9 @@ func TestScriptedConversation(t *testing.T) {
 	for _, pair := range [][2]string{
 		{"[quiz ← Quiz request", "Question 1 of 5 (Fractions)"},
 		{"Q1: Correct.\nQuestion 2 of 5", "Quiz paused after 1 of 5"},
+		// The resumption is said before the question it resumes at, not after the quiz.
+		{"> continue quiz\n", "Resuming your Fractions quiz at question 2 of 5.\nQuestion 2 of 5 (Fractions)"},
+		{"Resuming your Fractions quiz at question 2 of 5.", "Q2: Correct."},
 		{"Quiz on Fractions complete", "[feedback ← After quiz completion"},
 	} {
 		i, j := strings.Index(transcript, pair[0]), strings.Index(transcript, pair[1])
@@ -111,6 +114,31 @@ func TestConverseMaster(t *testing.T) {
 	}
 	if st[tutor.KeyMasteryAchieved] != true {
 		t.Errorf("mastery_achieved = %v", st[tutor.KeyMasteryAchieved])
+	}
+}
+
+// TestConverseReplies: what the learner hears when a message lacks what it needs — a topic
+// to learn, a topic to master.
+func TestConverseReplies(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, want, not string
+	}{
+		// Seed 003's INVALID_INPUT: no topic named, so ask which; not RAG_EMPTY's "no material".
+		{"teach me, no topic", "teach me\n", "Which topic would you like to learn? I can teach: addition, subtraction,", "no material"},
+		{"want to learn, no topic", "I want to learn\n", "Which topic would you like to learn?", "no material"},
+		{"teach me an unknown topic", "teach me calculus\n", "I have no material on that. Related topics you could start with:", "Which topic"},
+		{"/master, no topic", "/master\n", "Usage: /master TOPIC runs the mastery loop on a topic: addition, subtraction,", "unknown topic"},
+		{"/master, blank topic", "/master   \n", "Usage: /master TOPIC", "unknown topic"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			if _, err := tutor.Converse(t.Context(), tutor.ConverseConfig{}, strings.NewReader(tt.in), &out); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.want) || strings.Contains(out.String(), tt.not) {
+				t.Errorf("transcript lacks %q or has %q:\n%s", tt.want, tt.not, out.String())
+			}
+		})
 	}
 }
 

@@ -161,7 +161,7 @@ func TestContinueQuizResumes(t *testing.T) {
 	if st[tutor.KeyQuizScore] != 0.8 { // 4 of 5: the second answer, "1", was wrong
 		t.Errorf("quiz_score = %v, want 0.8", st[tutor.KeyQuizScore])
 	}
-	if !strings.Contains(r.Turns[0].Text, "Resuming") || !strings.Contains(r.Turns[1].Text, "4 of 5") {
+	if !strings.Contains(r.Turns[0].Text, "Resumed at question 3 of 5.") || !strings.Contains(r.Turns[1].Text, "4 of 5") {
 		t.Errorf("reply: %s", r.Text())
 	}
 }
