@@ -177,6 +177,33 @@ func (d *Dispatch) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
+// Clone returns a deep copy of d's wire fields, or nil for nil; the copy is bound to no run.
+// Like MarshalJSON it reads only d's exported fields, so it may copy a dispatch whose agent is
+// running.
+func (d *Dispatch) Clone() *Dispatch {
+	if d == nil {
+		return nil
+	}
+	c := &Dispatch{
+		DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID,
+		TargetAgent: d.TargetAgent, DispatchReason: d.DispatchReason, Priority: d.Priority,
+		Query: d.Query, ParsedQuery: cloneMap(d.ParsedQuery), RAGContext: cloneMap(d.RAGContext),
+		ExecutionMode: d.ExecutionMode, DependsOn: slices.Clone(d.DependsOn),
+		TimeoutSeconds: clonePtr(d.TimeoutSeconds), MaxCostDollars: clonePtr(d.MaxCostDollars),
+		DispatchedAt: d.DispatchedAt, UserContext: cloneMap(d.UserContext),
+		OptimizedPrompts: maps.Clone(d.OptimizedPrompts), CollectSignals: d.CollectSignals,
+		SignalSignature: clonePtr(d.SignalSignature),
+	}
+	if d.UpstreamResults != nil {
+		c.UpstreamResults = make([]UpstreamResult, len(d.UpstreamResults))
+		for i, u := range d.UpstreamResults {
+			u.Result, u.Handoff, u.Confidence = cloneMap(u.Result), cloneMap(u.Handoff), clonePtr(u.Confidence)
+			c.UpstreamResults[i] = u
+		}
+	}
+	return c
+}
+
 // applyDefaults sets seed 000's defaults: priority medium, sequential, collect_signals true.
 func (d *Dispatch) applyDefaults() {
 	d.Priority = PriorityMedium

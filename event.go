@@ -203,4 +203,18 @@ type Outcome struct {
 	Questions []Question        `json:"questions,omitempty"` // what a paused run waits for
 	Failed    []string          `json:"failed,omitempty"`    // agents whose final result is not completed
 	Skipped   []string          `json:"skipped,omitempty"`   // planned agents never dispatched
+	Budget    string            `json:"budget,omitempty"`    // the budget spent, when it kept dispatches from starting
+}
+
+// MarshalJSON encodes o. A failed run's outcome always has its fallback member, {} when no
+// fallback ran: seed 001's compliance test 4 looks for "fallback" in every FAILED event's data.
+func (o Outcome) MarshalJSON() ([]byte, error) {
+	type plain Outcome
+	if o.Status != RunFailed || len(o.Fallback) > 0 {
+		return json.Marshal(plain(o))
+	}
+	return json.Marshal(struct {
+		plain
+		Fallback map[string]string `json:"fallback"`
+	}{plain(o), map[string]string{}})
 }

@@ -254,3 +254,25 @@ func TestStage(t *testing.T) {
 		}
 	})
 }
+
+// A failed run's outcome always has "fallback" (seed 001's compliance test 4 looks for it in
+// every FAILED event's data), {} when no fallback ran; other outcomes leave it out when empty.
+func TestOutcomeFallbackMember(t *testing.T) {
+	for _, tc := range []struct {
+		out  troupe.Outcome
+		want string
+	}{
+		{troupe.Outcome{Status: troupe.RunFailed}, `{"status":"failed","fallback":{}}`},
+		{troupe.Outcome{Status: troupe.RunFailed, Fallback: map[string]string{"a": "b"}}, `{"status":"failed","fallback":{"a":"b"}}`},
+		{troupe.Outcome{Status: troupe.RunCompleted}, `{"status":"completed"}`},
+		{troupe.Outcome{Status: troupe.RunCompleted, Fallback: map[string]string{"a": "b"}, Budget: "time budget of 1s spent"},
+			`{"status":"completed","fallback":{"a":"b"},"budget":"time budget of 1s spent"}`},
+	} {
+		for _, v := range []any{tc.out, &tc.out} {
+			got, err := json.Marshal(v)
+			if err != nil || string(got) != tc.want {
+				t.Errorf("%T %+v encodes as %s (%v), want %s", v, tc.out, got, err, tc.want)
+			}
+		}
+	}
+}

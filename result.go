@@ -3,6 +3,7 @@ package troupe
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -227,4 +228,37 @@ func DecodeResult(data []byte, agents AgentSet) (*Result, error) {
 		return r, es
 	}
 	return r, nil
+}
+
+// Clone returns a deep copy of r, or nil for nil: modifying the copy (its maps, lists and
+// optional fields) changes nothing of r. Values in agent_result, handoff and the other maps
+// are copied as far as they are JSON-shaped (maps, lists); a value of another type is shared.
+func (r *Result) Clone() *Result {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.AgentResult = cloneMap(r.AgentResult)
+	c.AnalysisSummary = clonePtr(r.AnalysisSummary)
+	c.Confidence = clonePtr(r.Confidence)
+	c.Errors = cloneErrors(r.Errors)
+	c.Warnings = slices.Clone(r.Warnings)
+	c.NextAgent = clonePtr(r.NextAgent)
+	c.Handoff = cloneMap(r.Handoff)
+	c.TokensUsed = clonePtr(r.TokensUsed)
+	c.ModelUsed = clonePtr(r.ModelUsed)
+	c.SpanID = clonePtr(r.SpanID)
+	c.TraceID = clonePtr(r.TraceID)
+	if r.TrainingSignals != nil {
+		c.TrainingSignals = make([]TrainingSignal, len(r.TrainingSignals))
+		for i, s := range r.TrainingSignals {
+			s.Input, s.Output, s.Metadata = cloneMap(s.Input), cloneMap(s.Output), cloneMap(s.Metadata)
+			s.Quality = clonePtr(s.Quality)
+			c.TrainingSignals[i] = s
+		}
+	}
+	c.SignalQuality = clonePtr(r.SignalQuality)
+	c.CostDollars = clonePtr(r.CostDollars)
+	c.Annotations = cloneMap(r.Annotations)
+	return &c
 }

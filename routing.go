@@ -126,7 +126,9 @@ type PlanStage struct {
 }
 
 // Task is one planned unit of work. Agent names the agent, or is empty when the router is to
-// choose one at ROUTE time.
+// choose one at ROUTE time. DependsOn names what the task waits for: tasks of earlier stages,
+// by ID, or registered agents. Dispatches carry them as seed 000's depends_on, agent names: a
+// task's ID becomes the task's agent (the routed one, for a task routed at run time).
 type Task struct {
 	ID        string   `json:"id"`
 	Agent     string   `json:"agent,omitempty"`

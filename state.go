@@ -1,6 +1,10 @@
 package troupe
 
-import "time"
+import (
+	"maps"
+	"slices"
+	"time"
+)
 
 // RunStatus is seed 000's OrchestratorState.status, with troupe's cancelled and paused.
 type RunStatus string
@@ -71,4 +75,141 @@ type ConflictValue struct {
 	Agent      string   `json:"agent"`
 	Value      any      `json:"value"`
 	Confidence *float64 `json:"confidence,omitempty"`
+}
+
+// Clone returns a deep copy of s: its maps, slices, dispatches, results and aggregation are
+// copies, so modifying the copy changes nothing of s. Values an agent put in a result or in
+// session state are copied as cloneValue copies them.
+func (s OrchestratorState) Clone() OrchestratorState {
+	c := s
+	if s.ExecutionPlan != nil {
+		c.ExecutionPlan = make([][]string, len(s.ExecutionPlan))
+		for i, st := range s.ExecutionPlan {
+			c.ExecutionPlan[i] = slices.Clone(st)
+		}
+	}
+	c.DispatchedAgents = cloneMapOf(s.DispatchedAgents, (*Dispatch).Clone)
+	c.CompletedAgents = cloneMapOf(s.CompletedAgents, (*Result).Clone)
+	c.FailedAgents = cloneMapOf(s.FailedAgents, (*Result).Clone)
+	c.Errors = cloneErrors(s.Errors)
+	c.Warnings = slices.Clone(s.Warnings)
+	c.SessionState = cloneMap(s.SessionState)
+	c.Aggregation = s.Aggregation.Clone()
+	return c
+}
+
+// Clone returns a deep copy of a, or nil for nil.
+func (a *Aggregation) Clone() *Aggregation {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.AgentsExecuted = slices.Clone(a.AgentsExecuted)
+	c.ExecutionOrder = slices.Clone(a.ExecutionOrder)
+	c.CombinedResults = cloneMap(a.CombinedResults)
+	c.KeyInsights = slices.Clone(a.KeyInsights)
+	if a.ConflictsDetected != nil {
+		c.ConflictsDetected = make([]Conflict, len(a.ConflictsDetected))
+		for i, cf := range a.ConflictsDetected {
+			cf.Resolved = cloneValue(cf.Resolved)
+			vs := make([]ConflictValue, len(cf.Values))
+			for j, v := range cf.Values {
+				v.Value, v.Confidence = cloneValue(v.Value), clonePtr(v.Confidence)
+				vs[j] = v
+			}
+			if cf.Values == nil {
+				vs = nil
+			}
+			cf.Values = vs
+			c.ConflictsDetected[i] = cf
+		}
+	}
+	c.TotalTokensUsed = clonePtr(a.TotalTokensUsed)
+	c.TotalCostDollars = clonePtr(a.TotalCostDollars)
+	c.Resolved = cloneMap(a.Resolved)
+	c.Warnings = slices.Clone(a.Warnings)
+	return &c
+}
+
+// cloneValue copies the maps and slices of a JSON-shaped value (what agents put in
+// agent_result, handoff and session state: maps, lists, strings, numbers), so that the copy
+// shares none of them with v. A value of any other type is returned as it is.
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneMap(x)
+	case []any:
+		if x == nil {
+			return x
+		}
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = cloneValue(e)
+		}
+		return c
+	case []map[string]any:
+		if x == nil {
+			return x
+		}
+		c := make([]map[string]any, len(x))
+		for i, e := range x {
+			c[i] = cloneMap(e)
+		}
+		return c
+	case map[string]string:
+		return maps.Clone(x)
+	case []string:
+		return slices.Clone(x)
+	case []float64:
+		return slices.Clone(x)
+	case []int:
+		return slices.Clone(x)
+	}
+	return v
+}
+
+// cloneMap deep-copies m with cloneValue; nil stays nil.
+func cloneMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = cloneValue(v)
+	}
+	return c
+}
+
+// cloneMapOf copies m, each value with clone; nil stays nil.
+func cloneMapOf[V any](m map[string]V, clone func(V) V) map[string]V {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]V, len(m))
+	for k, v := range m {
+		c[k] = clone(v)
+	}
+	return c
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil for nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// cloneErrors deep-copies an errors list; nil stays nil.
+func cloneErrors(es []ErrorInfo) []ErrorInfo {
+	if es == nil {
+		return nil
+	}
+	c := make([]ErrorInfo, len(es))
+	for i, e := range es {
+		e.Details, e.Extra = cloneMap(e.Details), cloneMap(e.Extra)
+		c[i] = e
+	}
+	return c
 }

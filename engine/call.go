@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -35,14 +36,16 @@ type call struct {
 
 	use         *nestedUse // what nested dispatches used so far; guarded by r.mu
 	expiredDone bool       // Done's argument, published with the call
-	// reviewing: the result asks for a human's review, which runs as a job of its own, after
-	// the agent's deadline no longer applies. Set by Run or, on resume, by dispatchLocked;
-	// cleared by the review job before it hands the call back.
-	reviewing bool
 	// guarded by r.mu
-	paused   bool
-	expired  bool
-	replayed bool
+	// reviewing: the result is under a human's review, which runs as a job of its own, after
+	// the agent's deadline no longer applies. Set when the agent's completed result asks for
+	// review (drain) or, on resume, by dispatchLocked; a call handed back with it set is back
+	// from its review. Never written on the agent's goroutine, which may still be running
+	// after the deadline recorded the call's timeout.
+	reviewing bool
+	paused    bool
+	expired   bool
+	replayed  bool
 }
 
 // Run executes the dispatch on an executor goroutine. Its frame is the only one of troupe's
@@ -116,26 +119,79 @@ func (c *call) prepare(ctx context.Context) error {
 		}
 	}
 	for _, g := range c.guards() {
-		if v := g.CheckDispatch(ctx, c.d); v.Block {
+		v := g.CheckDispatch(ctx, c.d)
+		if len(v.Warnings) > 0 || len(v.Annotations) > 0 {
+			c.noteBefore(g.Name(), v)
+		}
+		if v.Block {
 			return fmt.Errorf("%w: %s: %s", troupe.ErrBlocked, g.Name(), v.Reason)
 		}
 	}
 	return nil
 }
 
-// finish builds the response: engine-owned fields, validation (seed 000), guardrails over the
-// result, and a human's review when the result requires one.
+// noteBefore keeps what a guardrail said of the dispatch before it ran (warnings,
+// annotations) in c.work, which holds nothing else until finish builds the result and carries
+// them onto it, as checkResult carries the after-check's.
+//
+//go:noinline
+func (c *call) noteBefore(guard string, v troupe.Verdict) {
+	if c.work == nil {
+		c.work = new(troupe.Result)
+	}
+	c.work.Warnings = append(c.work.Warnings, v.Warnings...)
+	if len(v.Annotations) > 0 {
+		annotate(c.work, guard, v.Annotations)
+	}
+}
+
+// annotate attaches a guardrail's annotations to res under the guardrail's name, merged with
+// what the same guardrail attached before. It never writes into a map res shares with the
+// agent (which may return one Result from many calls) or with the guardrail.
+func annotate(res *troupe.Result, guard string, notes map[string]any) {
+	all := make(map[string]any, len(res.Annotations)+1)
+	maps.Copy(all, res.Annotations)
+	if prev, ok := all[guard].(map[string]any); ok {
+		merged := maps.Clone(prev)
+		maps.Copy(merged, notes)
+		notes = merged
+	}
+	all[guard] = notes
+	res.Annotations = all
+}
+
+// carryNotes puts the before-dispatch guardrails' warnings and annotations (pre) on res: the
+// warnings ahead of the agent's, as they came first.
+//
+//go:noinline
+func carryNotes(res, pre *troupe.Result) {
+	if len(pre.Warnings) > 0 {
+		res.Warnings = append(slices.Clip(pre.Warnings), res.Warnings...)
+	}
+	for _, g := range slices.Sorted(maps.Keys(pre.Annotations)) {
+		annotate(res, g, pre.Annotations[g].(map[string]any))
+	}
+}
+
+// finish builds the response: engine-owned fields, validation (seed 000), and what
+// guardrails said before the agent ran and over its result. A result that requires a human's
+// review is sent to one by drain, under the run's lock: this goroutine may be a straggler's,
+// still running after the deadline recorded the dispatch's timeout.
 //
 //go:noinline
 func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, err error) {
 	r := c.r
 	end := r.e.exec.Now()
+	pre := c.work             // what guardrails noted before the agent ran, if anything
 	res := new(troupe.Result) // not part of call: a run blocked in its agent holds none
 	c.work = res
 	if out != nil {
 		*res = *out
 		// The agent may return one *Result from many calls: never append into its slices.
 		res.Errors, res.Warnings = slices.Clip(res.Errors), slices.Clip(res.Warnings)
+	}
+	if pre != nil {
+		carryNotes(res, pre)
 	}
 	res.DispatchID, res.SessionID, res.QueryID, res.AgentName = c.d.DispatchID, c.d.SessionID, c.d.QueryID, c.d.TargetAgent
 	res.StartedAt, res.CompletedAt = start, end
@@ -163,9 +219,6 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 	if len(c.spec.Guardrails) > 0 || len(r.guards) > 0 {
 		c.checkResult(ctx) // its frame is large: called only when there are guardrails
 	}
-	// A human reviews the result once the dispatch is done with, in a job of its own: the
-	// agent's deadline does not run on while a human reads (reviewJob).
-	c.reviewing = res.Status == troupe.StatusCompleted && res.RequiresHuman
 }
 
 // failed records the dispatch of an agent that returned an error, or nothing. Kept out of
@@ -225,10 +278,7 @@ func (c *call) checkResult(ctx context.Context) {
 		}
 		res.Warnings = append(res.Warnings, v.Warnings...)
 		if len(v.Annotations) > 0 {
-			if res.Annotations == nil {
-				res.Annotations = make(map[string]any)
-			}
-			res.Annotations[g.Name()] = v.Annotations
+			annotate(res, g.Name(), v.Annotations)
 		}
 		if v.Block {
 			c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeBlocked, Message: fmt.Sprintf("%s blocked the result: %s", g.Name(), v.Reason)})
@@ -267,13 +317,12 @@ func (j *reviewJob) Run(ctx context.Context) {
 	c.review(ctx)
 }
 
-// Done hands the reviewed call back to the run, to be recorded as any finished dispatch is.
+// Done hands the reviewed call back to the run, to be recorded as any finished dispatch is
+// (its reviewing flag, still set, tells drain the review is over; timedOut, that an expired
+// review was cut short by the run's cancellation, not by the agent's deadline).
 func (j *reviewJob) Done(expired bool) {
 	c := (*call)(j)
 	c.d.Bind(nil)
-	if !expired {
-		c.reviewing = false // expired, it stays set: the run was cancelled during the review (timedOut)
-	}
 	c.Done(expired)
 }
 

@@ -109,3 +109,28 @@ func TestStragglerOfACancelledRunIsCancelled(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// An agent that finishes its work after its deadline (it notices the cancellation late, and
+// returns a result anyway) is a straggler: the run has recorded its timeout and gone on while
+// the agent's goroutine builds a result nobody reads. That goroutine must share nothing
+// unguarded with the run; under -race this caught it writing the call's review flag as the
+// deadline's goroutine read it.
+func TestStragglerSharesNothingWithTheRun(t *testing.T) {
+	late := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done() // the deadline: the executor cancels, then records the timeout
+		return &troupe.Result{AgentResult: map[string]any{"late": true}, RequiresHuman: true}, nil
+	})
+	for range 20 {
+		eng, err := engine.New(engine.Config{Registry: agents(t, "late", opt(late, troupe.WithTimeout(time.Millisecond))), Planner: chain("late")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := run(t, eng, troupe.Request{Query: "q"})
+		if r := results(evs)["late"]; len(r) != 1 || r[0].Status != troupe.StatusTimeout {
+			t.Fatalf("results %+v, want one timeout", r)
+		}
+		if err := eng.Close(t.Context()); err != nil { // waits for the straggler to return
+			t.Fatal(err)
+		}
+	}
+}

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
@@ -52,7 +55,8 @@ func TestTracePropagation(t *testing.T) {
 }
 
 // Seed 001, compliance test 4: with the FALLBACK strategy a failing step is recovered by its
-// fallback; when the fallback fails too, the FAILED event's data says which fallback ran.
+// fallback; when the run fails, the FAILED event's data has "fallback" (which fallbacks ran,
+// {} when none did), as the test asserts of every FAILED event.
 func TestErrorRecovery(t *testing.T) {
 	pol := troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{"primary": {"backup"}},
 		Retry: troupe.RetryPolicy{MaxAttempts: 1}}
@@ -95,34 +99,56 @@ func TestErrorRecovery(t *testing.T) {
 		if last.Stage != troupe.StageFailed {
 			t.Fatalf("last stage %s, want failed", last.Stage)
 		}
-		data, _ := json.Marshal(last.Data)
-		var m map[string]any
-		_ = json.Unmarshal(data, &m)
-		if _, ok := m["fallback"]; !ok {
-			t.Errorf(`FAILED event data has no "fallback": %s`, data)
+		if got := failedEventFallback(t, last); !cmp.Equal(got, map[string]any{"primary": "backup"}) {
+			t.Errorf(`FAILED event's "fallback" is %v, want primary→backup`, got)
 		}
 	})
+	t.Run("no fallback to take", func(t *testing.T) {
+		fail := troupetest.Fail(troupe.CodeAgentError, true)
+		eng := newEngine(t, engine.Config{Registry: agents(t, "lonely", troupetest.NewScript(fail)), Planner: chain("lonely"),
+			Policy: troupe.ErrorPolicy{OnError: troupe.Fallback, Retry: troupe.RetryPolicy{MaxAttempts: 1}}})
+		evs := run(t, eng, troupe.Request{Query: "test", Context: troupe.NewContext("err", "demo")})
+		last := troupetest.Last(evs)
+		if last.Stage != troupe.StageFailed {
+			t.Fatalf("last stage %s, want failed", last.Stage)
+		}
+		if got := failedEventFallback(t, last); !cmp.Equal(got, map[string]any{}) {
+			t.Errorf(`FAILED event's "fallback" is %v, want {}`, got)
+		}
+	})
+}
+
+// failedEventFallback returns the "fallback" member of a FAILED event's data as JSON has it,
+// failing the test when the member is missing.
+func failedEventFallback(t *testing.T, ev troupe.Event) any {
+	t.Helper()
+	data, err := json.Marshal(ev.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	fb, ok := m["fallback"]
+	if !ok {
+		t.Errorf(`FAILED event data has no "fallback": %s`, data)
+	}
+	return fb
 }
 
 // Seed 000, testing requirement 2 at the engine: an agent response that fails validation is
 // recorded as invalid, with the agent's output kept, never accepted.
 func TestSeed000InvalidResponseRecorded(t *testing.T) {
-	cases := map[string]troupetest.Step{
-		"completed without agent_result": func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
-			return &troupe.Result{AnalysisSummary: troupe.Ptr("done")}, nil
-		},
-		"confidence out of range": func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
-			return &troupe.Result{AgentResult: map[string]any{"x": 1}, Confidence: troupe.Ptr(1.5)}, nil
-		},
-		"next_agent unknown": func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
-			return &troupe.Result{AgentResult: map[string]any{"x": 1}, NextAgent: troupe.Ptr("nobody")}, nil
-		},
-		"failed without errors": func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
-			return &troupe.Result{Status: troupe.StatusFailed}, nil
-		},
+	cases := map[string]*troupe.Result{
+		"completed without agent_result": {AnalysisSummary: troupe.Ptr("done"), Warnings: []string{"thin"}},
+		"confidence out of range":        {AgentResult: map[string]any{"x": 1}, Confidence: troupe.Ptr(1.5)},
+		"next_agent unknown":             {AgentResult: map[string]any{"x": 1}, NextAgent: troupe.Ptr("nobody"), Handoff: map[string]any{"to": "nobody"}},
+		"failed without errors":          {Status: troupe.StatusFailed, AgentResult: map[string]any{"half": true}},
 	}
-	for name, step := range cases {
+	for name, out := range cases {
 		t.Run(name, func(t *testing.T) {
+			step := func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return out, nil }
 			eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript(step)), Planner: chain("a")})
 			evs := run(t, eng, troupe.Request{Query: "q"})
 			failed := troupetest.Find(evs, troupe.KindDispatchFailed, "a")
@@ -132,6 +158,12 @@ func TestSeed000InvalidResponseRecorded(t *testing.T) {
 			r := failed[0].Data.(*troupe.Result)
 			if r.Errors[len(r.Errors)-1].Code != troupe.CodeInvalidOutput {
 				t.Errorf("errors %+v, want INVALID_OUTPUT", r.Errors)
+			}
+			// The agent's output is kept as it came, beside the engine's fields and the error.
+			kept := cmpopts.IgnoreFields(troupe.Result{}, "DispatchID", "SessionID", "QueryID", "AgentName", "Status", "Errors",
+				"ExecutionTimeMS", "StartedAt", "CompletedAt", "TraceID")
+			if diff := cmp.Diff(out, r, kept); diff != "" {
+				t.Errorf("the recorded result does not keep the agent's output (-agent +recorded):\n%s", diff)
 			}
 			if troupetest.Last(evs).Stage != troupe.StageFailed {
 				t.Errorf("run should fail under fail_fast, ended %s", troupetest.Last(evs).Kind)
@@ -195,5 +227,183 @@ func TestWaitReturnsOrchestrationError(t *testing.T) {
 	}
 	if st.Status != troupe.RunFailed || len(st.FailedAgents) != 1 {
 		t.Errorf("state %+v", st)
+	}
+}
+
+// Wait's error unwraps to what failed the run (seed 001: the error carries its cause):
+// errors.Is finds the sentinel of the failure's code and errors.As the agent's *AgentError.
+func TestWaitCause(t *testing.T) {
+	block := troupe.GuardrailFuncs{ID: "gate", Before: func(context.Context, *troupe.Dispatch) troupe.Verdict {
+		return troupe.Verdict{Block: true, Reason: "closed"}
+	}}
+	stuck := troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	spend := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, CostDollars: troupe.Ptr(1.0)}, nil
+	})
+	errPlanner := errors.New("no rule for this intent")
+	cases := []struct {
+		name string
+		cfg  engine.Config
+		req  troupe.Request
+		is   error
+		code string // of the *AgentError, when an agent's error failed the run
+	}{
+		{"blocked", engine.Config{Registry: agents(t, "a", troupetest.NewScript()), Planner: chain("a")},
+			troupe.Request{Query: "q", Guardrails: []troupe.Guardrail{block}}, troupe.ErrBlocked, troupe.CodeBlocked},
+		{"timed out", engine.Config{Registry: agents(t, "a", opt(stuck, troupe.WithTimeout(10*time.Millisecond))), Planner: chain("a"),
+			Policy: troupe.ErrorPolicy{OnTimeout: troupe.TimeoutFailFast}}, troupe.Request{Query: "q"}, troupe.ErrTimeout, troupe.CodeTimeout},
+		{"agent error", engine.Config{Registry: agents(t, "a", troupetest.NewScript(troupetest.Fail(troupe.CodeRAGEmpty, false))), Planner: chain("a")},
+			troupe.Request{Query: "q"}, nil, troupe.CodeRAGEmpty},
+		{"budget", engine.Config{Registry: agents(t, "a", spend, "b", spend, "c", spend), Planner: chain("a", "b", "c")},
+			troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: 1}}, troupe.ErrBudgetExhausted, ""},
+		{"planning", engine.Config{Registry: agents(t, "a", spend), Planner: troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) {
+			return nil, errPlanner
+		})}, troupe.Request{Query: "q"}, errPlanner, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := newEngine(t, tc.cfg).Start(t.Context(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Wait(t.Context())
+			var oe *troupe.OrchestrationError
+			if !errors.As(err, &oe) || oe.Cause == nil {
+				t.Fatalf("Wait: %v, want an *OrchestrationError with a cause", err)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("Wait: %v, want it to match %v", err, tc.is)
+			}
+			var ae *troupe.AgentError
+			if got := errors.As(err, &ae); got != (tc.code != "") || got && ae.Code != tc.code {
+				t.Errorf("Wait: %v: *AgentError %+v, want code %q", err, ae, tc.code)
+			}
+			if strings.Count(err.Error(), oe.Cause.Error()) != 1 {
+				t.Errorf("Wait: %q says its cause %q more than once", err, oe.Cause)
+			}
+		})
+	}
+}
+
+// Seed 000: "Validate dispatch request before sending to agent". Every dispatch the engine
+// records passes Dispatch.Validate against the registry, in runs with parallel groups,
+// concurrency caps, retries with backoff, fallbacks (the policy's and a router's), task-id
+// dependencies, routed tasks, per-agent timeouts and a cost budget.
+func TestEveryDispatchValidates(t *testing.T) {
+	fail := troupetest.Fail(troupe.CodeAgentError, true)
+	ok := troupetest.OK(nil)
+	costly := func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, CostDollars: troupe.Ptr(0.01)}, nil
+	}
+	reg := agents(t,
+		"intake", troupetest.NewScript(costly),
+		"flaky", troupetest.NewScript(fail, fail, ok), // two retries, then completes
+		"broken", troupetest.NewScript(fail),
+		"spare", troupetest.NewScript(),
+		"wide1", troupetest.NewScript(), "wide2", troupetest.NewScript(), "wide3", troupetest.NewScript(),
+		"summary", troupetest.NewScript())
+	p := &troupe.Plan{Stages: []troupe.PlanStage{
+		{Tasks: []troupe.Task{{ID: "t-intake", Agent: "intake", Reason: "first"}}},
+		{MaxConcurrency: 2, Tasks: []troupe.Task{
+			{ID: "t-flaky", Agent: "flaky", Reason: "retried", DependsOn: []string{"t-intake"}},
+			{ID: "t-broken", Agent: "broken", Reason: "falls back", DependsOn: []string{"intake"}},
+			{ID: "t-routed", Reason: "the router picks", DependsOn: []string{"t-intake"}},
+		}},
+		{MaxConcurrency: 3, Tasks: []troupe.Task{
+			{ID: "w1", Agent: "wide1", Reason: "fan-out", DependsOn: []string{"t-routed", "t-flaky"}},
+			{ID: "w2", Agent: "wide2", Reason: "fan-out"},
+			{ID: "w3", Agent: "wide3", Reason: "fan-out", DependsOn: []string{"t-broken"}},
+		}},
+		{Tasks: []troupe.Task{{ID: "t-summary", Agent: "summary", Reason: "last", DependsOn: []string{"w1", "w2", "w3"}}}},
+	}}
+	router := troupe.RouterFunc(func(_ context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+		if in.Task.Agent == "" {
+			return troupe.RoutingDecision{Target: "wide2", Reason: "picked", Fallback: "spare"}, nil
+		}
+		return troupe.RoutingDecision{Target: in.Task.Agent, Reason: "planned"}, nil
+	})
+	policy := troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{"broken": {"spare"}},
+		Retry: troupe.RetryPolicy{MaxAttempts: 3, Initial: time.Millisecond}}
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: staticPlan(p), Router: router, Policy: policy})
+	evs := run(t, eng, troupe.Request{Query: "q", Timeouts: map[string]float64{"flaky": 5}, Budget: troupe.Budget{MaxCostDollars: 5}})
+	if out := outcome(t, evs); out.Status != troupe.RunCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	if n := len(troupetest.Find(evs, troupe.KindRetryScheduled, "")); n != 4 {
+		t.Errorf("%d retries, want 4: flaky's two, and broken's two before its fallback", n)
+	}
+	if n := len(troupetest.Find(evs, troupe.KindDispatchStarted, "spare")); n != 1 {
+		t.Errorf("%d fallback dispatches, want 1", n)
+	}
+	deps := map[string][]string{}
+	for _, ev := range troupetest.Find(evs, troupe.KindDispatchStarted, "") {
+		d := ev.Data.(*troupe.Dispatch)
+		if err := d.Validate(reg); err != nil {
+			t.Errorf("dispatch %s to %s: %v", d.DispatchID, d.TargetAgent, err)
+		}
+		deps[d.TargetAgent] = d.DependsOn
+	}
+	want := map[string][]string{
+		"intake": nil, "flaky": {"intake"}, "broken": {"intake"}, "spare": {"intake"}, "wide2": nil,
+		"wide1": {"wide2", "flaky"}, "wide3": {"broken"}, "summary": {"wide1", "wide2", "wide3"},
+	}
+	if diff := cmp.Diff(want, deps, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("depends_on by agent (-want +got):\n%s", diff)
+	}
+}
+
+// A plan whose dependencies name no agent, or a task that does not run before, would make
+// dispatches seed 000 refuses: the run fails at PLAN, saying which field, and no agent runs.
+func TestInvalidPlanDependencies(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		deps []string
+		want string
+	}{
+		{"unknown name", []string{"t1", "ghost"}, `task "t2": depends_on[1]: "ghost" names neither a task of the plan nor a registered agent`},
+		{"same stage", []string{"t3"}, `task "t2": depends_on[0]: task "t3" is in stage 2, not in an earlier one`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := troupetest.NewScript()
+			p := &troupe.Plan{Stages: []troupe.PlanStage{
+				{Tasks: []troupe.Task{{ID: "t1", Agent: "a"}}},
+				{Tasks: []troupe.Task{{ID: "t2", Agent: "a", DependsOn: tc.deps}, {ID: "t3", Agent: "a"}}},
+			}}
+			evs := run(t, newEngine(t, engine.Config{Registry: agents(t, "a", a), Planner: staticPlan(p)}), troupe.Request{Query: "q"})
+			last := troupetest.Last(evs)
+			if out := last.Data.(*troupe.Outcome); last.Stage != troupe.StageFailed || out.Error.Code != troupe.CodeInvalidRequest || !strings.Contains(out.Error.Message, tc.want) {
+				t.Errorf("ended %s %+v, want failed saying %s", last.Kind, last.Data.(*troupe.Outcome).Error, tc.want)
+			}
+			if a.Calls() != 0 || len(troupetest.Find(evs, troupe.KindPlanCreated, "")) != 0 {
+				t.Errorf("the invalid plan was recorded or run (%d calls)", a.Calls())
+			}
+		})
+	}
+}
+
+// A dispatch the engine cannot make valid (a router named a fallback that is no agent) is
+// recorded as failed, its error naming the field, and never sent; the policy goes on from there.
+func TestInvalidDispatchNotSent(t *testing.T) {
+	router := troupe.RouterFunc(func(_ context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+		return troupe.RoutingDecision{Target: in.Task.Agent, Reason: "planned", Fallback: "ghost"}, nil
+	})
+	spare := troupetest.NewScript()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript(troupetest.Fail(troupe.CodeAgentError, false)), "spare", spare),
+		Planner: chain("a"), Router: router,
+		Policy: troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{"a": {"spare"}}}})
+	evs := run(t, eng, troupe.Request{Query: "q"})
+	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "ghost")
+	if len(failed) != 1 {
+		t.Fatalf("kinds %v: want ghost's dispatch recorded as failed", troupetest.Kinds(evs))
+	}
+	if e := failed[0].Data.(*troupe.Result).Errors[0]; e.Code != troupe.CodeInvalidRequest || e.Recoverable ||
+		!strings.Contains(e.Message, `field "target_agent": invalid target agent: ghost`) || !strings.Contains(e.Message, "not sent") {
+		t.Errorf("ghost's error %+v, want INVALID_REQUEST naming target_agent", e)
+	}
+	if out := outcome(t, evs); out.Status != troupe.RunCompleted || spare.Calls() != 1 {
+		t.Errorf("outcome %+v, spare ran %d times: want the next fallback to complete the task", out, spare.Calls())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -250,5 +251,50 @@ func TestPanicAfterAgentFailsDispatch(t *testing.T) {
 				t.Errorf("the run did not go on to b: %d results", len(got))
 			}
 		})
+	}
+}
+
+// A paused run's outcome lists as skipped only the planned agents never dispatched: not the
+// agent whose question it waits on, which was dispatched and will be again on resume.
+func TestPausedOutcomeSkipsOnlyUndispatched(t *testing.T) {
+	var calls atomic.Int64
+	eng := newEngine(t, engine.Config{Registry: agents(t, "first", troupetest.NewScript(), "tutor", asker(&calls), "later", troupetest.NewScript()),
+		Planner: chain("first", "tutor", "later")})
+	evs := run(t, eng, troupe.Request{Query: "teach me"})
+	out := outcome(t, evs)
+	if out.Status != troupe.RunPaused || !cmp.Equal(out.Skipped, []string{"later"}) || len(out.Failed) != 0 {
+		t.Errorf("paused outcome %+v, want only later skipped and nothing failed", out)
+	}
+}
+
+// A result under a human's review is in flight: State, read while the review goes on (and
+// rejects the result), does not show it completed, nor read it as the review changes it.
+func TestStateDuringReview(t *testing.T) {
+	needsReview := troupetest.NewScript(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"deploy": "v7"}, RequiresHuman: true}, nil
+	})
+	asked := make(chan struct{})
+	h := troupe.HumanFunc(func(context.Context, troupe.Question) (troupe.Answer, error) {
+		close(asked)
+		return troupe.Answer{Approved: false, Text: "no"}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "deployer", needsReview), Planner: chain("deployer")})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q", Human: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-asked
+	for ended := false; !ended; runtime.Gosched() {
+		select {
+		case <-r.Done():
+			ended = true
+		default:
+		}
+		if _, ok := r.State().CompletedAgents["deployer"]; ok { // read as the review rejects it
+			t.Fatal("a result under review shows as completed")
+		}
+	}
+	if st, _ := r.Wait(t.Context()); st.FailedAgents["deployer"].Errors[0].Code != troupe.CodeHumanRejected {
+		t.Errorf("final state %+v, want deployer rejected", st.FailedAgents["deployer"])
 	}
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
 
 	"github.com/troupehq/troupe"
@@ -464,6 +466,43 @@ func TestGuardrails(t *testing.T) {
 	}
 }
 
+// A guardrail's before-dispatch warnings and annotations are carried onto the dispatch's
+// result, as its after-result ones are, whether the agent then ran or the dispatch was blocked.
+func TestGuardrailBeforeDispatchNotes(t *testing.T) {
+	notes := troupe.GuardrailFuncs{ID: "audit",
+		Before: func(context.Context, *troupe.Dispatch) troupe.Verdict {
+			return troupe.Verdict{Warnings: []string{"before"}, Annotations: map[string]any{"seen": true}}
+		},
+		After: func(context.Context, *troupe.Dispatch, *troupe.Result) troupe.Verdict {
+			return troupe.Verdict{Warnings: []string{"after"}, Annotations: map[string]any{"checked": true}}
+		}}
+	gate := troupe.GuardrailFuncs{ID: "gate", Before: func(_ context.Context, d *troupe.Dispatch) troupe.Verdict {
+		if d.TargetAgent == "blocked" {
+			return troupe.Verdict{Block: true, Reason: "closed", Warnings: []string{"gate closed"}, Annotations: map[string]any{"rule": 7}}
+		}
+		return troupe.Verdict{}
+	}}
+	shared := &troupe.Result{AgentResult: map[string]any{"ok": true}, Warnings: []string{"agent"}, Annotations: map[string]any{"own": 1}}
+	agent := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return shared, nil })
+	eng := newEngine(t, engine.Config{Registry: agents(t, "open", agent, "blocked", agent), Planner: group(2, "open", "blocked"),
+		Policy: troupe.ErrorPolicy{OnError: troupe.Continue}})
+	evs := run(t, eng, troupe.Request{Query: "q", Guardrails: []troupe.Guardrail{notes, gate}})
+	rs := results(evs)
+	open := rs["open"][0]
+	if !cmp.Equal(open.Warnings, []string{"before", "agent", "after"}) ||
+		!cmp.Equal(open.Annotations, map[string]any{"own": 1, "audit": map[string]any{"seen": true, "checked": true}}) {
+		t.Errorf("open's result: warnings %v, annotations %v", open.Warnings, open.Annotations)
+	}
+	blocked := rs["blocked"][0]
+	if blocked.Status != troupe.StatusFailed || !cmp.Equal(blocked.Warnings, []string{"before", "gate closed"}) ||
+		!cmp.Equal(blocked.Annotations, map[string]any{"audit": map[string]any{"seen": true}, "gate": map[string]any{"rule": 7}}) {
+		t.Errorf("blocked's result: %s, warnings %v, annotations %v", blocked.Status, blocked.Warnings, blocked.Annotations)
+	}
+	if !cmp.Equal(shared.Annotations, map[string]any{"own": 1}) || !cmp.Equal(shared.Warnings, []string{"agent"}) {
+		t.Errorf("the agent's own result was written into: %+v", shared)
+	}
+}
+
 // The orchestrator state (seed 000) can be read mid-run and at the end.
 func TestOrchestratorState(t *testing.T) {
 	g := newGate()
@@ -485,6 +524,48 @@ func TestOrchestratorState(t *testing.T) {
 	if end.Status != troupe.RunCompleted || end.SessionID != "sess_xyz" || end.QueryID != "qry_789" || len(end.CompletedAgents) != 2 ||
 		!cmp.Equal(end.ExecutionPlan, [][]string{{"a"}, {"b"}}) || end.Aggregation == nil {
 		t.Errorf("final state %+v", end)
+	}
+}
+
+// The state a run hands out is a copy: modifying its results, dispatches, maps and
+// aggregation changes neither the run (its next State, its Aggregation) nor its log.
+func TestOrchestratorStateIsACopy(t *testing.T) {
+	writer := troupetest.NewScript(troupetest.OK(map[string]any{"level": "beginner", "nested": map[string]any{"k": "v"}}))
+	reg := agents(t, "a", opt(writer, troupe.Writes("level")), "b", troupetest.NewScript(troupetest.Fail(troupe.CodeAgentError, false)))
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("a", "b"), Policy: troupe.ErrorPolicy{OnError: troupe.Continue}})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q", ParsedQuery: map[string]any{"intent": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := r.Wait(t.Context())
+	logBefore, _ := eng.Store().Events(t.Context(), r.ID(), 0)
+	logJSON, _ := json.Marshal(logBefore)
+
+	st := r.State()
+	a := st.CompletedAgents["a"]
+	a.Status, a.AgentResult["level"] = troupe.StatusFailed, "expert"
+	a.AgentResult["nested"].(map[string]any)["k"] = "changed"
+	*a.Confidence = 0
+	st.FailedAgents["b"].Errors[0].Message = "changed"
+	st.DispatchedAgents["a"].ParsedQuery["intent"] = "changed"
+	st.DispatchedAgents["a"].TargetAgent = "changed"
+	st.SessionState["level"] = "changed"
+	st.Aggregation.CombinedResults["a"] = "changed"
+	st.Aggregation.AgentsExecuted[0] = "changed"
+	st.Errors[0].Message = "changed"
+	delete(st.CompletedAgents, "a")
+	agg := r.Aggregation()
+	agg.CombinedResults["a"] = "changed"
+
+	if diff := cmp.Diff(before, r.State(), cmpopts.IgnoreUnexported(troupe.Dispatch{})); diff != "" {
+		t.Errorf("modifying a copy changed the run's state (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(before.Aggregation, r.Aggregation()); diff != "" {
+		t.Errorf("modifying a copy changed the run's aggregation (-before +after):\n%s", diff)
+	}
+	logAfter, _ := eng.Store().Events(t.Context(), r.ID(), 0)
+	if after, _ := json.Marshal(logAfter); string(after) != string(logJSON) {
+		t.Errorf("modifying a copy changed the log:\n%s\nwas\n%s", after, logJSON)
 	}
 }
 

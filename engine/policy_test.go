@@ -217,11 +217,14 @@ func TestTimeoutPolicies(t *testing.T) {
 			if r.AgentResult["rows_scanned"] != 40 {
 				t.Errorf("the timeout result should keep the partial result the agent reported, got %v", r.AgentResult)
 			}
-			if aggs := troupetest.Find(evs, troupe.KindRunAggregated, ""); len(aggs) == 1 {
-				_, used := aggs[0].Data.(*troupe.Aggregation).CombinedResults["slow"]
-				if used != tc.partial {
-					t.Errorf("partial result used in aggregation: %v, want %v", used, tc.partial)
-				}
+			// Every case aggregates: a run that fails while executing aggregates what it has.
+			aggs := troupetest.Find(evs, troupe.KindRunAggregated, "")
+			if len(aggs) != 1 {
+				t.Fatalf("%d run_aggregated events, want 1", len(aggs))
+			}
+			_, used := aggs[0].Data.(*troupe.Aggregation).CombinedResults["slow"]
+			if used != tc.partial {
+				t.Errorf("partial result used in aggregation: %v, want %v", used, tc.partial)
 			}
 			wantAfter := 1
 			if tc.status == troupe.RunFailed {

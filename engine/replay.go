@@ -12,15 +12,19 @@ import (
 )
 
 // replayIndex is what a resumed run knows from its log: which events are already recorded
-// (so they are not appended twice), the results of finished dispatches (so they are not run
-// twice), the answers humans gave, and the plan (which must come out the same).
+// (so they are not appended twice), the routing decisions made (so a router is not asked,
+// nor paid, twice, and a task goes where it went), the dispatches made and the results of
+// finished ones (so they are not run twice), the answers humans gave, and the plan (which
+// must come out the same).
 type replayIndex struct {
-	keys    map[string]bool
-	results map[string]*troupe.Result
-	answers map[string]troupe.Answer
-	asked   map[string]bool
-	reviews map[string]*troupe.Question // reviews asked with the result under review, by dispatch id
-	plan    *troupe.Plan
+	keys      map[string]bool
+	decisions map[string]*troupe.RoutingDecision // by the id of the dispatch each led to
+	targets   map[string]string                  // agent of each recorded dispatch, by id
+	results   map[string]*troupe.Result
+	answers   map[string]troupe.Answer
+	asked     map[string]bool
+	reviews   map[string]*troupe.Question // reviews asked with the result under review, by dispatch id
+	plan      *troupe.Plan
 
 	// Dispatches nested in composites, and their completed results, by dispatch id: a
 	// composite run again takes a member's recorded result when its input is unchanged
@@ -56,7 +60,8 @@ func eventKey(ev *troupe.Event) string {
 }
 
 func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, error) {
-	x := &replayIndex{keys: map[string]bool{}, results: map[string]*troupe.Result{}, answers: map[string]troupe.Answer{}, asked: map[string]bool{}}
+	x := &replayIndex{keys: map[string]bool{}, decisions: map[string]*troupe.RoutingDecision{}, targets: map[string]string{},
+		results: map[string]*troupe.Result{}, answers: map[string]troupe.Answer{}, asked: map[string]bool{}}
 	var start *troupe.RunStart
 	for i := range events {
 		ev := &events[i]
@@ -79,6 +84,14 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 			}
 		case *troupe.Plan:
 			x.plan = d
+		case *troupe.RoutingDecision:
+			if ev.Kind == troupe.KindRouteDecided {
+				x.decisions[ev.DispatchID] = d
+			}
+		case *troupe.Dispatch:
+			if ev.Kind == troupe.KindDispatchStarted {
+				x.targets[d.DispatchID] = d.TargetAgent
+			}
 		case *troupe.Result:
 			x.results[d.DispatchID] = d
 		case *troupe.Question:
@@ -162,6 +175,31 @@ func (x *replayIndex) recorded(ev *troupe.Event) bool {
 	return k != "" && x.keys[k]
 }
 
+// decision returns the routing decision the log recorded for the task whose first dispatch
+// is id.
+func (x *replayIndex) decision(id string) (*troupe.RoutingDecision, bool) {
+	if x == nil {
+		return nil, false
+	}
+	d, ok := x.decisions[id]
+	return d, ok
+}
+
+// diverged says how dispatch id to agent differs from what the log recorded under that id (a
+// dispatch, or its result, to another agent), or "" if it does not.
+func (x *replayIndex) diverged(id, agent string) string {
+	if x == nil {
+		return ""
+	}
+	if was, ok := x.targets[id]; ok && was != agent {
+		return fmt.Sprintf("dispatch %s went to %s in the log but would now go to %s", id, was, agent)
+	}
+	if res, ok := x.results[id]; ok && res.AgentName != agent {
+		return fmt.Sprintf("the log records a result of %s for dispatch %s, which would now go to %s", res.AgentName, id, agent)
+	}
+	return ""
+}
+
 func (x *replayIndex) result(id string) (*troupe.Result, bool) {
 	if x == nil {
 		return nil, false
@@ -222,8 +260,9 @@ type ResumeOptions struct {
 }
 
 // Resume continues a run from its log: a run that paused for a human, or one whose process
-// stopped mid-way. Recorded dispatch results are taken instead of dispatching again, recorded
-// events are not appended again, and the plan must come out as recorded. A run that reached a
+// stopped mid-way. Recorded routing decisions are taken instead of asking the router again,
+// recorded dispatch results instead of dispatching again, recorded events are not appended
+// again, and the plan, and every dispatch already recorded, must come out as recorded. A run that reached a
 // terminal stage cannot be resumed (troupe.ErrRunFinished).
 func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (*Run, error) {
 	events, err := e.store.Events(ctx, runID, 0)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -190,4 +191,117 @@ func TestResumeAfterBrokenLargeTransition(t *testing.T) {
 	if got := len(troupetest.Find(all, troupe.KindDispatchCompleted, "")); got != 40 {
 		t.Errorf("%d completed, want 40", got)
 	}
+}
+
+// logUpTo copies the events of run id in from into a new store, up to and including the first
+// for which last is true: the log as a process that died just then left it.
+func logUpTo(t *testing.T, from troupe.Store, id string, last func(troupe.Event) bool) *memory.Store {
+	t.Helper()
+	evs, err := from.Events(t.Context(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := memory.New()
+	for _, ev := range evs {
+		if err := to.Append(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+		if last(ev) {
+			return to
+		}
+	}
+	t.Fatal("no event ends the copy")
+	return nil
+}
+
+func startedTo(agent string) func(troupe.Event) bool {
+	return func(ev troupe.Event) bool { return ev.Kind == troupe.KindDispatchStarted && ev.Agent == agent }
+}
+
+// A resumed run takes its recorded routing decisions: the router is not asked (nor paid)
+// again, and the task goes to the agent its recorded dispatch went to, though the router
+// would now say otherwise.
+func TestResumeTakesRecordedDecisions(t *testing.T) {
+	var calls atomic.Int32
+	var target atomic.Value
+	target.Store("x")
+	model := troupe.RouterFunc(func(context.Context, troupe.RouteInput, troupe.Context) (troupe.RoutingDecision, error) {
+		calls.Add(1)
+		return troupe.RoutingDecision{Target: target.Load().(string), Reason: "the model said so", CostDollars: troupe.Ptr(0.25)}, nil
+	})
+	x, y := troupetest.NewScript(troupetest.OK(map[string]any{"who": "x"})), troupetest.NewScript()
+	reg := agents(t, "x", x, "y", y)
+	planner := staticPlan(&troupe.Plan{Stages: []troupe.PlanStage{{Tasks: []troupe.Task{{ID: "t1", Reason: "routed"}}}}})
+	first := newEngine(t, engine.Config{Registry: reg, Planner: planner, Router: model})
+	run(t, first, troupe.Request{Query: "q", RunID: "run_model"})
+	mem := logUpTo(t, first.Store(), "run_model", startedTo("x")) // died while x ran
+
+	target.Store("y")
+	r, err := newEngine(t, engine.Config{Registry: reg, Planner: planner, Router: model, Store: mem}).Resume(t.Context(), "run_model", engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 || x.Calls() != 2 || y.Calls() != 0 {
+		t.Errorf("router asked %d times, x ran %d, y %d; want 1, 2 (again after the crash), 0", calls.Load(), x.Calls(), y.Calls())
+	}
+	all, _ := mem.Events(t.Context(), "run_model", 0)
+	troupetest.CheckLog(t, all)
+	if res := results(all); len(res["x"]) != 1 || len(res["y"]) != 0 {
+		t.Errorf("results by agent %v, want x's only", res)
+	}
+	if got := st.Aggregation.TotalCostDollars; got == nil || *got != 0.25 {
+		t.Errorf("total cost %v, want the recorded decision's 0.25, counted once", got)
+	}
+}
+
+// A resumed run whose dispatch would go to another agent than the one its log recorded under
+// the same id fails, saying so, rather than crediting one agent with the other's result.
+func TestResumeRefusesDivergedDispatch(t *testing.T) {
+	reg := agents(t, "a", troupetest.NewScript(troupetest.Fail(troupe.CodeAgentError, true)), "b", troupetest.NewScript())
+	fallback := troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{"a": {"b"}}, Retry: troupe.RetryPolicy{MaxAttempts: 1}}
+	first := newEngine(t, engine.Config{Registry: reg, Planner: chain("a"), Policy: fallback})
+	run(t, first, troupe.Request{Query: "q", RunID: "run_fb"})
+
+	t.Run("dispatch recorded to another agent", func(t *testing.T) {
+		// The policy changed: a's failure is now retried, and the retry would take the id
+		// under which the log recorded the dispatch to b.
+		mem := logUpTo(t, first.Store(), "run_fb", startedTo("b"))
+		retry := troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{MaxAttempts: 2}}
+		r, err := newEngine(t, engine.Config{Registry: reg, Planner: chain("a"), Policy: retry, Store: mem}).Resume(t.Context(), "run_fb", engine.ResumeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Wait(t.Context()); err == nil || !strings.Contains(err.Error(), "went to b in the log but would now go to a") {
+			t.Errorf("Wait: %v, want a divergence failure naming b and a", err)
+		}
+	})
+	t.Run("result recorded from another agent", func(t *testing.T) {
+		mem := memory.New()
+		evs, _ := first.Store().Events(t.Context(), "run_fb", 0)
+		for _, ev := range evs {
+			if ev.Kind == troupe.KindRunAggregated {
+				break // died before aggregating
+			}
+			if res, ok := ev.Data.(*troupe.Result); ok && res.AgentName == "b" {
+				forged := *res
+				forged.AgentName = "c"
+				ev.Data = &forged
+			}
+			if err := mem.Append(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := newEngine(t, engine.Config{Registry: reg, Planner: chain("a"), Policy: fallback, Store: mem}).Resume(t.Context(), "run_fb", engine.ResumeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := r.Wait(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "records a result of c") || len(st.CompletedAgents) != 0 {
+			t.Errorf("Wait: %v, completed %v; want a divergence failure and the forged result not taken", err, st.CompletedAgents)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/troupehq/troupe"
@@ -119,5 +120,40 @@ func TestCancelDuringRouting(t *testing.T) {
 	}
 	if a.Calls() != 0 {
 		t.Errorf("agent ran %d times after its routing was cancelled", a.Calls())
+	}
+}
+
+// Once the budget is spent no task is routed any more: a router that asks a model is not paid
+// for decisions no dispatch follows. The run that the budget made fail says so: code BUDGET,
+// which budget, the agents it kept from running, and Wait's error matches ErrBudgetExhausted.
+func TestBudgetStopsRouting(t *testing.T) {
+	var asked atomic.Int32
+	paid := troupe.RouterFunc(func(_ context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
+		asked.Add(1)
+		return troupe.RoutingDecision{Target: in.Task.Agent, Reason: "asked a model", CostDollars: troupe.Ptr(0.1)}, nil
+	})
+	spend := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, CostDollars: troupe.Ptr(1.0)}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", spend, "b", spend, "c", spend), Planner: chain("a", "b", "c"), Router: paid})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Wait(t.Context())
+	if asked.Load() != 1 {
+		t.Errorf("router asked %d times, want once: a's result spent the budget", asked.Load())
+	}
+	if !errors.Is(err, troupe.ErrBudgetExhausted) {
+		t.Errorf("Wait: %v, want it to match ErrBudgetExhausted", err)
+	}
+	evs, _ := eng.Store().Events(t.Context(), r.ID(), 0)
+	out := outcome(t, evs)
+	if out.Status != troupe.RunFailed || out.Error.Code != troupe.CodeBudget || !strings.Contains(out.Error.Message, "cost budget of $1.0000 spent") ||
+		!strings.Contains(out.Error.Message, "b, c never ran") || !slices.Equal(out.Skipped, []string{"b", "c"}) || !strings.HasPrefix(out.Budget, "cost budget") {
+		t.Errorf("outcome %+v (error %+v), want failed for the budget, saying which and what it skipped", out, out.Error)
+	}
+	if n := len(troupetest.Find(evs, troupe.KindRouteDecided, "")); n != 1 {
+		t.Errorf("%d routing decisions recorded, want 1", n)
 	}
 }

@@ -90,12 +90,15 @@ type runRare struct {
 	warnings    []string
 	errs        []troupe.ErrorInfo
 	failReason  string
-	liveTokens  int64 // used by dispatches nested in planned ones still running (budgets only)
+	failCause   error  // what Wait's error unwraps to: the errors behind the failure
+	budgetWhy   string // which budget was spent, once one was
+	liveTokens  int64  // used by dispatches nested in planned ones still running (budgets only)
 	liveCost    float64
 	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals
 	routeTokens int64
 	fallbacks   map[string]string
 	lateSetup   map[string]*setupOnce // agents set up when first dispatched, not at INITIALIZE
+	deps        map[*task][]depRef    // depends_on of tasks whose plan does not name agents (resolveDeps)
 	tornDown    bool                  // teardown has run: an agent set up from now on is torn down at once
 }
 
@@ -510,9 +513,9 @@ func (r *Run) begin(answers []troupe.Answer) {
 	}
 	switch {
 	case setupErr != nil:
-		r.failLocked(troupe.StageInitialize, troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: setupErr.Error()}, "agent setup failed")
+		r.failLocked(troupe.StageInitialize, troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: setupErr.Error()}, "agent setup failed", setupErr)
 	case planErr != nil:
-		r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: planErr.Error()}, "planning failed")
+		r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: planErr.Error()}, "planning failed", planErr)
 	default:
 		r.plan = p
 		if c := p.Criteria; c != nil && c.TimeBudgetSeconds != nil && *c.TimeBudgetSeconds > 0 && secs(*c.TimeBudgetSeconds) < r.timeBudget {
@@ -522,12 +525,19 @@ func (r *Run) begin(answers []troupe.Answer) {
 		}
 		if r.replay != nil {
 			if err := r.replay.checkPlan(p); err != nil {
-				r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: err.Error()}, "resume diverged from the recorded run")
+				r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: err.Error()}, "resume diverged from the recorded run", err)
 				break
 			}
 		}
-		r.emitLocked(troupe.Event{Stage: troupe.StagePlan, Kind: troupe.KindPlanCreated, Data: p})
 		r.buildTasks(p)
+		if err := r.resolveDeps(p); err != nil {
+			// 000: every dispatch must pass validate_dispatch_request; a plan whose
+			// dependencies name no agent would make dispatches that cannot.
+			r.stages = nil
+			r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: err.Error()}, "invalid plan", err)
+			break
+		}
+		r.emitLocked(troupe.Event{Stage: troupe.StagePlan, Kind: troupe.KindPlanCreated, Data: p})
 		r.status = troupe.RunExecuting
 		r.advanceLocked()
 	}
@@ -782,6 +792,13 @@ func (r *Run) advanceLocked() {
 	for !r.stopping() && r.stage < len(r.stages) {
 		if !r.routed {
 			for _, t := range r.stages[r.stage] {
+				if r.budgetLocked() != "" {
+					// Spent for good (time, cost, tokens and dispatches only grow): no task
+					// is routed any more, so a router that asks a model is not paid for
+					// decisions no dispatch will follow. The rest of the plan is skipped.
+					r.stage, r.next = len(r.stages), 0
+					return
+				}
 				if !r.routeLocked(t) {
 					return
 				}
@@ -801,14 +818,26 @@ func (r *Run) stopping() bool {
 	return r.failure != nil || r.pausing || r.err != nil || r.ctxErr() != nil
 }
 
-// routeLocked makes the task's routing decision and records it.
+// routeLocked makes the task's routing decision and records it. A resumed run takes the
+// decision its log holds for the task instead: the router might decide otherwise now (a
+// router that asks a model may not be deterministic), the recorded dispatches and results
+// follow the recorded decision, and a router that is paid is not paid twice.
 func (r *Run) routeLocked(t *task) bool {
-	in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.state, Available: r.e.names}
-	d, err := r.e.router.Route(r.context(), in, r.rec.req.Context)
+	var d troupe.RoutingDecision
+	var err error
+	recorded, replayed := r.replay.decision(r.nextID(t))
+	if replayed {
+		d = *recorded
+	} else {
+		in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.state, Available: r.e.names}
+		d, err = r.e.router.Route(r.context(), in, r.rec.req.Context)
+	}
 	if err == nil && !r.e.reg.Has(d.Target) {
 		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
 	}
-	if d.TokensUsed != nil { // what deciding cost counts toward the budgets and the totals
+	// What deciding cost counts toward the budgets and the totals; a recorded decision's too,
+	// as a recorded result's does: the resumed run's accounts are the whole run's.
+	if d.TokensUsed != nil {
 		r.tokens += *d.TokensUsed
 		r.more().routeTokens += *d.TokensUsed
 	}
@@ -820,10 +849,10 @@ func (r *Run) routeLocked(t *task) bool {
 		if r.ctxErr() != nil {
 			return false // the run was cancelled while routing: it ends cancelled, not failed
 		}
-		r.failLocked(troupe.StageRoute, troupe.ErrorInfo{Code: troupe.CodeUnknownAgent, Message: fmt.Sprintf("routing task %s: %v", t.t.ID, err)}, "routing failed")
+		r.failLocked(troupe.StageRoute, troupe.ErrorInfo{Code: troupe.CodeUnknownAgent, Message: fmt.Sprintf("routing task %s: %v", t.t.ID, err)}, "routing failed", err)
 		return false
 	}
-	if d.Fallback == "" && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
+	if !replayed && d.Fallback == "" && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
 		if fbs := r.fallbacksOf(&d); len(fbs) > 0 {
 			d.Fallback = fbs[0]
 		}
@@ -894,6 +923,7 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	}
 	if !r.budgetHit {
 		r.budgetHit = true
+		r.more().budgetWhy = why
 		msg := why + "; no new dispatches start"
 		r.warnLocked(msg)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindBudgetExhausted, Data: &troupe.Warning{Message: msg, Code: troupe.CodeBudget}})
@@ -904,9 +934,15 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 // dispatchLocked creates the next dispatch of t to agent and hands it to the executor (or, when
 // resuming, takes its recorded result).
 func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration) {
-	spec, _ := r.e.reg.Spec(agent)
-	c := &call{r: r, t: t, spec: spec, attempt: t.attempt, prev: t.last}
 	id := r.nextID(t)
+	if r.replay != nil {
+		if why := r.replay.diverged(id, agent); why != "" {
+			r.divergedLocked(t, why)
+			return
+		}
+	}
+	spec, known := r.e.reg.Spec(agent)
+	c := &call{r: r, t: t, spec: spec, attempt: t.attempt, prev: t.last}
 	t.serial++
 	t.nextID = ""
 	r.dispatches++
@@ -932,11 +968,16 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	}
 	d.UpstreamResults = r.upstream[:len(r.upstream):len(r.upstream)]
 	d.DependsOn = t.t.DependsOn
+	if x := r.rare; x != nil && x.deps != nil {
+		if refs, ok := x.deps[t]; ok {
+			d.DependsOn = depNames(refs)
+		}
+	}
 	d.DispatchedAt = now.Add(delay)
 	d.CollectSignals = true
 	d.OptimizedPrompts = r.rec.req.OptimizedPrompts[agent]
 	timeout := r.e.timeout
-	if spec.Timeout > 0 {
+	if known && spec.Timeout > 0 {
 		timeout = spec.Timeout
 	}
 	if s, ok := r.rec.req.Timeouts[agent]; ok && s > 0 {
@@ -954,6 +995,14 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	t.last = c
 	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchStarted, Step: t.step, DispatchID: id, Agent: agent, Data: d})
 	if r.err != nil {
+		return
+	}
+	if !known || d.DispatchedAt.IsZero() {
+		// 000 validates a dispatch before sending it. Planning (resolveDeps, the request's
+		// checks in newRun) and routing check once what they can; what is left to go wrong
+		// is checked here, per dispatch: a fallback a router named that is no agent, a
+		// clock that reads zero.
+		r.invalidLocked(c)
 		return
 	}
 	if rec, ok := r.replay.result(id); ok {
@@ -984,6 +1033,129 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 
 var emptyParsed = map[string]any{}
 
+// invalidLocked records a dispatch the engine built but must not send, as it fails seed 000's
+// validate_dispatch_request: failed, not recoverable, its error naming the fields at fault,
+// and never handed to the agent. The error policy then applies as to any failure: a fallback
+// may stand in.
+//
+//go:noinline
+func (r *Run) invalidLocked(c *call) {
+	d := c.d
+	d.Bind(nil) // the log keeps the dispatch; it must not keep the call
+	now := r.now
+	if now.IsZero() {
+		now = r.e.exec.Now()
+	}
+	why := "invalid"
+	if err := d.Validate(r.e.reg); err != nil {
+		why = err.Error()
+	}
+	c.res = &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
+		Status: troupe.StatusFailed, StartedAt: now, CompletedAt: now, TraceID: &r.rec.traceID,
+		Errors: []troupe.ErrorInfo{{Code: troupe.CodeInvalidRequest,
+			Message: fmt.Sprintf("dispatch %s to %s was not sent: %s", d.DispatchID, d.TargetAgent, why)}}}
+	r.inflight++
+	r.completeLocked(c)
+}
+
+// divergedLocked fails a resumed run whose next dispatch is not the one its log recorded under
+// the same id: taking the recorded result, or recording a new one beside the recorded
+// dispatch, would credit one agent with another's work.
+//
+//go:noinline
+func (r *Run) divergedLocked(t *task, why string) {
+	if t.last != nil && t.last.res != nil {
+		t.final = t.last.res // the failure that led to this dispatch stands
+	}
+	err := fmt.Errorf("engine: resume: %s; the registry or the error policy changed", why)
+	r.failLocked(troupe.StageExecute, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: err.Error()}, "resume diverged from the recorded run", err)
+}
+
+// depRef is one entry of a task's depends_on: an agent's name, or the task (placed by the
+// router at run time) whose routed agent it names.
+type depRef struct {
+	name string
+	on   *task
+}
+
+// depNames is a dispatch's depends_on from its task's resolved dependencies.
+func depNames(refs []depRef) []string {
+	names := make([]string, len(refs))
+	for i, ref := range refs {
+		names[i] = ref.name
+		if ref.on != nil {
+			names[i] = ref.on.decision.Target
+		}
+	}
+	return names
+}
+
+// resolveDeps makes the depends_on of every task's dispatches name agents, as seed 000 has it
+// ("agent names this dispatch depends on", which validate_dispatch_request checks against the
+// valid agents). A dependency on a task of the plan, by id, names the task's agent, or, for a
+// task the router places at run time, the agent it was routed to; one on a registered agent
+// stays as it is. A dependency that names neither, or a task that does not run in an earlier
+// stage, makes the plan invalid. A plan whose tasks are named after their agents (as the rule
+// planner's are) needs no change and costs nothing here; others keep their names in
+// runRare.deps. The caller holds r.mu and has built the tasks.
+func (r *Run) resolveDeps(p *troupe.Plan) error {
+	for i := range p.Stages {
+		for j := range p.Stages[i].Tasks {
+			tk := &p.Stages[i].Tasks[j]
+			var refs []depRef // made once a name changes
+			for k, dep := range tk.DependsOn {
+				ref, err := r.resolveDep(p, i, dep)
+				if err != nil {
+					return fmt.Errorf("engine: plan: stage %d, task %q: depends_on[%d]: %w", i+1, tk.ID, k, err)
+				}
+				if refs == nil && (ref.on != nil || ref.name != dep) {
+					refs = make([]depRef, k, len(tk.DependsOn))
+					for m := range k {
+						refs[m].name = tk.DependsOn[m]
+					}
+				}
+				if refs != nil {
+					refs = append(refs, ref)
+				}
+			}
+			if refs != nil {
+				x := r.more()
+				if x.deps == nil {
+					x.deps = make(map[*task][]depRef)
+				}
+				x.deps[r.stages[i][j]] = refs
+			}
+		}
+	}
+	return nil
+}
+
+// resolveDep resolves one dependency of a task of stage (from 0). Earlier stages are searched
+// from the nearest: a dependency is most often on the stage just before.
+func (r *Run) resolveDep(p *troupe.Plan, stage int, dep string) (depRef, error) {
+	for i := stage - 1; i >= 0; i-- {
+		for j := range p.Stages[i].Tasks {
+			if t := &p.Stages[i].Tasks[j]; t.ID == dep {
+				if t.Agent != "" && r.e.reg.Has(t.Agent) {
+					return depRef{name: t.Agent}, nil
+				}
+				return depRef{on: r.stages[i][j]}, nil // the agent the router chose for it
+			}
+		}
+	}
+	for i := stage; i < len(p.Stages); i++ {
+		for j := range p.Stages[i].Tasks {
+			if p.Stages[i].Tasks[j].ID == dep {
+				return depRef{}, fmt.Errorf("task %q is in stage %d, not in an earlier one", dep, i+1)
+			}
+		}
+	}
+	if r.e.reg.Has(dep) {
+		return depRef{name: dep}, nil
+	}
+	return depRef{}, fmt.Errorf("%q names neither a task of the plan nor a registered agent", dep)
+}
+
 // drain records finished calls until none is left or another goroutine has taken over.
 func (r *Run) drain() {
 	for {
@@ -1003,16 +1175,21 @@ func (r *Run) drain() {
 			for c := fifo; c != nil; {
 				next := c.nextDone
 				c.nextDone = nil
-				if c.expiredDone {
+				switch {
+				case c.expiredDone:
+					// c.work is not read: the agent's goroutine may still be writing it.
 					c.expired = true
 					c.timedOut()
-				} else {
-					c.res = c.work
-				}
-				if c.reviewing && !c.expired {
-					// Still in flight: its review starts once this transition is recorded.
+					r.completeLocked(c)
+				case !c.reviewing && c.work.RequiresHuman && c.work.Status == troupe.StatusCompleted:
+					// A human reviews the result once the dispatch is done with, in a job of its
+					// own: the agent's deadline does not run on while a human reads. Still in
+					// flight (it has no outcome yet: the review may change it), it starts once
+					// this transition is recorded.
+					c.reviewing = true
 					r.toStart = append(r.toStart, c)
-				} else {
+				default:
+					c.res = c.work
 					r.completeLocked(c)
 				}
 				c = next
@@ -1111,8 +1288,10 @@ func (r *Run) failedLocked(c *call) {
 	}
 	rnd := mix(r.rec.req.Seed, saltJitter, uint64(t.index), uint64(t.serial))
 	act := policy.Decide(r.pol, f, rnd)
+	budgetStopped := false
 	if (act.Kind == policy.Retry || act.Kind == policy.Fallback) && !r.stopping() {
 		if why := r.budgetLocked(); why != "" {
+			budgetStopped = true
 			// No retry or fallback may start: the failure stands as if none were left, and
 			// the policy says what then (continue, or fail the run), not a silent skip.
 			f.Attempt, f.FallbacksUsed = math.MaxInt, len(f.Fallbacks)
@@ -1152,12 +1331,16 @@ func (r *Run) failedLocked(c *call) {
 		r.succeedLocked(c, true)
 		return
 	case policy.FailRun:
-		info := troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: res.AgentName + ": " + firstError(res)}
+		info := troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: firstError(res)}
 		if len(res.Errors) > 0 {
 			info = res.Errors[0]
-			info.Message = res.AgentName + ": " + info.Message
 		}
-		r.failLocked(troupe.StageExecute, info, act.Reason)
+		causes := []error{resultErr(info)}
+		if budgetStopped { // the budget is why no retry or fallback could recover it
+			causes = append(causes, troupe.ErrBudgetExhausted)
+		}
+		info.Message = res.AgentName + ": " + info.Message
+		r.failLocked(troupe.StageExecute, info, act.Reason, causes...)
 	}
 	t.final = res
 }
@@ -1208,12 +1391,17 @@ func (r *Run) writeStateLocked(c *call) {
 }
 
 // failLocked marks the run failed: nothing new starts and in-flight dispatches are cancelled.
-func (r *Run) failLocked(stage troupe.Stage, info troupe.ErrorInfo, reason string) {
+// causes are the errors behind the failure, which Wait's error unwraps to.
+func (r *Run) failLocked(stage troupe.Stage, info troupe.ErrorInfo, reason string, causes ...error) {
 	if r.failure != nil {
 		return
 	}
 	r.failure = &info
-	r.more().failReason = reason
+	x := r.more()
+	x.failReason = reason
+	if len(causes) > 0 {
+		x.failCause = &runFailure{msg: info.Message, errs: causes}
+	}
 	r.failStage = stage
 	r.stop(errFailFast)
 }
@@ -1265,9 +1453,9 @@ func (r *Run) finish() {
 				r.warnLocked(v.Reason)
 			}
 		} else {
-			out = troupe.Outcome{Status: troupe.RunFailed, Error: &troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: v.Reason}}
+			r.judgedFailedLocked(v.Reason)
+			out = troupe.Outcome{Status: troupe.RunFailed, Error: r.failure}
 			stage, kind = troupe.StageFailed, troupe.KindRunFailed
-			r.failure, r.more().failReason, r.failStage = out.Error, v.Reason, troupe.StageAggregate
 		}
 	}
 	if aggregateIt && r.err == nil {
@@ -1283,8 +1471,13 @@ func (r *Run) finish() {
 	r.mu.Lock()
 	if kind != "" && r.err == nil {
 		r.warnLocked(warns...)
-		out.Fallback = r.rareOr().fallbacks
+		out.Fallback = maps.Clone(r.rareOr().fallbacks)
+		if out.Fallback == nil && out.Status == troupe.RunFailed {
+			// 001's compliance test 4: every FAILED event's data says which fallbacks ran.
+			out.Fallback = map[string]string{}
+		}
 		out.Failed, out.Skipped = r.unfinished()
+		out.Budget = r.rareOr().budgetWhy
 		r.status = out.Status
 		r.emitLocked(troupe.Event{Stage: stage, Kind: kind, Status: statusOf(out.Status), Data: &out})
 	}
@@ -1334,19 +1527,56 @@ func (r *Run) tally() (succeeded, total int) {
 	return
 }
 
-// unfinished lists agents whose final result is not completed, and planned agents never run.
+// unfinished lists agents whose final result is not completed, and planned agents never
+// dispatched. A task dispatched and still without a result (its agent asked the question a
+// paused run waits on) is neither.
 func (r *Run) unfinished() (failed, skipped []string) {
 	for _, st := range r.stages {
 		for _, t := range st {
 			switch {
 			case t.final != nil && t.final.Status != troupe.StatusCompleted && !t.partial:
 				failed = append(failed, t.final.AgentName)
-			case t.final == nil:
+			case t.final == nil && t.last == nil:
 				skipped = append(skipped, t.t.Agent)
 			}
 		}
 	}
 	return
+}
+
+// judgedFailedLocked records the failure of a run whose results fall short of its error
+// policy (min_success_rate, allow_partial_results; reason says which). When the budget kept
+// planned agents from being dispatched, the budget is why, and the failure says so: code
+// BUDGET, the budget spent and the agents it skipped.
+//
+//go:noinline
+func (r *Run) judgedFailedLocked(reason string) {
+	var causes []error
+	var never []string
+	for _, st := range r.stages {
+		for _, t := range st {
+			switch {
+			case t.last == nil:
+				never = append(never, t.t.Agent)
+			case t.final != nil && t.final.Status != troupe.StatusCompleted && !t.partial && len(t.final.Errors) > 0:
+				causes = append(causes, resultErr(t.final.Errors[0]))
+			}
+		}
+	}
+	info := troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: reason}
+	failReason := reason
+	if x := r.rareOr(); r.budgetHit && len(never) > 0 {
+		info = troupe.ErrorInfo{Code: troupe.CodeBudget,
+			Message: fmt.Sprintf("%s, so %s never ran: %s", x.budgetWhy, strings.Join(never, ", "), reason)}
+		failReason = "budget exhausted"
+		causes = append([]error{troupe.ErrBudgetExhausted}, causes...)
+	}
+	r.failure, r.failStage = &info, troupe.StageAggregate
+	x := r.more()
+	x.failReason = failReason
+	if len(causes) > 0 {
+		x.failCause = &runFailure{msg: info.Message, errs: causes}
+	}
 }
 
 func (r *Run) aggregateLocked() {
@@ -1408,26 +1638,22 @@ func (r *Run) aggregateLocked() {
 	r.emitLocked(troupe.Event{Stage: troupe.StageAggregate, Kind: troupe.KindRunAggregated, Data: agg})
 }
 
-// State returns a copy of the run's seed-000 orchestrator state, at any point of the run.
+// State returns a copy of the run's seed-000 orchestrator state, at any point of the run. It is
+// a deep copy: modifying it (its results, dispatches, maps) changes neither the run nor its log.
 func (r *Run) State() troupe.OrchestratorState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// s points into the run's data, and into its log; the caller gets s.Clone().
 	s := troupe.OrchestratorState{
 		RunID: r.rec.req.RunID, SessionID: r.rec.req.SessionID, QueryID: r.rec.req.QueryID,
 		CurrentStage: r.stage, StartedAt: r.startedAt, UpdatedAt: r.updatedAt,
 		TotalExecutionTimeMS: r.updatedAt.Sub(r.startedAt).Milliseconds(),
 		DispatchedAgents:     map[string]*troupe.Dispatch{}, CompletedAgents: map[string]*troupe.Result{}, FailedAgents: map[string]*troupe.Result{},
-		Errors: slices.Clone(r.rareOr().errs), Warnings: slices.Clone(r.rareOr().warnings), Status: r.status,
-		SessionState: maps.Clone(r.state), Aggregation: r.agg,
-	}
-	if s.Errors == nil {
-		s.Errors = []troupe.ErrorInfo{}
-	}
-	if s.Warnings == nil {
-		s.Warnings = []string{}
+		Errors: r.rareOr().errs, Warnings: r.rareOr().warnings, Status: r.status,
+		SessionState: r.state, Aggregation: r.agg,
 	}
 	if r.failure != nil {
-		s.Errors = append(s.Errors, *r.failure)
+		s.Errors = append(slices.Clip(s.Errors), *r.failure)
 	}
 	if r.plan != nil {
 		s.ExecutionPlan = r.plan.ExecutionPlan()
@@ -1466,14 +1692,21 @@ func (r *Run) State() troupe.OrchestratorState {
 			}
 		}
 	}
+	s = s.Clone()
+	if s.Errors == nil {
+		s.Errors = []troupe.ErrorInfo{}
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
+	}
 	return s
 }
 
-// Aggregation returns the run's aggregation once it has one.
+// Aggregation returns a copy of the run's aggregation once it has one.
 func (r *Run) Aggregation() *troupe.Aggregation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.agg
+	return r.agg.Clone()
 }
 
 // Err returns the error that stopped the run from being recorded, if any.

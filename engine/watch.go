@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"iter"
+	"maps"
 	"slices"
 
 	"github.com/troupehq/troupe"
@@ -91,8 +92,11 @@ func (r *Run) wait() {
 
 // Wait blocks until the run ends (or pauses) and its goroutines are done, then returns its
 // final state. The error is nil for a completed run; otherwise an *troupe.OrchestrationError
-// whose cause is troupe.ErrCancelled, troupe.ErrPaused or the failure. If ctx ends first,
-// Wait returns ctx's error and the run goes on.
+// whose cause is troupe.ErrCancelled, troupe.ErrPaused or the failure: errors.Is finds the
+// sentinel of the failure's code (troupe.ErrTimeout, troupe.ErrBlocked,
+// troupe.ErrBudgetExhausted when the budget is why, ...) and errors.As the *troupe.AgentError
+// of the agent whose error failed the run. If ctx ends first, Wait returns ctx's error and
+// the run goes on.
 func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	select {
 	case <-r.doneChan():
@@ -122,11 +126,14 @@ func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 			oe.Recoverable = r.failure.Recoverable
 			oe.Metadata = map[string]any{"code": r.failure.Code}
 		}
+		if x.failCause != nil {
+			oe.Cause = x.failCause
+		}
 		if len(x.fallbacks) > 0 {
 			if oe.Metadata == nil {
 				oe.Metadata = map[string]any{}
 			}
-			oe.Metadata["fallback"] = x.fallbacks
+			oe.Metadata["fallback"] = maps.Clone(x.fallbacks)
 		}
 	}
 	return st, oe
