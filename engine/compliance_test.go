@@ -407,3 +407,37 @@ func TestInvalidDispatchNotSent(t *testing.T) {
 		t.Errorf("outcome %+v, spare ran %d times: want the next fallback to complete the task", out, spare.Calls())
 	}
 }
+
+// Seed 000's confidence_threshold is the "minimum acceptable confidence": an answer under it
+// stands, with a warning naming the agents below it.
+func TestConfidenceUnderThreshold(t *testing.T) {
+	sure := func(c float64) troupe.AgentFunc {
+		return func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"c": c}, Confidence: troupe.Ptr(c)}, nil
+		}
+	}
+	tests := []struct {
+		name      string
+		threshold *float64
+		want      []string
+	}{
+		{"default 0.7, met", nil, nil},
+		{"0.85, not met", troupe.Ptr(0.85), []string{"overall confidence 0.80 is under the confidence threshold 0.85: b 0.80"}},
+		{"0.95, not met by either", troupe.Ptr(0.95), []string{"overall confidence 0.80 is under the confidence threshold 0.95: a 0.90, b 0.80"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := chainPlan([]string{"a", "b"})
+			p.Criteria = &troupe.SelectionCriteria{IntentType: "causal", ConfidenceThreshold: tt.threshold}
+			eng := newEngine(t, engine.Config{Registry: agents(t, "a", sure(0.9), "b", sure(0.8)), Planner: staticPlan(p)})
+			evs := run(t, eng, troupe.Request{Query: "q"})
+			agg := troupetest.Find(evs, troupe.KindRunAggregated, "")[0].Data.(*troupe.Aggregation)
+			if diff := cmp.Diff(tt.want, agg.Warnings, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			if o := outcome(t, evs); o.Status != troupe.RunCompleted {
+				t.Errorf("status %s, want completed: the answer stands", o.Status)
+			}
+		})
+	}
+}

@@ -1618,6 +1618,9 @@ func (r *Run) aggregateLocked() {
 		r.warnLocked("aggregation: " + err.Error())
 		return
 	}
+	if r.plan != nil && r.plan.Criteria != nil && len(results) > 0 {
+		lowConfidence(agg, results, r.plan.Criteria.Threshold())
+	}
 	x := r.rareOr()
 	agg.Warnings = append(agg.Warnings, x.warnings...)
 	if x.routeTokens > 0 { // the run's totals: its results' and its routing's
@@ -1636,6 +1639,29 @@ func (r *Run) aggregateLocked() {
 	}
 	r.agg = agg
 	r.emitLocked(troupe.Event{Stage: troupe.StageAggregate, Kind: troupe.KindRunAggregated, Data: agg})
+}
+
+// lowConfidence warns when the answer's overall confidence is under the request's confidence
+// threshold, seed 000's "minimum acceptable confidence": planning used it to choose agents,
+// and the answer is held to it too, naming the agents below it. The answer stands, with the
+// warning; a policy that needs more can fail such runs with a guardrail.
+//
+//go:noinline
+func lowConfidence(agg *troupe.Aggregation, results []*troupe.Result, threshold float64) {
+	if agg.OverallConfidence >= threshold {
+		return
+	}
+	var low []string
+	for _, res := range results {
+		if c := res.Confidence; c != nil && *c < threshold {
+			low = append(low, fmt.Sprintf("%s %.2f", res.AgentName, *c))
+		}
+	}
+	msg := fmt.Sprintf("overall confidence %.2f is under the confidence threshold %.2f", agg.OverallConfidence, threshold)
+	if len(low) > 0 {
+		msg += ": " + strings.Join(low, ", ")
+	}
+	agg.Warnings = append(agg.Warnings, msg)
 }
 
 // State returns a copy of the run's seed-000 orchestrator state, at any point of the run. It is
