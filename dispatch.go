@@ -33,6 +33,9 @@ const (
 
 // UpstreamResult is one entry of a dispatch's upstream_results: what an agent that ran before
 // produced (seed 000's example: {"agent": "causal_impact", "result": {...}}).
+//
+// Seed 000 types an entry as a free dict, so a peer may send keys beyond these fields: Extra
+// keeps them, and they are written back out beside the fields, so decoding loses nothing.
 type UpstreamResult struct {
 	Agent      string         `json:"agent"`
 	Result     map[string]any `json:"result"`
@@ -40,6 +43,51 @@ type UpstreamResult struct {
 	Confidence *float64       `json:"confidence,omitempty"`
 	Summary    string         `json:"analysis_summary,omitempty"`
 	Handoff    map[string]any `json:"handoff,omitempty"`
+	Extra      map[string]any `json:"-"`
+}
+
+// upstreamFields is UpstreamResult without its methods, for encoding/json.
+type upstreamFields UpstreamResult
+
+// MarshalJSON writes u's fields and, beside them, its Extra keys (a key that is a field's
+// name is the field's).
+func (u UpstreamResult) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(upstreamFields(u))
+	if err != nil || len(u.Extra) == 0 {
+		return b, err
+	}
+	all := make(map[string]any, len(u.Extra)+6)
+	for k, v := range u.Extra {
+		all[k] = v
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	for k, v := range fields {
+		all[k] = v
+	}
+	return json.Marshal(all)
+}
+
+// UnmarshalJSON reads u's fields and keeps every other key in Extra.
+func (u *UpstreamResult) UnmarshalJSON(b []byte) error {
+	var f upstreamFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	var all map[string]any
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for _, k := range []string{"agent", "result", "dispatch_id", "confidence", "analysis_summary", "handoff"} {
+		delete(all, k)
+	}
+	if len(all) > 0 {
+		f.Extra = all
+	}
+	*u = UpstreamResult(f)
+	return nil
 }
 
 // Dispatch is seed 000's AgentDispatchRequest, field for field, with its DSPy hub context. JSON
@@ -197,7 +245,7 @@ func (d *Dispatch) Clone() *Dispatch {
 	if d.UpstreamResults != nil {
 		c.UpstreamResults = make([]UpstreamResult, len(d.UpstreamResults))
 		for i, u := range d.UpstreamResults {
-			u.Result, u.Handoff, u.Confidence = cloneMap(u.Result), cloneMap(u.Handoff), clonePtr(u.Confidence)
+			u.Result, u.Handoff, u.Confidence, u.Extra = cloneMap(u.Result), cloneMap(u.Handoff), clonePtr(u.Confidence), cloneMap(u.Extra)
 			c.UpstreamResults[i] = u
 		}
 	}

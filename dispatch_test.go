@@ -743,3 +743,41 @@ func FuzzDecodeDispatch(f *testing.F) {
 		}
 	})
 }
+
+// Seed 000 types an upstream result as a free dict: keys beyond UpstreamResult's fields are
+// kept in Extra and written back, so a dispatch decoded and encoded again loses nothing.
+func TestUpstreamResultKeepsOtherKeys(t *testing.T) {
+	d, err := decodeDispatchRaw(t, nil, "",
+		`"upstream_results":[{"agent":"causal_impact","result":{"effect":-0.12},"rank":2,"notes":{"by":"analyst"}},{"agent":"gap_analyzer","result":{}}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []troupe.UpstreamResult{
+		{Agent: "causal_impact", Result: map[string]any{"effect": -0.12}, Extra: map[string]any{"rank": 2.0, "notes": map[string]any{"by": "analyst"}}},
+		{Agent: "gap_analyzer", Result: map[string]any{}},
+	}
+	if diff := cmp.Diff(want, d.UpstreamResults); diff != "" {
+		t.Fatalf("upstream results (-want +got):\n%s", diff)
+	}
+	b, err := json.Marshal(d.UpstreamResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantJSON = `[{"agent":"causal_impact","notes":{"by":"analyst"},"rank":2,"result":{"effect":-0.12}},{"agent":"gap_analyzer","result":{}}]`
+	if string(b) != wantJSON {
+		t.Errorf("encoded\n%s\nwant\n%s", b, wantJSON)
+	}
+	// A field's own key is the field's, whatever Extra holds.
+	b, err = json.Marshal(troupe.UpstreamResult{Agent: "a", Extra: map[string]any{"agent": "b", "x": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != `{"agent":"a","result":null,"x":1}` {
+		t.Errorf("encoded %s", got)
+	}
+	c := d.Clone()
+	c.UpstreamResults[0].Extra["rank"] = 3
+	if d.UpstreamResults[0].Extra["rank"] != 2.0 {
+		t.Error("Clone shares Extra")
+	}
+}
