@@ -347,11 +347,17 @@ func (d *Dispatch) Validate(agents AgentSet) error {
 			bad(fmt.Sprintf("depends_on[%d]", i), fmt.Sprintf("invalid dependency: %s", dep), ErrUnknownAgent)
 		}
 	}
-	if d.TimeoutSeconds != nil && !(*d.TimeoutSeconds > 0) || d.TimeoutSeconds != nil && math.IsInf(*d.TimeoutSeconds, 0) {
+	// JSON holds no infinity, but a Dispatch built in Go may: a timeout or a cost limit must
+	// be one a clock or a budget can reach, as seed 000's must be a number.
+	if t := d.TimeoutSeconds; t != nil && !(*t > 0) {
 		bad("timeout_seconds", "timeout must be positive", ErrInvalidDispatch)
+	} else if t != nil && math.IsInf(*t, 1) {
+		bad("timeout_seconds", "timeout must be finite", ErrInvalidDispatch)
 	}
-	if d.MaxCostDollars != nil && !(*d.MaxCostDollars > 0) {
+	if c := d.MaxCostDollars; c != nil && !(*c > 0) {
 		bad("max_cost_dollars", "cost limit must be positive", ErrInvalidDispatch)
+	} else if c != nil && math.IsInf(*c, 1) {
+		bad("max_cost_dollars", "cost limit must be finite", ErrInvalidDispatch)
 	}
 	if d.DispatchedAt.IsZero() {
 		bad("dispatched_at", "required", ErrInvalidDispatch)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -296,6 +297,17 @@ func TestSeed000DispatchValidation(t *testing.T) {
 					want = []string{tt.field}
 				}
 				checkProblems(t, err, want, troupe.ErrInvalidDispatch)
+			})
+		}
+		// JSON cannot carry these; a Dispatch built in Go can.
+		for _, v := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+			t.Run(fmt.Sprint(v), func(t *testing.T) {
+				d, err := decodeDispatchDoc(t, reg, func(map[string]any) {})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.TimeoutSeconds, d.MaxCostDollars = troupe.Ptr(v), troupe.Ptr(v)
+				checkProblems(t, d.Validate(reg), []string{"timeout_seconds", "max_cost_dollars"}, troupe.ErrInvalidDispatch)
 			})
 		}
 	})
