@@ -381,6 +381,7 @@ func DecodeDispatch(data []byte, agents AgentSet, now time.Time) (*Dispatch, err
 			es = append(es, &ValidationError{Object: "dispatch", Field: k, Problem: "required", Err: ErrInvalidDispatch})
 		}
 	}
+	es = append(es, nullMembers("dispatch", raw, present, dispatchNotNull, ErrInvalidDispatch)...)
 	d := NewDispatch()
 	if err := json.Unmarshal(data, d); err != nil {
 		d = NewDispatch()
@@ -400,6 +401,22 @@ func DecodeDispatch(data []byte, agents AgentSet, now time.Time) (*Dispatch, err
 		return d, es
 	}
 	return d, nil
+}
+
+// dispatchNotNull are the members seed 000's model gives a default but not Optional: pydantic
+// rejects null for them, where encoding/json would quietly keep the default.
+var dispatchNotNull = []string{"priority", "execution_mode", "upstream_results", "depends_on", "dispatched_at", "collect_signals"}
+
+// nullMembers reports each of keys given as null: absent, a member takes its default; null is
+// a value its type does not hold.
+func nullMembers(object string, raw map[string]json.RawMessage, present map[string]bool, keys []string, sentinel error) ValidationErrors {
+	var es ValidationErrors
+	for _, k := range keys {
+		if _, given := raw[k]; given && !present[k] {
+			es = append(es, &ValidationError{Object: object, Field: k, Problem: "must not be null (leave it out for its default)", Err: sentinel})
+		}
+	}
+	return es
 }
 
 func containsField(es ValidationErrors, f string) bool {

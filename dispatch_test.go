@@ -464,6 +464,13 @@ func TestSeed000DispatchValidation(t *testing.T) {
 			{`"optimized_prompts":{"sig":1}`, "optimized_prompts"},
 			{`"dispatched_at":5`, "dispatched_at"},
 			{`"dispatched_at":"yesterday"`, "dispatched_at"},
+			// Defaulted, not Optional: pydantic refuses None.
+			{`"priority":null`, "priority"},
+			{`"execution_mode":null`, "execution_mode"},
+			{`"upstream_results":null`, "upstream_results"},
+			{`"depends_on":null`, "depends_on"},
+			{`"dispatched_at":null`, "dispatched_at"},
+			{`"collect_signals":null`, "collect_signals"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.member, func(t *testing.T) {

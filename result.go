@@ -197,6 +197,10 @@ func (r *Result) validate(agents AgentSet) error {
 	return es.orNil()
 }
 
+// resultNotNull are the members seed 000's model gives a default but not Optional (see
+// dispatchNotNull).
+var resultNotNull = []string{"errors", "warnings", "requires_human", "training_signals"}
+
 var resultRequired = []string{"dispatch_id", "session_id", "query_id", "agent_name", "status", "execution_time_ms", "started_at", "completed_at"}
 
 // DecodeResult decodes a JSON dispatch response and validates it against agents: missing
@@ -212,6 +216,7 @@ func DecodeResult(data []byte, agents AgentSet) (*Result, error) {
 			es = append(es, &ValidationError{Object: "result", Field: k, Problem: "required", Err: ErrInvalidResult})
 		}
 	}
+	es = append(es, nullMembers("result", raw, present, resultNotNull, ErrInvalidResult)...)
 	r := &Result{}
 	if err := json.Unmarshal(data, r); err != nil {
 		r = &Result{}

@@ -239,6 +239,11 @@ func TestSeed000ResponseValidation(t *testing.T) {
 			{`"training_signals":{}`, "training_signals"},
 			{`"started_at":5`, "started_at"},
 			{`"completed_at":"later"`, "completed_at"},
+			// Defaulted, not Optional: pydantic refuses None.
+			{`"errors":null`, "errors"},
+			{`"warnings":null`, "warnings"},
+			{`"requires_human":null`, "requires_human"},
+			{`"training_signals":null`, "training_signals"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.member, func(t *testing.T) {
