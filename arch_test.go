@@ -54,7 +54,7 @@ func TestImportArrows(t *testing.T) {
 		"store/memory":       {""},
 		"executor/local":     {""},
 		"troupetest":         {""},
-		"engine":             {"", "plan", "aggregate", "policy", "store/memory", "executor/local", "internal/schema"},
+		"engine":             {"", "plan", "aggregate", "policy", "store/memory", "executor/local", "internal/schema", "internal/jsonvalue"},
 		"internal/schema":    {},
 		// Composite agents run their members themselves: the contracts and pure helpers only,
 		// never the engine, an executor or a store.

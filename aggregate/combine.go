@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // CombineConfidence combines agents' confidences by seed 000's conservative rule: the minimum,
@@ -201,6 +202,10 @@ func check(r *troupe.Result) error {
 	}
 	if c := r.CostDollars; c != nil && !(*c >= 0 && !math.IsInf(*c, 1)) {
 		return fmt.Errorf("aggregate: %s: cost_dollars %v is not a finite non-negative number: %w", r.AgentName, *c, troupe.ErrInvalidResult)
+	}
+	if r.Succeeded() && !jsonvalue.Finite(r.AgentResult) {
+		path, text := jsonvalue.NonFinite(r.AgentResult, "agent_result")
+		return fmt.Errorf("aggregate: %s: %s is %s, which JSON cannot encode: %w", r.AgentName, path, text, troupe.ErrInvalidResult)
 	}
 	return nil
 }

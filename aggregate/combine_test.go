@@ -343,6 +343,9 @@ func TestCombineErrors(t *testing.T) {
 		{"confidence NaN", []*troupe.Result{result("a", map[string]any{"x": 1}, conf(math.NaN()))}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"cost infinite", []*troupe.Result{result("a", map[string]any{"x": 1}, cost(math.Inf(1)))}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"cost negative on a failed result", []*troupe.Result{result("a", nil, status(troupe.StatusFailed), cost(-1))}, aggregate.Options{}, troupe.ErrInvalidResult},
+		// JSON has no NaN: the aggregation could not be encoded.
+		{"NaN in agent_result", []*troupe.Result{result("a", map[string]any{"x": map[string]any{"y": []any{1, math.NaN()}}})}, aggregate.Options{}, troupe.ErrInvalidResult},
+		{"infinity in agent_result", []*troupe.Result{result("a", map[string]any{"x": math.Inf(-1)})}, aggregate.Options{}, troupe.ErrInvalidResult},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,6 +431,104 @@ func TestCombineDeterministic(t *testing.T) {
 				if diff := cmp.Diff(string(first), string(data)); diff != "" {
 					t.Fatalf("run %d encodes differently (-first +this):\n%s", i, diff)
 				}
+			}
+		})
+	}
+}
+
+// Where a literal dotted key and nested keys spell one path, the nested spelling wins, as a
+// walk over sorted keys finds it first; also deeper than the packed key lengths reach (8
+// levels) and for keys longer than 255 bytes, where the keys themselves are compared.
+func TestCombineDottedKeysBeyondRank(t *testing.T) {
+	long := strings.Repeat("k", 300)
+	deep := func(leafKey string, nested bool) map[string]any {
+		// a.a.a.a.a.a.a.a (8 levels), then either {"k.z": "literal"} or {"k": {"z": "nested"}}.
+		var m map[string]any
+		if nested {
+			m = map[string]any{leafKey: map[string]any{"z": "nested"}}
+		} else {
+			m = map[string]any{leafKey + ".z": "literal"}
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		ar   func() map[string]any
+		path string
+	}{
+		{"9 levels deep", func() map[string]any {
+			inner := deep("k", true)
+			for k, v := range deep("k", false) {
+				inner[k] = v
+			}
+			m := inner
+			for range 8 {
+				m = map[string]any{"a": m}
+			}
+			return m
+		}, "a.a.a.a.a.a.a.a.k.z"},
+		{"a 300-byte key", func() map[string]any {
+			m := deep(long, true)
+			for k, v := range deep(long, false) {
+				m[k] = v
+			}
+			return m
+		}, long + ".z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := map[string]bool{}
+			for range 100 {
+				rs := []*troupe.Result{result("a", tt.ar()), result("b", map[string]any{"other": 1})}
+				// b agrees on nothing at the path; give it the literal's value there so that
+				// the path is shared, and a conflict names a's value.
+				rs[1].AgentResult = map[string]any{tt.path: "b's"}
+				agg, err := aggregate.Combine(rs, aggregate.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got any
+				for _, c := range agg.ConflictsDetected {
+					if c.Field == tt.path {
+						got = c.Values[0].Value
+					}
+				}
+				if got != "nested" {
+					t.Fatalf("a's value at %s = %v, want the nested spelling's", tt.path, got)
+				}
+				data, _ := json.Marshal(agg)
+				seen[string(data)] = true
+			}
+			if len(seen) != 1 {
+				t.Errorf("%d different encodings of one input", len(seen))
+			}
+		})
+	}
+}
+
+// A conflict at a path holds the disagreements under it: the resolved values never say one
+// thing at a path and another under it, and one disagreement is counted once.
+func TestCombineParentConflictHoldsChildren(t *testing.T) {
+	rs := []*troupe.Result{
+		result("a", map[string]any{"y": map[string]any{"z": "p"}, "w": 1}, conf(0.5)),
+		result("b", map[string]any{"y": map[string]any{"z": "q"}, "w": 1}, conf(0.6)),
+		result("c", map[string]any{"y": "s", "w": 1}, conf(0.9)),
+	}
+	for _, s := range []aggregate.Strategy{aggregate.HighestConfidence, aggregate.MostRecent, aggregate.WeightedVote} {
+		t.Run(string(s), func(t *testing.T) {
+			agg, err := aggregate.Combine(rs, aggregate.Options{Strategy: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(agg.ConflictsDetected) != 1 || agg.ConflictsDetected[0].Field != "y" {
+				t.Fatalf("conflicts %+v, want one, at y", agg.ConflictsDetected)
+			}
+			if _, ok := agg.Resolved["y.z"]; ok || len(agg.Resolved) != 1 {
+				t.Errorf("resolved %v, want y alone", agg.Resolved)
+			}
+			// Shared paths: y and w; y.z is part of y's conflict.
+			if agg.ConsistencyScore != 0.5 {
+				t.Errorf("consistency %v, want 0.5", agg.ConsistencyScore)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -80,6 +81,9 @@ type leaf struct {
 	holder int32  // index of the result
 	object bool
 	top    bool // a key of the agent_result itself, not of an object nested in it
+	// inexact: rank does not hold every key's length (a key 8 or more levels deep, or one
+	// longer than 255 bytes), so a tie in rank does not say which spelling comes first.
+	inexact bool
 }
 
 // collect flattens every result into one slice sorted by path and holder, keeping one entry
@@ -97,7 +101,7 @@ func collect(rs []*troupe.Result, tops []string) ([]leaf, []string) {
 	ls := make([]leaf, 0, n)
 	for i, r := range rs {
 		from := len(ls)
-		ls = walkLeaves(ls, int32(i), "", r.AgentResult, 0, 0)
+		ls = walkLeaves(ls, int32(i), "", r.AgentResult, 0, 0, false)
 		if tops != nil {
 			t := len(tops)
 			for _, l := range ls[from:] {
@@ -120,6 +124,9 @@ func collect(rs []*troupe.Result, tops []string) ([]leaf, []string) {
 	out := ls[:0]
 	for i, l := range ls {
 		if i > 0 && l.path == ls[i-1].path && l.holder == ls[i-1].holder {
+			if kept := &out[len(out)-1]; l.inexact || kept.inexact {
+				spelledFirst(kept, rs[l.holder].AgentResult)
+			}
 			continue
 		}
 		out = append(out, l)
@@ -127,22 +134,49 @@ func collect(rs []*troupe.Result, tops []string) ([]leaf, []string) {
 	return out, tops
 }
 
-func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth int, rank uint64) []leaf {
+// spelledFirst sets l, one of several spellings of a path in m, to the one a walk over m's
+// keys in sorted order finds first: where the packed key lengths cannot tell, the keys are
+// compared themselves. Of two keys that both begin a spelling of the path, one is a prefix of
+// the other, so sorted order takes the shorter, as rank does.
+func spelledFirst(l *leaf, m map[string]any) {
+	path := l.path
+	for depth := 0; depth <= jsonvalue.MaxDepth; depth++ {
+		var next map[string]any
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if k == path {
+				v := m[k]
+				sub, ok := v.(map[string]any)
+				l.value, l.object = v, ok && len(sub) > 0
+				return
+			}
+			if sub, ok := m[k].(map[string]any); ok && len(sub) > 0 && strings.HasPrefix(path, k+".") {
+				next, path = sub, path[len(k)+1:]
+				break
+			}
+		}
+		if next == nil {
+			return
+		}
+		m = next
+	}
+}
+
+func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth int, rank uint64, inexact bool) []leaf {
 	for k, v := range m {
 		p := k
 		if prefix != "" {
 			p = prefix + "." + k
 		}
-		r := rank
+		r, in := rank, inexact || depth >= 8 || len(k) > 255
 		if depth < 8 {
 			r |= uint64(min(len(k), 255)) << (56 - 8*depth)
 		}
 		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
-			ls = append(ls, leaf{path: p, holder: holder, value: sub, object: true, top: depth == 0, rank: r})
-			ls = walkLeaves(ls, holder, p, sub, depth+1, r)
+			ls = append(ls, leaf{path: p, holder: holder, value: sub, object: true, top: depth == 0, rank: r, inexact: in})
+			ls = walkLeaves(ls, holder, p, sub, depth+1, r, in)
 			continue
 		}
-		ls = append(ls, leaf{path: p, holder: holder, value: v, top: depth == 0, rank: r})
+		ls = append(ls, leaf{path: p, holder: holder, value: v, top: depth == 0, rank: r, inexact: in})
 	}
 	return ls
 }
@@ -165,9 +199,21 @@ func groups(ls []leaf, f func(g []leaf)) {
 }
 
 // conflictsIn returns the conflicts among the shared paths of ls and how many paths are shared.
+//
+// A path under a conflicting one is part of that conflict, not another: resolving the parent
+// chooses one agent's whole value there, children included. So it is neither listed nor
+// counted as shared, and a disagreement is counted once.
 func conflictsIn(rs []*troupe.Result, ls []leaf) (out []troupe.Conflict, shared int) {
 	out = []troupe.Conflict{}
+	var conflicted map[string]bool // paths in conflict, once there is one
 	groups(ls, func(g []leaf) {
+		if conflicted != nil {
+			for i, ch := range []byte(g[0].path) {
+				if ch == '.' && conflicted[g[0].path[:i]] {
+					return
+				}
+			}
+		}
 		shared++
 		differ := false
 		for _, l := range g[1:] {
@@ -185,6 +231,10 @@ func conflictsIn(rs []*troupe.Result, ls []leaf) (out []troupe.Conflict, shared 
 			c.Values[j] = troupe.ConflictValue{Agent: r.AgentName, Value: l.value, Confidence: copyPtr(r.Confidence)}
 		}
 		out = append(out, c)
+		if conflicted == nil {
+			conflicted = make(map[string]bool)
+		}
+		conflicted[c.Field] = true
 	})
 	return out, shared
 }

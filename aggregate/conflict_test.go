@@ -84,7 +84,9 @@ func TestDetectConflictsPaths(t *testing.T) {
 			},
 		},
 		{
-			name: "a leaf against an object conflicts at that path",
+			// b and c also disagree on driver.name, but that is part of the conflict at
+			// driver: resolving it takes one agent's whole value, name included.
+			name: "a leaf against an object conflicts at that path, which holds the conflicts under it",
 			results: []*troupe.Result{
 				result("a", map[string]any{"driver": "weather"}),
 				result("b", map[string]any{"driver": map[string]any{"name": "weather"}}),
@@ -94,7 +96,18 @@ func TestDetectConflictsPaths(t *testing.T) {
 				{Field: "driver", Values: []troupe.ConflictValue{
 					cv("a", "weather", -1), cv("b", map[string]any{"name": "weather"}, -1), cv("c", map[string]any{"name": "supply"}, -1),
 				}},
-				{Field: "driver.name", Values: []troupe.ConflictValue{cv("b", "weather", -1), cv("c", "supply", -1)}},
+			},
+		},
+		{
+			name: "a path beside a conflicting one, sorted between it and its children, still conflicts",
+			results: []*troupe.Result{
+				result("a", map[string]any{"y": "s", "y-a": 1, "y_b": map[string]any{"z": 1}}),
+				result("b", map[string]any{"y": map[string]any{"z": "q"}, "y-a": 2, "y_b": map[string]any{"z": 2}}),
+			},
+			want: []troupe.Conflict{
+				{Field: "y", Values: []troupe.ConflictValue{cv("a", "s", -1), cv("b", map[string]any{"z": "q"}, -1)}},
+				{Field: "y-a", Values: []troupe.ConflictValue{cv("a", 1, -1), cv("b", 2, -1)}},
+				{Field: "y_b.z", Values: []troupe.ConflictValue{cv("a", 1, -1), cv("b", 2, -1)}},
 			},
 		},
 		{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 	"github.com/troupehq/troupe/internal/schema"
 )
 
@@ -210,6 +211,10 @@ func (c *call) finish(ctx context.Context, start time.Time, out *troupe.Result, 
 		c.invalid(verr)
 		return
 	}
+	if !jsonvalue.Finite(res.AgentResult) || res.Handoff != nil && !jsonvalue.Finite(res.Handoff) {
+		c.nonFinite()
+		return
+	}
 	if sc := r.e.schemas[c.spec]; sc != nil && sc.out != nil && res.Status == troupe.StatusCompleted {
 		if verr := sc.out.Validate(res.AgentResult); verr != nil {
 			c.schemaInvalid(verr)
@@ -249,6 +254,27 @@ func (c *call) failed(ctx context.Context, err error) {
 //go:noinline
 func (c *call) invalid(verr error) {
 	c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
+}
+
+// nonFinite records as invalid a result holding a NaN or an infinity, which JSON cannot encode:
+// its log could not be written by a store that encodes it, nor sent to a peer. What the agent
+// said is kept, each such number as its text ("NaN", "+Inf"), and the error says where.
+//
+//go:noinline
+func (c *call) nonFinite() {
+	res := c.work
+	path, text := jsonvalue.NonFinite(res.AgentResult, "agent_result")
+	if path == "" {
+		path, text = jsonvalue.NonFinite(res.Handoff, "handoff")
+	}
+	if m, ok := jsonvalue.Encodable(res.AgentResult).(map[string]any); ok {
+		res.AgentResult = m
+	}
+	if m, ok := jsonvalue.Encodable(res.Handoff).(map[string]any); ok {
+		res.Handoff = m
+	}
+	c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput,
+		Message: fmt.Sprintf("output of %s: %s is %s, which JSON cannot encode (kept as the text %q)", c.d.TargetAgent, path, text, text)})
 }
 
 // schemaInvalid records a result whose agent_result fails the agent's output schema, as

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -439,5 +440,33 @@ func TestConfidenceUnderThreshold(t *testing.T) {
 				t.Errorf("status %s, want completed: the answer stands", o.Status)
 			}
 		})
+	}
+}
+
+// JSON has no NaN or infinity: a result holding one is recorded as invalid, what the agent
+// said kept with each such number as its text, and the whole log still encodes.
+func TestNonFiniteOutputRecordedInvalid(t *testing.T) {
+	odd := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"effect": map[string]any{"ci": []any{-0.2, math.Inf(1)}}, "n": 3}, Confidence: troupe.Ptr(0.9)}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "odd", odd, "b", troupe.AgentFunc(noop)), Planner: chain("odd", "b"),
+		Policy: troupe.ErrorPolicy{OnError: troupe.Continue}})
+	evs := run(t, eng, troupe.Request{Query: "q"})
+	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "odd")
+	if len(failed) != 1 {
+		t.Fatalf("%d dispatch_failed events for odd, want 1", len(failed))
+	}
+	res := failed[0].Data.(*troupe.Result)
+	if len(res.Errors) != 1 || res.Errors[0].Code != troupe.CodeInvalidOutput ||
+		!strings.Contains(res.Errors[0].Message, "agent_result.effect.ci[1] is +Inf, which JSON cannot encode") {
+		t.Errorf("errors %+v", res.Errors)
+	}
+	if diff := cmp.Diff(map[string]any{"effect": map[string]any{"ci": []any{-0.2, "+Inf"}}, "n": 3}, res.AgentResult); diff != "" {
+		t.Errorf("kept output (-want +got):\n%s", diff)
+	}
+	for _, ev := range evs {
+		if _, err := json.Marshal(ev); err != nil {
+			t.Errorf("%s does not encode: %v", ev.Kind, err)
+		}
 	}
 }

@@ -84,10 +84,6 @@ func containsWords(text, pattern string) bool {
 	return false
 }
 
-// maxDepth bounds how deeply nested a compared value may be; it turns a self-containing map
-// or slice into "not equal" instead of a stack overflow.
-const maxDepth = 64
-
 // jsonEqual reports whether a and b encode to the same JSON value: numbers compare by value
 // (1, int64(1), 1.0 and json.Number("1") are equal), strings and booleans exactly, objects
 // key by key. Values with no JSON encoding (NaN, functions, channels) equal nothing.
