@@ -5,7 +5,9 @@
 //
 // Every function is pure: no clock, no goroutines, no I/O, no randomness, no package-level
 // mutable state. The same inputs always give the same output, down to the bytes of
-// json.Marshal, whatever order the agents' maps were built in. All functions are safe for
+// json.Marshal, whatever order the agents' maps were built in. (Through the engine, the
+// execution order is the order in which the agents finished, which in a parallel group may
+// differ from run to run; the rest of the aggregation does not depend on it.) All functions are safe for
 // concurrent use as long as no caller mutates the results while they run. Outputs share
 // agent_result values (maps, slices) with the results passed in; copy the results first if you
 // mean to mutate them afterwards.
@@ -42,7 +44,14 @@
 //
 // A path held by two or more completed results with values that are not all equal is a
 // Conflict; its values are listed in the order the results were given, and conflicts are
-// sorted by path. ConsistencyScore is 1 − conflicting paths / shared paths.
+// sorted by path. A path under a conflicting one is part of that conflict, not another one:
+// resolving the parent takes one agent's whole value, children included, so the resolved
+// values never say one thing at a path and another beneath it. ConsistencyScore is
+// 1 − conflicting paths / shared paths, where the paths under a conflict are not counted.
+//
+// A number JSON cannot hold (NaN, an infinity) in a completed agent_result is an error
+// (troupe.ErrInvalidResult): the aggregation could not be encoded. The engine records such a
+// result as invalid before it gets here.
 //
 // # Resolution strategies
 //
