@@ -22,7 +22,9 @@ const (
 
 // OrchestratorState is seed 000's orchestrator state of one run: its plan, where it is, what was
 // dispatched, completed and failed (agent name → latest dispatch or response), timing, errors,
-// warnings and status. Engines hand out copies; modifying one changes nothing.
+// warnings and status. Engines hand out snapshots: their maps and slices are fresh, while the
+// dispatches, results, aggregation and session-state values in them are the run's records,
+// shared read-only. Clone makes a deep copy to modify.
 type OrchestratorState struct {
 	RunID                string               `json:"run_id"`
 	SessionID            string               `json:"session_id"`

@@ -32,6 +32,16 @@ type Executor interface {
 	Scope(ctx context.Context) Scope
 }
 
+// Watcher is an Executor that tells the engine when a context it did not make ends (the
+// caller's context of a run), so the engine need not start anything to learn of it. AfterFunc
+// arranges for f to run once ctx is done, at once if it already is, on a goroutine the
+// executor answers for; stop undoes that if f has not started and reports whether it did, as
+// context.AfterFunc's stop. With an executor that is not a Watcher, a run whose caller can
+// cancel it holds a job of its scope that waits for the caller's context.
+type Watcher interface {
+	AfterFunc(ctx context.Context, f func()) (stop func() bool)
+}
+
 // Scope runs the jobs of one run.
 type Scope interface {
 	// Go runs job after delay. Its Run gets a context that is cancelled at deadline (zero: no

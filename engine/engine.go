@@ -61,7 +61,9 @@ type Config struct {
 	Human troupe.HumanHandler
 	// Resolution is the conflict resolution strategy of aggregation; "" is highest_confidence.
 	Resolution aggregate.Strategy
-	// TeardownTimeout bounds each agent's Teardown; 0 means 10 seconds.
+	// TeardownTimeout bounds each agent's Teardown, even one that ignores its context: the run
+	// goes on with a warning and the executor keeps the Teardown until it returns; 0 means 10
+	// seconds.
 	TeardownTimeout time.Duration
 	// Seed, when non-zero, makes the seeds of runs that bring none a fixed sequence (tests use it
 	// for reproducible ids); zero draws each run's seed from the executor.
@@ -229,8 +231,10 @@ func (e *Engine) Lookup(id string) (*Run, bool) {
 	return r, ok
 }
 
-// Close cancels every live run, waits for them, then waits for stragglers (agents that ignored
-// cancellation past their deadline) until ctx is done.
+// Close cancels every live run, waits for them, then waits for stragglers (agents and
+// teardowns that ignored cancellation past their deadline). If ctx ends first (a run blocked
+// in a store append that never returns, a straggler that never does), Close returns ctx's
+// cause and what it was waiting for goes on.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	runs := make([]*Run, 0, len(e.live))
@@ -242,6 +246,12 @@ func (e *Engine) Close(ctx context.Context) error {
 		r.Cancel()
 	}
 	for _, r := range runs {
+		// Once a run is done, what is left of its scope returns at once (or is a straggler).
+		select {
+		case <-r.doneChan():
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 		r.wait()
 	}
 	if d, ok := e.exec.(interface{ Drain(context.Context) error }); ok {

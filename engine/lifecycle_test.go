@@ -538,27 +538,37 @@ func TestOrchestratorStateIsACopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := r.Wait(t.Context())
+	before = before.Clone()
 	logBefore, _ := eng.Store().Events(t.Context(), r.ID(), 0)
 	logJSON, _ := json.Marshal(logBefore)
 
+	// The snapshot's own maps and slices are the caller's.
 	st := r.State()
-	a := st.CompletedAgents["a"]
+	delete(st.CompletedAgents, "a")
+	st.FailedAgents["c"] = nil
+	st.DispatchedAgents = nil
+	st.SessionState["level"] = "changed"
+	st.Errors[0] = troupe.ErrorInfo{Message: "changed"}
+	st.Errors = append(st.Errors, troupe.ErrorInfo{})
+	st.Warnings = append(st.Warnings, "changed")
+	st.ExecutionPlan[0][0] = "changed"
+
+	// A deep copy may be modified through and through.
+	c := r.State().Clone()
+	a := c.CompletedAgents["a"]
 	a.Status, a.AgentResult["level"] = troupe.StatusFailed, "expert"
 	a.AgentResult["nested"].(map[string]any)["k"] = "changed"
 	*a.Confidence = 0
-	st.FailedAgents["b"].Errors[0].Message = "changed"
-	st.DispatchedAgents["a"].ParsedQuery["intent"] = "changed"
-	st.DispatchedAgents["a"].TargetAgent = "changed"
-	st.SessionState["level"] = "changed"
-	st.Aggregation.CombinedResults["a"] = "changed"
-	st.Aggregation.AgentsExecuted[0] = "changed"
-	st.Errors[0].Message = "changed"
-	delete(st.CompletedAgents, "a")
-	agg := r.Aggregation()
+	c.FailedAgents["b"].Errors[0].Message = "changed"
+	c.DispatchedAgents["a"].ParsedQuery["intent"] = "changed"
+	c.DispatchedAgents["a"].TargetAgent = "changed"
+	c.Aggregation.CombinedResults["a"] = "changed"
+	c.Aggregation.AgentsExecuted[0] = "changed"
+	agg := r.Aggregation().Clone()
 	agg.CombinedResults["a"] = "changed"
 
 	if diff := cmp.Diff(before, r.State(), cmpopts.IgnoreUnexported(troupe.Dispatch{})); diff != "" {
-		t.Errorf("modifying a copy changed the run's state (-before +after):\n%s", diff)
+		t.Errorf("modifying a snapshot or a copy changed the run's state (-before +after):\n%s", diff)
 	}
 	if diff := cmp.Diff(before.Aggregation, r.Aggregation()); diff != "" {
 		t.Errorf("modifying a copy changed the run's aggregation (-before +after):\n%s", diff)

@@ -21,10 +21,16 @@ type replayIndex struct {
 	decisions map[string]*troupe.RoutingDecision // by the id of the dispatch each led to
 	targets   map[string]string                  // agent of each recorded dispatch, by id
 	results   map[string]*troupe.Result
+	resultAt  map[string]int // place in the log of each recorded result, by dispatch id
+	startAt   map[string]int // place in the log of each recorded dispatch_started, by dispatch id
 	answers   map[string]troupe.Answer
 	asked     map[string]bool
 	reviews   map[string]*troupe.Question // reviews asked with the result under review, by dispatch id
 	plan      *troupe.Plan
+
+	// Dispatches the run made again whose results the log holds, not yet applied: they are
+	// applied in the order the log recorded them (take), which is the order they finished in.
+	held []*call
 
 	// Dispatches nested in composites, and their completed results, by dispatch id: a
 	// composite run again takes a member's recorded result when its input is unchanged
@@ -42,7 +48,7 @@ func eventKey(ev *troupe.Event) string {
 		return ""
 	}
 	switch ev.Kind {
-	case troupe.KindRunInitialized, troupe.KindPlanCreated, troupe.KindBudgetExhausted:
+	case troupe.KindRunInitialized, troupe.KindPlanCreated, troupe.KindBudgetExhausted, troupe.KindRunAggregated:
 		return string(ev.Kind)
 	case troupe.KindRouteDecided, troupe.KindDispatchStarted, troupe.KindDispatchCompleted,
 		troupe.KindDispatchFailed, troupe.KindStateDelta, troupe.KindRetryScheduled:
@@ -61,7 +67,8 @@ func eventKey(ev *troupe.Event) string {
 
 func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, error) {
 	x := &replayIndex{keys: map[string]bool{}, decisions: map[string]*troupe.RoutingDecision{}, targets: map[string]string{},
-		results: map[string]*troupe.Result{}, answers: map[string]troupe.Answer{}, asked: map[string]bool{}}
+		results: map[string]*troupe.Result{}, resultAt: map[string]int{}, startAt: map[string]int{},
+		answers: map[string]troupe.Answer{}, asked: map[string]bool{}}
 	var start *troupe.RunStart
 	for i := range events {
 		ev := &events[i]
@@ -91,9 +98,11 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		case *troupe.Dispatch:
 			if ev.Kind == troupe.KindDispatchStarted {
 				x.targets[d.DispatchID] = d.TargetAgent
+				x.startAt[d.DispatchID] = i
 			}
 		case *troupe.Result:
 			x.results[d.DispatchID] = d
+			x.resultAt[d.DispatchID] = i
 		case *troupe.Question:
 			x.asked[d.ID] = true
 			if d.Kind == troupe.QuestionReview && d.Result != nil && d.DispatchID != "" {
@@ -206,6 +215,44 @@ func (x *replayIndex) result(id string) (*troupe.Result, bool) {
 	}
 	r, ok := x.results[id]
 	return r, ok
+}
+
+// hold keeps c, a dispatch whose result the log holds, until take applies it.
+func (x *replayIndex) hold(c *call) { x.held = append(x.held, c) }
+
+// take removes and returns the held dispatch whose result the log recorded first, or nil.
+func (x *replayIndex) take() *call {
+	if x == nil || len(x.held) == 0 {
+		return nil
+	}
+	first := 0
+	for i, c := range x.held {
+		if x.resultAt[c.d.DispatchID] < x.resultAt[x.held[first].d.DispatchID] {
+			first = i
+		}
+	}
+	c := x.held[first]
+	x.held = append(x.held[:first], x.held[first+1:]...)
+	return c
+}
+
+// waits says whether dispatch id must wait for a held result the log recorded before the
+// dispatch: the run that made the log started it only once that result was in. A dispatch the
+// log does not hold started after every result it holds.
+func (x *replayIndex) waits(id string) bool {
+	if len(x.held) == 0 {
+		return false
+	}
+	at, ok := x.startAt[id]
+	if !ok {
+		return true
+	}
+	for _, c := range x.held {
+		if x.resultAt[c.d.DispatchID] < at {
+			return true
+		}
+	}
+	return false
 }
 
 // review returns the review a paused run asked of dispatch id's result, with that result.

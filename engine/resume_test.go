@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
@@ -305,3 +309,271 @@ func TestResumeRefusesDivergedDispatch(t *testing.T) {
 		}
 	})
 }
+
+// completionStore tells an agent waiting on recorded(x) when x's completion is in the log, so a
+// test fixes the order in which a group's dispatches finish without sleeping.
+type completionStore struct {
+	troupe.Store
+	mu   sync.Mutex
+	done map[string]chan struct{}
+}
+
+func (s *completionStore) doneLocked(agent string) chan struct{} {
+	if s.done == nil {
+		s.done = map[string]chan struct{}{}
+	}
+	if s.done[agent] == nil {
+		s.done[agent] = make(chan struct{})
+	}
+	return s.done[agent]
+}
+
+func (s *completionStore) recorded(agent string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.doneLocked(agent)
+}
+
+func (s *completionStore) Append(ctx context.Context, evs ...troupe.Event) error {
+	if err := s.Store.Append(ctx, evs...); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ev := range evs {
+		if ev.Kind == troupe.KindDispatchCompleted && ev.Parent == "" {
+			if ch := s.doneLocked(ev.Agent); !isClosed(ch) {
+				close(ch)
+			}
+		}
+	}
+	return nil
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// stallStore holds up the append of agent's first failure until release is closed, closing
+// stalled as it starts: results that come in meanwhile are recorded in one later transition.
+type stallStore struct {
+	*completionStore
+	agent            string
+	stalled, release chan struct{}
+}
+
+func (s *stallStore) Append(ctx context.Context, evs ...troupe.Event) error {
+	for _, ev := range evs {
+		if ev.Kind == troupe.KindDispatchFailed && ev.Agent == s.agent && !isClosed(s.stalled) {
+			close(s.stalled)
+			<-s.release
+		}
+	}
+	return s.completionStore.Append(ctx, evs...)
+}
+
+// orderAgent is an agent that, if flaky, fails its first attempt; otherwise it waits for ready
+// and returns the order of the upstream results it was given, or, with no ready, that and the
+// k it read (an agent waiting for ready may be waiting for a transition, which holds the state).
+// Each call counts in calls[name].
+func orderAgent(calls map[string]*atomic.Int32, name string, flaky bool, ready func() <-chan struct{}) troupe.Agent {
+	calls[name] = new(atomic.Int32)
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		calls[name].Add(1)
+		if flaky && !strings.HasPrefix(d.DispatchReason, "retry") {
+			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flaky", Recoverable: true}
+		}
+		var k any
+		if ready != nil {
+			select {
+			case <-ready():
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		} else {
+			k, _ = d.State("k")
+		}
+		var upstream []any
+		for _, u := range d.UpstreamResults {
+			upstream = append(upstream, u.Agent)
+		}
+		return &troupe.Result{AgentResult: map[string]any{"k": "from " + name, "m": "from " + name, "seen_k": k, "upstream": upstream},
+			Confidence: troupe.Ptr(0.9)}, nil
+	})
+}
+
+func stage(limit int, names ...string) troupe.PlanStage {
+	st := troupe.PlanStage{MaxConcurrency: limit}
+	for _, n := range names {
+		st.Tasks = append(st.Tasks, troupe.Task{ID: n, Agent: n, Reason: "r", Priority: 1})
+	}
+	return st
+}
+
+var retryOnce = troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{MaxAttempts: 2, Initial: time.Millisecond}}
+
+// completionOrderRun is a run whose dispatches finish out of plan order: in the group {a, b} a
+// finishes after b, and in the group {d, e, f} (cap 2) d finishes after f, which starts when e
+// finishes. a and b write k, d, e and f write m. With flaky, b's first attempt fails and is
+// retried.
+func completionOrderRun(t *testing.T, st *completionStore, flaky bool) (engine.Config, map[string]*atomic.Int32) {
+	calls := map[string]*atomic.Int32{}
+	after := func(agent string) func() <-chan struct{} { return func() <-chan struct{} { return st.recorded(agent) } }
+	reg := agents(t,
+		"a", opt(orderAgent(calls, "a", false, after("b")), troupe.Writes("k")), "b", opt(orderAgent(calls, "b", flaky, nil), troupe.Writes("k")),
+		"c", orderAgent(calls, "c", false, nil),
+		"d", opt(orderAgent(calls, "d", false, after("f")), troupe.Writes("m")), "e", opt(orderAgent(calls, "e", false, nil), troupe.Writes("m")),
+		"f", opt(orderAgent(calls, "f", false, nil), troupe.Writes("m")))
+	plan := &troupe.Plan{Stages: []troupe.PlanStage{stage(2, "a", "b"), stage(1, "c"), stage(2, "d", "e", "f")}}
+	return engine.Config{Registry: reg, Planner: staticPlan(plan), Store: st, Policy: retryOnce}, calls
+}
+
+// dispatchInputs is, by dispatch id, the agent and the upstream order each dispatch of the log
+// recorded, and the upstream order its agent reports having been given.
+func dispatchInputs(evs []troupe.Event) map[string][]any {
+	in := map[string][]any{}
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case *troupe.Dispatch:
+			var upstream []any
+			for _, u := range d.UpstreamResults {
+				upstream = append(upstream, u.Agent)
+			}
+			in[d.DispatchID] = append(in[d.DispatchID], d.TargetAgent, upstream)
+		case *troupe.Result:
+			if d.Status == troupe.StatusCompleted {
+				in[d.DispatchID] = append(in[d.DispatchID], d.AgentResult["upstream"])
+			}
+		}
+	}
+	return in
+}
+
+// resumeEveryCut resumes run id, whose log is evs, from that log cut after each event from
+// evs[from] on, with the agents setup makes, and checks that every resumed run comes out as
+// the run that was not interrupted (want): the same dispatches, an agent run again only for a
+// result the log lacks, and the same session state, upstream results and aggregation.
+func resumeEveryCut(t *testing.T, id string, evs []troupe.Event, want troupe.OrchestratorState, from int,
+	setup func(*testing.T, *completionStore) (engine.Config, map[string]*atomic.Int32)) {
+	started := map[string]int{}
+	for _, ev := range troupetest.Find(evs, troupe.KindDispatchStarted, "") {
+		started[ev.Agent]++
+	}
+	for k := max(from, 1); k < len(evs); k++ {
+		t.Run(fmt.Sprint("cut after ", k), func(t *testing.T) {
+			st := &completionStore{Store: memory.New()}
+			if err := st.Append(t.Context(), evs[:k]...); err != nil {
+				t.Fatal(err)
+			}
+			recorded := results(evs[:k])
+			cfg, calls := setup(t, st)
+			r, err := newEngine(t, cfg).Resume(t.Context(), id, engine.ResumeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Wait(t.Context())
+			if err != nil {
+				t.Fatalf("resumed run: %v", err)
+			}
+			all, _ := st.Events(t.Context(), id, 0)
+			troupetest.CheckLog(t, all)
+			for n, c := range calls {
+				if got, want := len(troupetest.Find(all, troupe.KindDispatchStarted, n)), started[n]; got != want {
+					t.Errorf("%s dispatched %d times in the log, want %d", n, got, want)
+				}
+				if got, want := int(c.Load()), started[n]-len(recorded[n]); got != want {
+					t.Errorf("%s ran %d times on resume, want %d", n, got, want)
+				}
+			}
+			if diff := cmp.Diff(want.SessionState, got.SessionState); diff != "" {
+				t.Errorf("session state (-uninterrupted +resumed):\n%s", diff)
+			}
+			if diff := cmp.Diff(dispatchInputs(evs), dispatchInputs(all)); diff != "" {
+				t.Errorf("dispatches' upstream results (-uninterrupted +resumed):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Aggregation, got.Aggregation, cmpopts.IgnoreFields(troupe.Aggregation{}, "TotalExecutionTimeMS")); diff != "" {
+				t.Errorf("aggregation (-uninterrupted +resumed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A run resumed from its log cut after any event applies the recorded results in the order
+// they were recorded, not in plan order: session state, every dispatch's upstream results and
+// the aggregation come out as in the run that was not interrupted.
+func TestResumeKeepsCompletionOrder(t *testing.T) {
+	for _, flaky := range []bool{false, true} {
+		t.Run(fmt.Sprint("flaky=", flaky), func(t *testing.T) {
+			st := &completionStore{Store: memory.New()}
+			cfg, _ := completionOrderRun(t, st, flaky)
+			r, err := newEngine(t, cfg).Start(t.Context(), troupe.Request{Query: "q", RunID: "run_order"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := r.Wait(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := want.Aggregation.ExecutionOrder; !cmp.Equal(got, []string{"b", "a", "c", "e", "f", "d"}) {
+				t.Fatalf("the run to cut finished in the order %v, not the one the test sets", got)
+			}
+			evs, _ := st.Events(t.Context(), "run_order", 0)
+			resumeEveryCut(t, "run_order", evs, want, 1, func(t *testing.T, st *completionStore) (engine.Config, map[string]*atomic.Int32) {
+				return completionOrderRun(t, st, flaky)
+			})
+		})
+	}
+}
+
+// Results recorded in one transition are all applied before the run goes on, as the run that
+// recorded them did: in the group {x, y, z, w} (cap 3) x fails at once, and y and z finish while
+// x's failure is being recorded, so the run records both (in either order) and only then
+// starts w, which is given both. x's retry finishes last.
+func TestResumeKeepsCompletionBatches(t *testing.T) {
+	setup := func(t *testing.T, st *completionStore, stalled chan struct{}) (engine.Config, map[string]*atomic.Int32) {
+		calls := map[string]*atomic.Int32{}
+		held := func() <-chan struct{} { return stalled }
+		reg := agents(t,
+			"x", opt(orderAgent(calls, "x", true, func() <-chan struct{} { return st.recorded("w") }), troupe.Writes("k")),
+			"y", opt(orderAgent(calls, "y", false, held), troupe.Writes("k")), "z", opt(orderAgent(calls, "z", false, held), troupe.Writes("k")),
+			"w", opt(orderAgent(calls, "w", false, nil), troupe.Writes("k")))
+		plan := &troupe.Plan{Stages: []troupe.PlanStage{stage(3, "x", "y", "z", "w")}}
+		return engine.Config{Registry: reg, Planner: staticPlan(plan), Store: st, Policy: retryOnce}, calls
+	}
+	var evs []troupe.Event
+	var want troupe.OrchestratorState
+	synctest.Test(t, func(t *testing.T) {
+		st := &stallStore{completionStore: &completionStore{Store: memory.New()}, agent: "x", stalled: make(chan struct{}), release: make(chan struct{})}
+		cfg, _ := setup(t, st.completionStore, st.stalled)
+		cfg.Store = st
+		r, err := newEngine(t, cfg).Start(t.Context(), troupe.Request{Query: "q", RunID: "run_batch"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-st.stalled
+		synctest.Wait() // y and z have finished, their results queued behind x's failure
+		close(st.release)
+		if want, err = r.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		evs, _ = st.Events(t.Context(), "run_batch", 0)
+	})
+	order := want.Aggregation.ExecutionOrder
+	if w := troupetest.Find(evs, troupe.KindDispatchStarted, "w"); len(order) != 4 || !cmp.Equal(order[2:], []string{"w", "x"}) ||
+		len(w) != 1 || len(w[0].Data.(*troupe.Dispatch).UpstreamResults) != 2 {
+		t.Fatalf("the run to cut finished in the order %v and gave w %v, not what the test sets", order, w)
+	}
+	// Cut once y's and z's results are in: cut before, they would run again, and finish as
+	// they happen to then.
+	from := slices.IndexFunc(evs, func(ev troupe.Event) bool { return ev.Kind == troupe.KindDispatchCompleted && ev.Agent == order[1] }) + 1
+	resumeEveryCut(t, "run_batch", evs, want, from, func(t *testing.T, st *completionStore) (engine.Config, map[string]*atomic.Int32) {
+		return setup(t, st, closedCh)
+	})
+}
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

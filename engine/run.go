@@ -16,6 +16,7 @@ import (
 	"github.com/troupehq/troupe/aggregate"
 	"github.com/troupehq/troupe/executor/local"
 	"github.com/troupehq/troupe/policy"
+	"github.com/troupehq/troupe/store/memory"
 )
 
 // Run is one run of a request: a handle to watch it, wait for it, read its state or cancel it.
@@ -29,6 +30,10 @@ type Run struct {
 	std    *stdCtx                // made on demand; guarded by onDoneMu
 	scope  troupe.Scope
 	guards []troupe.Guardrail
+	// log is the run's log when the store is a memory store, opened by newRun before the first
+	// event, so that Events reads all of it even once the store has retired the run; nil for
+	// any other store. It is not changed after newRun.
+	log    *memory.Log
 	replay *replayIndex
 	rare   *runRare // made by more, when a run first needs one of its fields; guarded by mu
 
@@ -39,8 +44,7 @@ type Run struct {
 	onDoneMu sync.Mutex
 	onDone   []func() // what runCtx.OnDone registered; run once the run's context is done
 
-	doneq    atomic.Pointer[call] // finished calls not yet recorded, newest first
-	draining atomic.Bool          // a goroutine is recording finished calls
+	doneq atomic.Pointer[call] // finished calls not yet recorded, newest first (see draining)
 
 	mu         sync.Mutex
 	now        time.Time // the clock read once per state transition; zero outside one
@@ -71,14 +75,17 @@ type Run struct {
 	routed     bool // the current stage's tasks have their routing decisions
 	pausing    bool
 	budgetHit  bool
-	closed     bool // the closing sequence is over: done is closed
+	closed     bool // the closing sequence is over: done is closed (guarded by onDoneMu)
 	ended      bool // onDone has run (guarded by onDoneMu)
 	failStage  troupe.Stage
 	err        error
 	watchers   []chan struct{}
 	watchBuf   [1]chan struct{} // watchers' first array: most runs have one reader
-	done       chan struct{}    // made by doneChan
+	done       chan struct{}    // made by doneChan; guarded by onDoneMu
 	waitOnce   sync.Once
+	// draining says a goroutine is recording finished calls (doneq). It is here, in waitOnce's
+	// padding, so that the Run with its log still fits a 576-byte allocation.
+	draining atomic.Bool
 }
 
 // runRare is the part of a run's state that most runs never use: open questions, fallbacks
@@ -267,18 +274,48 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	}
 	e.live[r.rec.req.RunID] = r
 	e.mu.Unlock()
+	if mem, ok := e.store.(*memory.Store); ok {
+		r.log = mem.Open(r.rec.req.RunID)
+	}
+	watch := false
 	if ctx.Done() != nil {
-		// The caller can cancel the run: learn of it through the context package. A caller
-		// that cannot (context.Background) costs no registration at all.
+		// The caller can cancel the run: the executor tells of it, so the engine starts nothing
+		// of its own (time and concurrency go through the executor). A caller that cannot
+		// (context.Background) costs no registration at all.
 		if ctx.Err() != nil {
 			r.end.Store(&ctxEnd{err: ctx.Err(), cause: context.Cause(ctx)})
 		}
-		stop := context.AfterFunc(ctx, func() { r.endCtx(ctx.Err(), context.Cause(ctx)) })
-		r.std = &stdCtx{stopParent: stop}
+		if w, ok := e.exec.(troupe.Watcher); ok {
+			stop := w.AfterFunc(ctx, func() { r.endCtx(ctx.Err(), context.Cause(ctx)) })
+			r.onDoneMu.Lock() // f may be running already: endCtx reads r.std
+			r.std = &stdCtx{stopParent: stop}
+			r.onDoneMu.Unlock()
+		} else {
+			watch = true
+		}
 	}
 	r.scope = e.exec.Scope((*runCtx)(r))
+	if watch {
+		r.scope.Go((*watchJob)(r), 0, time.Time{})
+	}
 	return r, nil
 }
+
+// watchJob is the job of a run whose executor is not a troupe.Watcher: it ends the run's
+// context when the caller's ends, and ends itself when the run's context does (at the latest
+// when the run finishes), so the run's scope waits for it.
+type watchJob Run
+
+func (j *watchJob) Run(ctx context.Context) {
+	r := (*Run)(j)
+	select {
+	case <-r.parent.Done():
+		r.endCtx(r.parent.Err(), context.Cause(r.parent))
+	case <-ctx.Done():
+	}
+}
+
+func (*watchJob) Done(bool) {}
 
 // runCtx is the run's context: what its executor scope, router and agents' setup get, and the
 // parent of every dispatch's context. It has the caller's values and deadline, and is done when
@@ -338,7 +375,7 @@ func (p *keyProbe) Err() error        { return context.Canceled } // Cause asks 
 func (r *Run) context() context.Context { return (*runCtx)(r) }
 
 // ctxErr is the run's context's Err. The caller's context is asked too: the run learns of its
-// end on a goroutine of the context package's, and whoever saw it first (a router waiting on a
+// end later, on a goroutine of the executor's, and whoever saw it first (a router waiting on a
 // derived context) must not find the run's context still live.
 func (r *Run) ctxErr() error {
 	if e := r.end.Load(); e != nil {
@@ -469,10 +506,11 @@ func (r *Run) Cancel() { r.stop(troupe.ErrCancelled) }
 func (r *Run) Done() <-chan struct{} { return r.doneChan() }
 
 // doneChan makes the run's done channel when someone first waits on it: a run nobody waits
-// for holds none.
+// for holds none. It takes onDoneMu, not mu, which a transition holds across its store
+// append: waiting for a run with a deadline (Engine.Close) must not wait for that append.
 func (r *Run) doneChan() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.onDoneMu.Lock()
+	defer r.onDoneMu.Unlock()
 	if r.done == nil {
 		if r.closed {
 			return closedChan
@@ -489,7 +527,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (r *Run) begin(answers []troupe.Answer) {
 	now := r.e.exec.Now()
 	r.startedAt, r.updatedAt = now, now
-	p, planErr := r.e.planner.Plan(&r.rec.req, r.e.reg)
+	p, planErr := planSafely(r.e.planner, &r.rec.req, r.e.reg)
 	setupErr := r.setupAgents(p)
 
 	if res, ok := r.e.store.(reserver); ok && r.replay == nil && p != nil && len(p.Stages) > 0 {
@@ -515,7 +553,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 	case setupErr != nil:
 		r.failLocked(troupe.StageInitialize, troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: setupErr.Error()}, "agent setup failed", setupErr)
 	case planErr != nil:
-		r.failLocked(troupe.StagePlan, troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: planErr.Error()}, "planning failed", planErr)
+		r.failLocked(troupe.StagePlan, failInfo(planErr, troupe.CodeInvalidRequest, planErr.Error()), "planning failed", planErr)
 	default:
 		r.plan = p
 		if c := p.Criteria; c != nil && c.TimeBudgetSeconds != nil && *c.TimeBudgetSeconds > 0 && secs(*c.TimeBudgetSeconds) < r.timeBudget {
@@ -632,23 +670,47 @@ func (r *Run) teardown() []string {
 	return r.teardownAgents(names)
 }
 
-// teardownAgents tears down the named agents, the last set up first.
+// teardownAgents tears down the named agents, the last set up first. Each Teardown is a job of
+// the executor with TeardownTimeout as its deadline, as a dispatch is: one still running then
+// is left to the executor (local's Drain waits for it) and the run goes on, with a warning.
+// The jobs' scope is not the run's, whose context may be cancelled by now.
 func (r *Run) teardownAgents(names []string) []string {
 	var warns []string
+	var s troupe.Scope
 	for i := len(names) - 1; i >= 0; i-- {
 		spec, _ := r.e.reg.Spec(names[i])
 		td, ok := spec.Agent.(troupe.Teardowner)
 		if !ok {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(r.bg(), r.e.teardownTO)
-		if err := safeCall(func() error { return td.Teardown(ctx) }); err != nil {
-			warns = append(warns, fmt.Sprintf("teardown of %s: %v", names[i], err))
+		if s == nil {
+			s = r.e.exec.Scope(r.bg())
 		}
-		cancel()
+		j := &teardownJob{td: td}
+		s.Go(j, 0, r.e.exec.Now().Add(r.e.teardownTO))
+		s.Wait()
+		switch {
+		case j.expired:
+			warns = append(warns, fmt.Sprintf("teardown of %s: did not return within %v; left running", names[i], r.e.teardownTO))
+		case j.err != nil:
+			warns = append(warns, fmt.Sprintf("teardown of %s: %v", names[i], j.err))
+		}
 	}
 	return warns
 }
+
+// teardownJob is one agent's Teardown run by the executor.
+type teardownJob struct {
+	td      troupe.Teardowner
+	err     error // Teardown's; read only when the job did not expire (Run has returned then)
+	expired bool
+}
+
+func (j *teardownJob) Run(ctx context.Context) {
+	j.err = safeCall(func() error { return j.td.Teardown(ctx) })
+}
+
+func (j *teardownJob) Done(expired bool) { j.expired = expired }
 
 // setupLate sets up an agent the plan did not name, the first time it is dispatched: one a
 // router chose (seed 003's coordinator plans tasks with no agent) or a routing decision's own
@@ -699,6 +761,48 @@ func (r *Run) setupLate(ctx context.Context, name string, s troupe.Setupper) err
 	}
 	close(o.done)
 	return o.err
+}
+
+// planSafely asks the planner for the run's plan. A planner is the user's code: a panic in it
+// fails the run (code PANIC, with the stack), not the caller of Start nor the process.
+func planSafely(pl troupe.Planner, req *troupe.Request, c troupe.Catalog) (p *troupe.Plan, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p, err = nil, &pluginPanic{"planner", troupe.NewPanicError(v)}
+		}
+	}()
+	return pl.Plan(req, c)
+}
+
+// routeSafely asks the router for a task's decision, a panic failing the run as planSafely's
+// does. It runs under the run's lock, on whichever goroutine advances the run.
+func routeSafely(rt troupe.Router, ctx context.Context, in troupe.RouteInput, rc troupe.Context) (d troupe.RoutingDecision, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			d, err = troupe.RoutingDecision{}, &pluginPanic{"router", troupe.NewPanicError(v)}
+		}
+	}()
+	return rt.Route(ctx, in, rc)
+}
+
+// pluginPanic is a panic in the planner or the router.
+type pluginPanic struct {
+	who string
+	*troupe.PanicError
+}
+
+func (p *pluginPanic) Error() string { return fmt.Sprintf("the %s panicked: %v", p.who, p.Value) }
+func (p *pluginPanic) Unwrap() error { return p.PanicError }
+
+// failInfo is the error a run failed by err records, with message msg: for a panic, code
+// PANIC with the panic and its stack in the details; otherwise code.
+func failInfo(err error, code, msg string) troupe.ErrorInfo {
+	if pe := (*troupe.PanicError)(nil); errors.As(err, &pe) {
+		info := troupe.ErrorInfoOf(pe)
+		info.Message = msg
+		return info
+	}
+	return troupe.ErrorInfo{Code: code, Message: msg}
 }
 
 func safeCall(f func() error) (err error) {
@@ -786,9 +890,20 @@ func (r *Run) flushLocked() {
 
 // advanceLocked moves the run as far as it can without waiting: it routes the current stage's
 // tasks once, starts them up to the stage's cap, and when a stage has nothing left in flight
-// or to start, goes on to the next. A dispatch answered from the log (a resumed run) completes
-// synchronously inside fillLocked; the loop, not recursion, carries the run forward.
+// or to start, goes on to the next. A dispatch answered from the log (a resumed run) is held
+// and completes here, synchronously, in the order the log recorded the results: the order the
+// dispatches finished in, which session state, upstream results and the execution order follow.
+// Loops, not recursion, carry the run forward.
 func (r *Run) advanceLocked() {
+	r.advanceStagesLocked()
+	for c := r.replay.take(); c != nil; c = r.replay.take() {
+		r.completeLocked(c)
+		r.advanceStagesLocked()
+	}
+}
+
+// advanceStagesLocked is advanceLocked but for the results a resumed run holds.
+func (r *Run) advanceStagesLocked() {
 	for !r.stopping() && r.stage < len(r.stages) {
 		if !r.routed {
 			for _, t := range r.stages[r.stage] {
@@ -830,7 +945,7 @@ func (r *Run) routeLocked(t *task) bool {
 		d = *recorded
 	} else {
 		in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.state, Available: r.e.names}
-		d, err = r.e.router.Route(r.context(), in, r.rec.req.Context)
+		d, err = routeSafely(r.e.router, r.context(), in, r.rec.req.Context)
 	}
 	if err == nil && !r.e.reg.Has(d.Target) {
 		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
@@ -849,7 +964,7 @@ func (r *Run) routeLocked(t *task) bool {
 		if r.ctxErr() != nil {
 			return false // the run was cancelled while routing: it ends cancelled, not failed
 		}
-		r.failLocked(troupe.StageRoute, troupe.ErrorInfo{Code: troupe.CodeUnknownAgent, Message: fmt.Sprintf("routing task %s: %v", t.t.ID, err)}, "routing failed", err)
+		r.failLocked(troupe.StageRoute, failInfo(err, troupe.CodeUnknownAgent, fmt.Sprintf("routing task %s: %v", t.t.ID, err)), "routing failed", err)
 		return false
 	}
 	if !replayed && d.Fallback == "" && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
@@ -880,6 +995,9 @@ func (r *Run) fillLocked() {
 	}
 	for r.next < len(tasks) && r.inflight < limit && !r.stopping() {
 		t := tasks[r.next]
+		if r.replay != nil && r.replay.waits(r.nextID(t)) {
+			return // a result the log recorded before this dispatch is applied first
+		}
 		r.next++
 		if why := r.budgetLocked(); why != "" {
 			continue // never dispatched: reported as skipped
@@ -1009,7 +1127,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		c.res = rec
 		c.replayed = true
 		r.inflight++
-		r.completeLocked(c)
+		r.replay.hold(c) // completed by advanceLocked, in log order
 		return
 	}
 	if q, ok := r.replay.review(id); ok {
@@ -1494,12 +1612,12 @@ func (r *Run) finish() {
 	delete(r.e.live, r.rec.req.RunID)
 	r.e.mu.Unlock()
 	r.stop(nil) // release the run's context
-	r.mu.Lock()
+	r.onDoneMu.Lock()
 	r.closed = true
 	if r.done != nil {
 		close(r.done)
 	}
-	r.mu.Unlock()
+	r.onDoneMu.Unlock()
 }
 
 func statusOf(s troupe.RunStatus) troupe.Status {
@@ -1664,22 +1782,31 @@ func lowConfidence(agg *troupe.Aggregation, results []*troupe.Result, threshold 
 	agg.Warnings = append(agg.Warnings, msg)
 }
 
-// State returns a copy of the run's seed-000 orchestrator state, at any point of the run. It is
-// a deep copy: modifying it (its results, dispatches, maps) changes neither the run nor its log.
+// State returns a snapshot of the run's seed-000 orchestrator state, at any point of the run.
+// Its maps and slices are the caller's: changing them changes nothing of the run. The
+// dispatches, results, aggregation and session-state values they hold are the run's own
+// records, the very ones its events carry, and are shared read-only, as events' data are:
+// modify a copy (OrchestratorState.Clone, Result.Clone), never them. Copying every record
+// on every call would make Wait cost more than the run it waits for.
 func (r *Run) State() troupe.OrchestratorState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// s points into the run's data, and into its log; the caller gets s.Clone().
 	s := troupe.OrchestratorState{
 		RunID: r.rec.req.RunID, SessionID: r.rec.req.SessionID, QueryID: r.rec.req.QueryID,
 		CurrentStage: r.stage, StartedAt: r.startedAt, UpdatedAt: r.updatedAt,
 		TotalExecutionTimeMS: r.updatedAt.Sub(r.startedAt).Milliseconds(),
 		DispatchedAgents:     map[string]*troupe.Dispatch{}, CompletedAgents: map[string]*troupe.Result{}, FailedAgents: map[string]*troupe.Result{},
-		Errors: r.rareOr().errs, Warnings: r.rareOr().warnings, Status: r.status,
-		SessionState: r.state, Aggregation: r.agg,
+		Errors: slices.Clone(r.rareOr().errs), Warnings: slices.Clone(r.rareOr().warnings), Status: r.status,
+		SessionState: maps.Clone(r.state), Aggregation: r.agg,
+	}
+	if s.Errors == nil {
+		s.Errors = []troupe.ErrorInfo{}
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
 	}
 	if r.failure != nil {
-		s.Errors = append(slices.Clip(s.Errors), *r.failure)
+		s.Errors = append(s.Errors, *r.failure)
 	}
 	if r.plan != nil {
 		s.ExecutionPlan = r.plan.ExecutionPlan()
@@ -1718,21 +1845,15 @@ func (r *Run) State() troupe.OrchestratorState {
 			}
 		}
 	}
-	s = s.Clone()
-	if s.Errors == nil {
-		s.Errors = []troupe.ErrorInfo{}
-	}
-	if s.Warnings == nil {
-		s.Warnings = []string{}
-	}
 	return s
 }
 
-// Aggregation returns a copy of the run's aggregation once it has one.
+// Aggregation returns the run's aggregation once it has one: the run's own record, shared
+// read-only as State's are (Aggregation.Clone gives a copy to modify).
 func (r *Run) Aggregation() *troupe.Aggregation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.agg.Clone()
+	return r.agg
 }
 
 // Err returns the error that stopped the run from being recorded, if any.

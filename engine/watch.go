@@ -7,12 +7,13 @@ import (
 	"slices"
 
 	"github.com/troupehq/troupe"
-	"github.com/troupehq/troupe/store/memory"
 )
 
 // Events returns the run's events from the log as they are appended, ending with the terminal
 // event or run_paused. For a resumed run it starts at the first event of the resumption. If ctx
-// ends first, its error is yielded; the run itself goes on.
+// ends first, its error is yielded; the run itself goes on. However slow the reader, and however
+// long after the run ended Events is called, it reads the whole log: with a memory store, which
+// forgets a finished run once MaxFinishedRuns later runs have finished, the Run holds its log.
 func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 	return func(yield func(troupe.Event, error) bool) {
 		w := make(chan struct{}, 1)
@@ -22,9 +23,9 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 		r.mu.Unlock()
 		done := r.doneChan()
 		// The memory store copies events into a buffer of the reader's (its log does not hold
-		// them as Events); reading it through its concrete type keeps the buffer on this stack.
+		// them as Events); reading the log the run opened keeps the buffer on this stack, and
+		// reads the whole run even once the store has retired it (a slow or late reader).
 		var buf [8]troupe.Event
-		mem, _ := r.e.store.(*memory.Store)
 		defer func() {
 			r.mu.Lock()
 			if i := slices.Index(r.watchers, w); i >= 0 {
@@ -35,10 +36,8 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 		for {
 			var evs []troupe.Event
 			var err error
-			if mem != nil {
-				var n int
-				n, err = mem.EventsInto(r.rec.req.RunID, after, buf[:])
-				evs = buf[:n]
+			if r.log != nil {
+				evs = buf[:r.log.EventsInto(r.rec.req.RunID, after, buf[:])]
 			} else {
 				evs, err = r.e.store.Events(r.bg(), r.rec.req.RunID, after)
 			}

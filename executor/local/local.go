@@ -68,6 +68,12 @@ func (e *Executor) Now() time.Time { return e.clock() }
 // Seed returns fresh entropy.
 func (e *Executor) Seed() uint64 { return e.entropy() }
 
+// AfterFunc runs f once ctx is done, as context.AfterFunc does (the executor is a
+// troupe.Watcher): f runs on a goroutine of the context package's that ends with f.
+func (e *Executor) AfterFunc(ctx context.Context, f func()) (stop func() bool) {
+	return context.AfterFunc(ctx, f)
+}
+
 // Stragglers returns how many abandoned jobs are still running.
 func (e *Executor) Stragglers() int64 { return e.nStraggle.Load() }
 

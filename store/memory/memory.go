@@ -36,14 +36,22 @@ type Store struct {
 	max int
 
 	mu       sync.RWMutex
-	runs     map[string]*runLog
+	runs     map[string]*Log
 	finished []string // finished run ids, oldest first
 }
 
-type runLog struct {
+// Log is one run's log. The store forgets a finished run once MaxFinishedRuns later runs have
+// finished (Events then says ErrRunNotFound), but a *Log that Open returned before still reads
+// the whole run: it is the log itself, freed by the garbage collector once the store and every
+// holder have let go of it. Retirement bounds what the store keeps, not what the holder of a
+// run (the engine's run handle, whose reader may be slow or come late) can read; a holder
+// needs no Close.
+//
+// The zero value is an empty log that is in no store. A Log is safe for concurrent use.
+type Log struct {
 	mu       sync.RWMutex
 	ctx      *troupe.Context // the first event's Context, which nearly every event shares
-	entries  []entry         // entries[i] is the event with Seq i+1
+	entries  []entry         // entries[i] is the event with Seq i+1; nil until the first is made room for
 	finished bool            // a terminal event was appended: the run is in Store.finished, once
 }
 
@@ -129,7 +137,7 @@ func statusIndex(st troupe.Status) uint8 {
 }
 
 // add appends ev, whose Seq the caller checked.
-func (l *runLog) add(ev *troupe.Event) {
+func (l *Log) add(ev *troupe.Event) {
 	if len(l.entries) == 0 {
 		l.ctx = ev.Context
 	}
@@ -143,7 +151,7 @@ func (l *runLog) add(ev *troupe.Event) {
 }
 
 // event rebuilds the event at index i.
-func (l *runLog) event(runID string, i int) troupe.Event {
+func (l *Log) event(runID string, i int) troupe.Event {
 	e := &l.entries[i]
 	ev := troupe.Event{RunID: runID, Seq: int64(i) + 1, Stage: e.stage, Kind: kinds[e.kind],
 		Step: int(e.step), DispatchID: e.dispatch, Agent: e.agent, Context: l.ctx, Data: e.data}
@@ -168,14 +176,14 @@ func (l *runLog) event(runID string, i int) troupe.Event {
 
 // New returns an empty store bounded by cfg.
 func New(cfg ...Config) *Store {
-	s := &Store{max: 100, runs: make(map[string]*runLog)}
+	s := &Store{max: 100, runs: make(map[string]*Log)}
 	if len(cfg) > 0 && cfg[0].MaxFinishedRuns > 0 {
 		s.max = cfg[0].MaxFinishedRuns
 	}
 	return s
 }
 
-func (s *Store) log(runID string, create bool) *runLog {
+func (s *Store) log(runID string, create bool) *Log {
 	s.mu.RLock()
 	l := s.runs[runID]
 	s.mu.RUnlock()
@@ -186,15 +194,40 @@ func (s *Store) log(runID string, create bool) *runLog {
 }
 
 // create returns runID's log, making it with room for n events unless another caller just did.
-func (s *Store) create(runID string, n int) *runLog {
+func (s *Store) create(runID string, n int) *Log {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.runs[runID]; l != nil {
 		return l
 	}
-	l := &runLog{entries: make([]entry, 0, max(n, 1))}
+	l := &Log{}
+	if n > 0 {
+		l.entries = make([]entry, 0, n)
+	}
 	s.runs[runID] = l
 	return l
+}
+
+// Open returns runID's log, making an empty one if the store has none, for a reader that must
+// read the whole run even after the store has retired it (see Log). The engine opens a run's
+// log when it makes the run, before its first event: a log opened later could already be
+// retired. The store treats an opened log as any other: it finds the run by id, and drops it
+// once MaxFinishedRuns later runs have finished.
+func (s *Store) Open(runID string) *Log {
+	if l := s.log(runID, false); l != nil {
+		return l
+	}
+	return s.create(runID, 0) // no array yet: Reserve or the first append makes it at its size
+}
+
+// room makes room for n more entries. A log's first array, unless Reserve made it, has room for
+// 8 at least.
+func (l *Log) room(n int) {
+	if l.entries == nil {
+		l.entries = make([]entry, 0, max(n, 8))
+		return
+	}
+	l.entries = slices.Grow(l.entries, n)
 }
 
 // Append adds events to their runs' logs. Each event's Seq must be one more than the last of its
@@ -237,7 +270,7 @@ func (s *Store) appendRun(events []troupe.Event) error {
 		}
 		want++
 	}
-	l.entries = slices.Grow(l.entries, len(events))
+	l.room(len(events))
 	retire := false
 	for i := range events {
 		l.add(&events[i])
@@ -262,6 +295,7 @@ func (s *Store) append1(ev *troupe.Event) error {
 		l.mu.Unlock()
 		return fmt.Errorf("memory: append %s: seq %d, want %d: %w", ev.RunID, ev.Seq, want, troupe.ErrSeqConflict)
 	}
+	l.room(1)
 	l.add(ev)
 	retire := ev.Stage.Terminal() && !l.finished
 	l.finished = l.finished || retire
@@ -282,7 +316,7 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 		}
 	}
 	slices.Sort(ids)
-	logs := make([]*runLog, len(ids))
+	logs := make([]*Log, len(ids))
 	next := make([]int64, len(ids))
 	for k, id := range ids {
 		first := slices.IndexFunc(events, func(ev troupe.Event) bool { return ev.RunID == id })
@@ -317,6 +351,7 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 	for i := range events {
 		k, _ := slices.BinarySearch(ids, events[i].RunID)
 		l := logs[k]
+		l.room(1)
 		l.add(&events[i])
 		if events[i].Stage.Terminal() && !l.finished {
 			l.finished = true
@@ -339,7 +374,10 @@ func (s *Store) Reserve(runID string, n int) {
 		l = s.create(runID, n)
 	}
 	l.mu.Lock()
-	if cap(l.entries)-len(l.entries) < n {
+	switch {
+	case l.entries == nil && n > 0:
+		l.entries = make([]entry, 0, n) // an opened log's first array, at the reserved size
+	case cap(l.entries)-len(l.entries) < n:
 		l.entries = slices.Grow(l.entries, n)
 	}
 	l.mu.Unlock()
@@ -382,13 +420,19 @@ func (s *Store) EventsInto(runID string, after int64, dst []troupe.Event) (int, 
 	if err != nil {
 		return 0, err
 	}
+	return l.EventsInto(runID, after, dst), nil
+}
+
+// EventsInto is Store.EventsInto on this log, which it reads whether or not the store still
+// keeps it. runID is the run's id: a log does not keep it, its events get it from here.
+func (l *Log) EventsInto(runID string, after int64, dst []troupe.Event) int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.read(runID, max(after, 0), dst), nil
+	return l.read(runID, max(after, 0), dst)
 }
 
 // find returns the log of runID, or ErrRunNotFound.
-func (s *Store) find(runID string) (*runLog, error) {
+func (s *Store) find(runID string) (*Log, error) {
 	if l := s.log(runID, false); l != nil {
 		return l, nil
 	}
@@ -397,7 +441,7 @@ func (s *Store) find(runID string) (*runLog, error) {
 
 // read rebuilds the events with Seq > after into dst, as many as it holds, and says how many;
 // the caller holds l.mu.
-func (l *runLog) read(runID string, after int64, dst []troupe.Event) int {
+func (l *Log) read(runID string, after int64, dst []troupe.Event) int {
 	n := 0
 	for i := int(after); i < len(l.entries) && n < len(dst); i++ {
 		dst[n] = l.event(runID, i)
