@@ -308,9 +308,15 @@ type ResumeOptions struct {
 
 // Resume continues a run from its log: a run that paused for a human, or one whose process
 // stopped mid-way. Recorded routing decisions are taken instead of asking the router again,
-// recorded dispatch results instead of dispatching again, recorded events are not appended
-// again, and the plan, and every dispatch already recorded, must come out as recorded. A run that reached a
-// terminal stage cannot be resumed (troupe.ErrRunFinished).
+// recorded dispatch results instead of dispatching again, in the order the log recorded them,
+// recorded events are not appended again, and the plan, and every dispatch already recorded,
+// must come out as recorded. A run that reached a terminal stage cannot be resumed
+// (troupe.ErrRunFinished).
+//
+// A dispatch the log shows started but not finished runs again under its id. One engine
+// refuses to resume a run it already has live; two processes sharing a durable store do not
+// know of each other, so whoever resumes runs after a crash must make sure only one of them
+// resumes a given run (a lease or a lock of the deployment's), or that dispatch runs twice.
 func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (*Run, error) {
 	events, err := e.store.Events(ctx, runID, 0)
 	if err != nil {
