@@ -92,6 +92,40 @@ func TestCloseReturnsWhenItsContextEnds(t *testing.T) {
 	}
 }
 
+// Wait gives up when its context ends first, also with a run stuck holding its lock in a store
+// append, and returns the run's ids.
+func TestWaitReturnsWhenItsContextEnds(t *testing.T) {
+	st := &blockingStore{Store: memory.New(), blocked: make(chan struct{}), release: make(chan struct{})}
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript()), Store: st})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q", RunID: "run_stuck"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-st.blocked
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	waited := make(chan error, 1)
+	var state troupe.OrchestratorState
+	go func() {
+		var err error
+		state, err = r.Wait(ctx)
+		waited <- err
+	}()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.DeadlineExceeded) || state.RunID != "run_stuck" {
+			t.Errorf("Wait: %v, run %q; want its context's deadline and the run's id", err, state.RunID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Wait did not return when its context ended")
+		defer func() { <-waited }()
+	}
+	close(st.release)
+	if _, err := r.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // hiddenExec is an executor that is not a troupe.Watcher (nor has local's Drain).
 type hiddenExec struct{ troupe.Executor }
 

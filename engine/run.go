@@ -1791,6 +1791,11 @@ func lowConfidence(agg *troupe.Aggregation, results []*troupe.Result, threshold 
 func (r *Run) State() troupe.OrchestratorState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.stateLocked()
+}
+
+// stateLocked is State for a caller that holds r.mu.
+func (r *Run) stateLocked() troupe.OrchestratorState {
 	s := troupe.OrchestratorState{
 		RunID: r.rec.req.RunID, SessionID: r.rec.req.SessionID, QueryID: r.rec.req.QueryID,
 		CurrentStage: r.stage, StartedAt: r.startedAt, UpdatedAt: r.updatedAt,

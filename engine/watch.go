@@ -95,12 +95,18 @@ func (r *Run) wait() {
 // sentinel of the failure's code (troupe.ErrTimeout, troupe.ErrBlocked,
 // troupe.ErrBudgetExhausted when the budget is why, ...) and errors.As the *troupe.AgentError
 // of the agent whose error failed the run. If ctx ends first, Wait returns ctx's error and
-// the run goes on.
+// the run goes on; the state is then the run's as far as it can be read without waiting.
 func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	select {
 	case <-r.doneChan():
 	case <-ctx.Done():
-		return r.State(), context.Cause(ctx)
+		// The run may be stuck where it holds its lock (a store append that does not return):
+		// Wait still returns, with the state if it can be read at once, else only the run's ids.
+		if r.mu.TryLock() {
+			defer r.mu.Unlock()
+			return r.stateLocked(), context.Cause(ctx)
+		}
+		return troupe.OrchestratorState{RunID: r.rec.req.RunID, SessionID: r.rec.req.SessionID, QueryID: r.rec.req.QueryID}, context.Cause(ctx)
 	}
 	r.wait()
 	st := r.State()
