@@ -265,6 +265,37 @@ func (e *ErrorInfo) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Err turns e back into an error, as ErrorInfoOf's inverse: an *AgentError with e's code,
+// message, recoverability and details, whose cause is the sentinel of the code (ErrTimeout for
+// TIMEOUT, ErrBlocked for BLOCKED, …), so errors.Is and errors.As work on what a result
+// recorded. ErrorInfoOf of it gives e back, its message followed by the sentinel's text. A result keeps its errors as ErrorInfo, which is all a run read back from its log
+// has of them.
+func (e ErrorInfo) Err() error {
+	return &AgentError{Code: e.Code, Message: e.Message, Recoverable: e.Recoverable,
+		FallbackAction: e.FallbackAction, Details: e.Details, Cause: codeSentinel(e.Code)}
+}
+
+// codeSentinel is the sentinel error of an error code, or nil for codes without one.
+func codeSentinel(code string) error {
+	switch code {
+	case CodeTimeout:
+		return ErrTimeout
+	case CodeBlocked:
+		return ErrBlocked
+	case CodeCancelled:
+		return ErrCancelled
+	case CodeBudget:
+		return ErrBudgetExhausted
+	case CodeUnknownAgent:
+		return ErrUnknownAgent
+	case CodeInvalidOutput:
+		return ErrInvalidResult
+	case CodeInvalidRequest:
+		return ErrInvalidDispatch
+	}
+	return nil
+}
+
 // ErrorInfoOf converts any error into an ErrorInfo: an *AgentError keeps its fields, a
 // *PanicError carries its stack in details, anything else becomes AGENT_ERROR, recoverable.
 func ErrorInfoOf(err error) ErrorInfo {

@@ -307,3 +307,46 @@ func TestNewPanicError(t *testing.T) {
 		t.Errorf("a 2,000-frame stack gave %d bytes, want 1 to %d", got, 16<<10)
 	}
 }
+
+// ErrorInfo.Err is ErrorInfoOf's inverse: the recorded code, message and details come back,
+// and errors.Is finds the code's sentinel.
+func TestErrorInfoErr(t *testing.T) {
+	tests := []struct {
+		code     string
+		sentinel error
+	}{
+		{troupe.CodeTimeout, troupe.ErrTimeout},
+		{troupe.CodeBlocked, troupe.ErrBlocked},
+		{troupe.CodeCancelled, troupe.ErrCancelled},
+		{troupe.CodeBudget, troupe.ErrBudgetExhausted},
+		{troupe.CodeUnknownAgent, troupe.ErrUnknownAgent},
+		{troupe.CodeInvalidOutput, troupe.ErrInvalidResult},
+		{troupe.CodeInvalidRequest, troupe.ErrInvalidDispatch},
+		{troupe.CodeAgentError, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			info := troupe.ErrorInfo{Code: tt.code, Message: "it went wrong", Recoverable: true, Details: map[string]any{"k": "v"}}
+			err := info.Err()
+			var ae *troupe.AgentError
+			if !errors.As(err, &ae) || ae.Code != tt.code {
+				t.Fatalf("Err() = %#v, want an *AgentError with code %s", err, tt.code)
+			}
+			if tt.sentinel != nil && !errors.Is(err, tt.sentinel) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tt.sentinel)
+			}
+			back := troupe.ErrorInfoOf(err)
+			want := info.Message
+			if tt.sentinel != nil {
+				want += ": " + tt.sentinel.Error()
+			}
+			if back.Message != want {
+				t.Errorf("ErrorInfoOf(Err()).Message = %q, want %q", back.Message, want)
+			}
+			back.Message = info.Message
+			if diff := cmp.Diff(info, back); diff != "" {
+				t.Errorf("ErrorInfoOf(Err()) (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

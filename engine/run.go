@@ -1453,7 +1453,7 @@ func (r *Run) failedLocked(c *call) {
 		if len(res.Errors) > 0 {
 			info = res.Errors[0]
 		}
-		causes := []error{resultErr(info)}
+		causes := []error{info.Err()}
 		if budgetStopped { // the budget is why no retry or fallback could recover it
 			causes = append(causes, troupe.ErrBudgetExhausted)
 		}
@@ -1677,7 +1677,7 @@ func (r *Run) judgedFailedLocked(reason string) {
 			case t.last == nil:
 				never = append(never, t.t.Agent)
 			case t.final != nil && t.final.Status != troupe.StatusCompleted && !t.partial && len(t.final.Errors) > 0:
-				causes = append(causes, resultErr(t.final.Errors[0]))
+				causes = append(causes, t.final.Errors[0].Err())
 			}
 		}
 	}
