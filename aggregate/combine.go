@@ -179,7 +179,16 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 	}
 
 	var topBuf [16]string
-	leaves, tops := collect(kept, topBuf[:0])
+	leaves, tops, bad := collect(kept, topBuf[:0])
+	if bad >= 0 {
+		return nil, nonFinite(kept[bad])
+	}
+	for i, r := range results {
+		// A superseded result is not walked with the kept ones, but it is still refused.
+		if superseded[i] && !jsonvalue.Finite(r.AgentResult) {
+			return nil, nonFinite(r)
+		}
+	}
 	conflicts, shared := conflictsIn(kept, leaves)
 	a.Resolved, a.ConflictsDetected, err = Resolve(conflicts, s, kept)
 	if err != nil {
@@ -195,7 +204,8 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 	return a, nil
 }
 
-// check rejects what would make the aggregate break seed 000's bounds or fail to encode.
+// check rejects what would make the aggregate break seed 000's bounds; a NaN or an infinity
+// in a completed result's agent_result, which would make it fail to encode, collect finds.
 func check(r *troupe.Result) error {
 	if c := r.Confidence; r.Succeeded() && c != nil && !(*c >= 0 && *c <= 1) {
 		return fmt.Errorf("aggregate: %s: confidence %v is outside [0, 1]: %w", r.AgentName, *c, troupe.ErrInvalidResult)
@@ -203,11 +213,14 @@ func check(r *troupe.Result) error {
 	if c := r.CostDollars; c != nil && !(*c >= 0 && !math.IsInf(*c, 1)) {
 		return fmt.Errorf("aggregate: %s: cost_dollars %v is not a finite non-negative number: %w", r.AgentName, *c, troupe.ErrInvalidResult)
 	}
-	if r.Succeeded() && !jsonvalue.Finite(r.AgentResult) {
-		path, text := jsonvalue.NonFinite(r.AgentResult, "agent_result")
-		return fmt.Errorf("aggregate: %s: %s is %s, which JSON cannot encode: %w", r.AgentName, path, text, troupe.ErrInvalidResult)
-	}
 	return nil
+}
+
+// nonFinite is the error for a completed result holding a NaN or an infinity, which JSON
+// cannot encode. collect finds them, in the walk that flattens the results.
+func nonFinite(r *troupe.Result) error {
+	path, text := jsonvalue.NonFinite(r.AgentResult, "agent_result")
+	return fmt.Errorf("aggregate: %s: %s is %s, which JSON cannot encode: %w", r.AgentName, path, text, troupe.ErrInvalidResult)
 }
 
 // notCompleted names a result that was not combined, and why: "gap_analyzer: timeout",

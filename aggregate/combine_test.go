@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/aggregate"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // seed000Results is seed 000's sequential example — causal_impact, then gap_analyzer, then
@@ -346,6 +347,11 @@ func TestCombineErrors(t *testing.T) {
 		// JSON has no NaN: the aggregation could not be encoded.
 		{"NaN in agent_result", []*troupe.Result{result("a", map[string]any{"x": map[string]any{"y": []any{1, math.NaN()}}})}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"infinity in agent_result", []*troupe.Result{result("a", map[string]any{"x": math.Inf(-1)})}, aggregate.Options{}, troupe.ErrInvalidResult},
+		{"NaN in a later agent's result", []*troupe.Result{result("a", map[string]any{"x": 1}), result("b", map[string]any{"x": []float64{1, math.NaN()}})}, aggregate.Options{}, troupe.ErrInvalidResult},
+		// The walk that finds them keeps one spelling of a path per result; the other still counts.
+		{"NaN in the spelling of a path not kept", []*troupe.Result{result("a", map[string]any{"x.y": 1, "x": map[string]any{"y": math.NaN()}})}, aggregate.Options{}, troupe.ErrInvalidResult},
+		// Its later result is combined; the superseded one is still refused.
+		{"NaN in a superseded result", []*troupe.Result{result("a", map[string]any{"x": math.NaN()}), result("a", map[string]any{"x": 1})}, aggregate.Options{}, troupe.ErrInvalidResult},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -360,6 +366,34 @@ func TestCombineErrors(t *testing.T) {
 				t.Errorf("error %q does not start with the package name", err)
 			}
 		})
+	}
+}
+
+// TestCombineNonFiniteNamesTheAgentAndPath: the error says whose result and where.
+func TestCombineNonFiniteNamesTheAgentAndPath(t *testing.T) {
+	rs := []*troupe.Result{result("a", map[string]any{"x": 1}), result("b", map[string]any{"x": 2, "m": map[string]any{"ci": []any{0.1, math.Inf(1)}}})}
+	_, err := aggregate.Combine(rs, aggregate.Options{})
+	if err == nil || !strings.Contains(err.Error(), "b: agent_result.m.ci[1] is +Inf") {
+		t.Fatalf("Combine error = %v, want it to name b and agent_result.m.ci[1]", err)
+	}
+}
+
+// TestCombineLooksAsDeepAsFinite: Combine refuses a NaN exactly where jsonvalue.Finite finds
+// one, no deeper, so a result the engine accepted is one Combine accepts.
+func TestCombineLooksAsDeepAsFinite(t *testing.T) {
+	nest := func(levels int) map[string]any {
+		var v any = math.NaN()
+		for range levels {
+			v = map[string]any{"k": v}
+		}
+		return v.(map[string]any)
+	}
+	for _, levels := range []int{jsonvalue.MaxDepth - 1, jsonvalue.MaxDepth, jsonvalue.MaxDepth + 1, jsonvalue.MaxDepth + 2} {
+		m := nest(levels)
+		_, err := aggregate.Combine([]*troupe.Result{result("a", m)}, aggregate.Options{})
+		if finite := jsonvalue.Finite(m); finite != (err == nil) {
+			t.Errorf("NaN %d maps down: Finite = %v, Combine error = %v", levels, finite, err)
+		}
 	}
 }
 

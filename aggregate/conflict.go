@@ -93,15 +93,24 @@ type leaf struct {
 //
 // When tops is not nil, collect also appends every result's top-level keys to it, sorted,
 // result after result (len(AgentResult) keys each), sparing synthesis a walk of its own.
-func collect(rs []*troupe.Result, tops []string) ([]leaf, []string) {
+//
+// bad is the index of the first result holding a NaN or an infinity (as jsonvalue.Finite
+// finds them), or -1: the walk that flattens a result looks at every value anyway, so
+// Combine needs no walk of its own to refuse one.
+func collect(rs []*troupe.Result, tops []string) (ls []leaf, _ []string, bad int) {
 	n := 0
 	for _, r := range rs {
 		n += len(r.AgentResult)
 	}
-	ls := make([]leaf, 0, n)
+	ls = make([]leaf, 0, n)
+	bad = -1
 	for i, r := range rs {
 		from := len(ls)
-		ls = walkLeaves(ls, int32(i), "", r.AgentResult, 0, 0, false)
+		nonFinite := false
+		ls = walkLeaves(ls, int32(i), "", r.AgentResult, 0, 0, false, &nonFinite)
+		if nonFinite && bad < 0 {
+			bad = i
+		}
 		if tops != nil {
 			t := len(tops)
 			for _, l := range ls[from:] {
@@ -131,7 +140,7 @@ func collect(rs []*troupe.Result, tops []string) ([]leaf, []string) {
 		}
 		out = append(out, l)
 	}
-	return out, tops
+	return out, tops, bad
 }
 
 // spelledFirst sets l, one of several spellings of a path in m, to the one a walk over m's
@@ -161,7 +170,7 @@ func spelledFirst(l *leaf, m map[string]any) {
 	}
 }
 
-func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth int, rank uint64, inexact bool) []leaf {
+func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth int, rank uint64, inexact bool, nonFinite *bool) []leaf {
 	for k, v := range m {
 		p := k
 		if prefix != "" {
@@ -173,8 +182,16 @@ func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth 
 		}
 		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
 			ls = append(ls, leaf{path: p, holder: holder, value: sub, object: true, top: depth == 0, rank: r, inexact: in})
-			ls = walkLeaves(ls, holder, p, sub, depth+1, r, in)
+			ls = walkLeaves(ls, holder, p, sub, depth+1, r, in, nonFinite)
 			continue
+		}
+		switch v.(type) {
+		case string, bool, nil, int, int64:
+		default:
+			// A value in m is at depth+1 as jsonvalue counts, m itself being at depth.
+			if !jsonvalue.FiniteAt(v, depth+1) {
+				*nonFinite = true
+			}
 		}
 		ls = append(ls, leaf{path: p, holder: holder, value: v, top: depth == 0, rank: r, inexact: in})
 	}
@@ -254,7 +271,7 @@ func copyPtr[T any](p *T) *T {
 // completed are ignored. The result is never nil.
 func DetectConflicts(results []*troupe.Result) []troupe.Conflict {
 	rs := completed(results)
-	ls, _ := collect(rs, nil)
+	ls, _, _ := collect(rs, nil)
 	cs, _ := conflictsIn(rs, ls)
 	return cs
 }
@@ -266,7 +283,7 @@ func DetectConflicts(results []*troupe.Result) []troupe.Conflict {
 func ConsistencyScore(results []*troupe.Result, conflicts []troupe.Conflict) float64 {
 	rs := completed(results)
 	var paths []string
-	ls, _ := collect(rs, nil)
+	ls, _, _ := collect(rs, nil)
 	groups(ls, func(g []leaf) { paths = append(paths, g[0].path) })
 	return consistency(paths, conflicts)
 }

@@ -13,6 +13,11 @@ import (
 // fast check; NonFinite says where.
 func Finite(v any) bool { return finiteAt(v, 0) }
 
+// FiniteAt is Finite for v found depth levels down a value Finite was not asked about (a
+// value in a top-level map is at depth 1): a walk of its own that meets v gives the same
+// answer as Finite over the whole, looking no deeper than MaxDepth from the top.
+func FiniteAt(v any, depth int) bool { return finiteAt(v, depth) }
+
 func finiteAt(v any, depth int) bool {
 	if depth > MaxDepth {
 		return true
