@@ -1,9 +1,10 @@
 package troupe
 
 import (
-	"maps"
 	"slices"
 	"time"
+
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // RunStatus is seed 000's OrchestratorState.status, with troupe's cancelled and paused.
@@ -133,54 +134,10 @@ func (a *Aggregation) Clone() *Aggregation {
 	return &c
 }
 
-// cloneValue copies the maps and slices of a JSON-shaped value (what agents put in
-// agent_result, handoff and session state: maps, lists, strings, numbers), so that the copy
-// shares none of them with v. A value of any other type is returned as it is.
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneMap(x)
-	case []any:
-		if x == nil {
-			return x
-		}
-		c := make([]any, len(x))
-		for i, e := range x {
-			c[i] = cloneValue(e)
-		}
-		return c
-	case []map[string]any:
-		if x == nil {
-			return x
-		}
-		c := make([]map[string]any, len(x))
-		for i, e := range x {
-			c[i] = cloneMap(e)
-		}
-		return c
-	case map[string]string:
-		return maps.Clone(x)
-	case []string:
-		return slices.Clone(x)
-	case []float64:
-		return slices.Clone(x)
-	case []int:
-		return slices.Clone(x)
-	}
-	return v
-}
-
-// cloneMap deep-copies m with cloneValue; nil stays nil.
-func cloneMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		c[k] = cloneValue(v)
-	}
-	return c
-}
+// cloneValue and cloneMap deep-copy JSON-shaped values: what agents put in agent_result,
+// handoff and session state.
+func cloneValue(v any) any                     { return jsonvalue.Clone(v) }
+func cloneMap(m map[string]any) map[string]any { return jsonvalue.CloneMap(m) }
 
 // cloneMapOf copies m, each value with clone; nil stays nil.
 func cloneMapOf[V any](m map[string]V, clone func(V) V) map[string]V {

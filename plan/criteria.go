@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // CriteriaFromParsed derives seed 000's AgentSelectionCriteria from a parsed query (the NLP
@@ -80,7 +81,7 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 			}
 		case "discovery_config":
 			if m, ok := v.(map[string]any); ok {
-				c.DiscoveryConfig = cloneAny(m).(map[string]any)
+				c.DiscoveryConfig = jsonvalue.Clone(m).(map[string]any)
 			} else {
 				want(key, "an object", v)
 			}
@@ -230,7 +231,7 @@ func cloneCriteria(c *troupe.SelectionCriteria) *troupe.SelectionCriteria {
 		}
 	}
 	if c.DiscoveryConfig != nil {
-		out.DiscoveryConfig = cloneAny(c.DiscoveryConfig).(map[string]any)
+		out.DiscoveryConfig = jsonvalue.Clone(c.DiscoveryConfig).(map[string]any)
 	}
 	if c.TimeBudgetSeconds != nil {
 		f := *c.TimeBudgetSeconds
@@ -244,27 +245,6 @@ func cloneCriteria(c *troupe.SelectionCriteria) *troupe.SelectionCriteria {
 	out.ExcludedAgents = slices.Clone(c.ExcludedAgents)
 	out.SecondaryIntents = slices.Clone(c.SecondaryIntents)
 	return &out
-}
-
-// cloneAny deep-copies the maps and slices of a JSON-shaped value; other values are shared.
-func cloneAny(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = cloneAny(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneAny(e)
-		}
-		return out
-	case []string:
-		return slices.Clone(x)
-	}
-	return v
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
