@@ -119,10 +119,17 @@ type Plan struct {
 	Criteria *SelectionCriteria `json:"criteria,omitempty"`
 }
 
-// PlanStage is a group of tasks that may run concurrently, at most MaxConcurrency at once.
+// PlanStage is a group of tasks that may run concurrently, at most MaxConcurrency at once:
+// seed 000's ParallelExecutionGroup. GroupID names the group, and SharedResources lists what
+// two or more of its tasks use at once. The planner (package plan) names its stages "group_1",
+// "group_2", ... and lists as shared the session state keys two or more of a stage's agents
+// declare they read (no agent of a stage writes a key another of it reads or writes). Both
+// are descriptive: the engine runs a stage the same without them.
 type PlanStage struct {
-	Tasks          []Task `json:"tasks"`
-	MaxConcurrency int    `json:"max_concurrency"`
+	GroupID         string   `json:"group_id,omitempty"`
+	Tasks           []Task   `json:"tasks"`
+	SharedResources []string `json:"shared_resources,omitempty"`
+	MaxConcurrency  int      `json:"max_concurrency"`
 }
 
 // Task is one planned unit of work. Agent names the agent, or is empty when the router is to
@@ -175,7 +182,11 @@ func (p *Plan) String() string {
 	for i, s := range p.Stages {
 		fmt.Fprintf(&b, "stage %d", i+1)
 		if len(s.Tasks) > 1 {
-			fmt.Fprintf(&b, " (parallel, max %d)", s.MaxConcurrency)
+			fmt.Fprintf(&b, " (parallel, max %d", s.MaxConcurrency)
+			if len(s.SharedResources) > 0 {
+				fmt.Fprintf(&b, "; sharing %s", strings.Join(s.SharedResources, ", "))
+			}
+			b.WriteString(")")
 		}
 		b.WriteString(":\n")
 		for _, t := range s.Tasks {

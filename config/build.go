@@ -335,8 +335,8 @@ func (f *File) Planner() troupe.Planner {
 			return nil, err
 		}
 		p := &troupe.Plan{}
-		for _, names := range stages {
-			st := troupe.PlanStage{MaxConcurrency: plan.DefaultMaxConcurrency}
+		for i, names := range stages {
+			st := troupe.PlanStage{GroupID: plan.GroupID(i), MaxConcurrency: plan.DefaultMaxConcurrency}
 			for _, n := range names {
 				t := troupe.Task{ID: n, Agent: n, Reason: "declared in the workflow file", Priority: 1}
 				if spec, ok := c.Spec(n); ok {
@@ -348,6 +348,7 @@ func (f *File) Planner() troupe.Planner {
 				}
 				st.Tasks = append(st.Tasks, t)
 			}
+			st.SharedResources = plan.SharedResources(st.Tasks, c)
 			p.Stages = append(p.Stages, st)
 		}
 		return p, nil

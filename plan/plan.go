@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/troupehq/troupe"
@@ -53,8 +55,8 @@ func (r *Rules) Plan(req *troupe.Request, agents troupe.Catalog) (*troupe.Plan, 
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range s.stages {
-		stage := troupe.PlanStage{MaxConcurrency: r.maxConcurrency()}
+	for n, st := range s.stages {
+		stage := troupe.PlanStage{GroupID: GroupID(n), MaxConcurrency: r.maxConcurrency()}
 		for _, i := range st {
 			cd := chosen[i]
 			t := troupe.Task{
@@ -68,7 +70,36 @@ func (r *Rules) Plan(req *troupe.Request, agents troupe.Catalog) (*troupe.Plan, 
 			}
 			stage.Tasks = append(stage.Tasks, t)
 		}
+		stage.SharedResources = SharedResources(stage.Tasks, agents)
 		p.Stages = append(p.Stages, stage)
 	}
 	return p, nil
+}
+
+// GroupID names the stage at index i (from 0) of a plan as Plan does: "group_1" for the first.
+func GroupID(i int) string { return "group_" + strconv.Itoa(i+1) }
+
+// SharedResources returns seed 000's shared_resources of a group of tasks: the session state
+// keys that two or more of the tasks' agents declare they read, sorted, or nil. Tasks whose
+// agent the catalog does not know (a routed task's, before routing) declare nothing.
+func SharedResources(tasks []troupe.Task, agents troupe.Catalog) []string {
+	if len(tasks) < 2 || agents == nil {
+		return nil
+	}
+	readers := map[string]int{}
+	for _, t := range tasks {
+		if spec, ok := agents.Spec(t.Agent); ok && t.Agent != "" {
+			for _, k := range dedupe(spec.Reads) {
+				readers[k]++
+			}
+		}
+	}
+	var shared []string
+	for k, n := range readers {
+		if n >= 2 {
+			shared = append(shared, k)
+		}
+	}
+	slices.Sort(shared)
+	return shared
 }

@@ -51,16 +51,16 @@ func TestSeed000SequentialExample(t *testing.T) {
 	}
 
 	wantStages := []troupe.PlanStage{
-		{MaxConcurrency: 10, Tasks: []troupe.Task{{
+		{GroupID: "group_1", MaxConcurrency: 10, Tasks: []troupe.Task{{
 			ID: "causal_impact", Agent: "causal_impact", Priority: 1,
 			Reason: "primary agent for intent causal; KPI NRx routes to it",
 		}}},
-		{MaxConcurrency: 10, Tasks: []troupe.Task{{
+		{GroupID: "group_2", MaxConcurrency: 10, Tasks: []troupe.Task{{
 			ID: "gap_analyzer", Agent: "gap_analyzer", Priority: 0.85,
 			Reason:    "optional agent for intent causal (moderate query); KPI NRx routes to it",
 			DependsOn: []string{"causal_impact"},
 		}}},
-		{MaxConcurrency: 10, Tasks: []troupe.Task{{
+		{GroupID: "group_3", MaxConcurrency: 10, Tasks: []troupe.Task{{
 			ID: "explainer", Agent: "explainer", Priority: 0.8,
 			Reason:    "optional agent for intent causal (moderate query); synthesizes the results of 2 other selected agents",
 			DependsOn: []string{"causal_impact", "gap_analyzer"},
@@ -656,10 +656,45 @@ func TestMaxConcurrency(t *testing.T) {
 	}
 	// The group is never split: the engine runs at most two of its four tasks at once.
 	want := []troupe.PlanStage{
-		{MaxConcurrency: 2, Tasks: []troupe.Task{{Agent: "drift_monitor"}, {Agent: "health_score"}, {Agent: "resource_optimizer"}, {Agent: "gap_analyzer"}}},
-		{MaxConcurrency: 2, Tasks: []troupe.Task{{Agent: "explainer"}}},
+		{GroupID: "group_1", MaxConcurrency: 2, Tasks: []troupe.Task{{Agent: "drift_monitor"}, {Agent: "health_score"}, {Agent: "resource_optimizer"}, {Agent: "gap_analyzer"}}},
+		{GroupID: "group_2", MaxConcurrency: 2, Tasks: []troupe.Task{{Agent: "explainer"}}},
 	}
 	if diff := cmp.Diff(want, p.Stages, cmp.Transformer("agent", func(t troupe.Task) string { return t.Agent })); diff != "" {
 		t.Errorf("stages (-want +got):\n%s", diff)
+	}
+}
+
+// TestSharedResources: seed 000's shared_resources of a parallel group are the state keys two
+// or more of its agents read; a key one agent reads, or one they never declare, is not shared,
+// and a single-task stage shares nothing.
+func TestSharedResources(t *testing.T) {
+	reg := registry(t, map[string][]troupe.Option{
+		"drift_monitor": {troupe.Reads("baseline", "window", "window")},
+		"gap_analyzer":  {troupe.Reads("window", "targets", "baseline")},
+		"explainer":     {troupe.Reads("window")},
+	})
+	st := map[string]any{"baseline": 1, "window": 2, "targets": 3}
+	p, err := e2i.Rules().Plan(&troupe.Request{ParsedQuery: map[string]any{"intent": "trend", "kpis": []any{"model_accuracy", "MAU"}}, State: st}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.ExecutionPlan(), [][]string{{"drift_monitor", "health_score", "gap_analyzer"}, {"explainer"}}; !cmp.Equal(got, want) {
+		t.Fatalf("plan %v, want %v", got, want)
+	}
+	if got, want := p.Stages[0].SharedResources, []string{"baseline", "window"}; !cmp.Equal(got, want) {
+		t.Errorf("group_1 shares %v, want %v", got, want)
+	}
+	if got := p.Stages[1].SharedResources; got != nil {
+		t.Errorf("a stage of one task shares %v", got)
+	}
+	if s := p.String(); !strings.Contains(s, "stage 1 (parallel, max 10; sharing baseline, window):") {
+		t.Errorf("String does not say what the group shares:\n%s", s)
+	}
+	data, err := json.Marshal(p.Stages[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"group_id":"group_1"`) || !strings.Contains(string(data), `"shared_resources":["baseline","window"]`) {
+		t.Errorf("group JSON lacks seed 000's group_id or shared_resources: %s", data)
 	}
 }

@@ -24,6 +24,7 @@ func Planner(r troupe.Router) troupe.Planner {
 			return nil, errors.New("route: planner has no router")
 		}
 		return &troupe.Plan{Stages: []troupe.PlanStage{{
+			GroupID:        "group_1",
 			Tasks:          []troupe.Task{{ID: TaskID, Reason: "routed at run time by " + describe(r), Priority: 1}},
 			MaxConcurrency: 1,
 		}}}, nil

@@ -30,6 +30,7 @@ func TestPlanner(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := &troupe.Plan{Stages: []troupe.PlanStage{{
+				GroupID:        "group_1",
 				Tasks:          []troupe.Task{{ID: "route", Reason: tt.reason, Priority: 1}},
 				MaxConcurrency: 1,
 			}}}
