@@ -263,18 +263,8 @@ func (c *call) invalid(verr error) {
 //go:noinline
 func (c *call) nonFinite() {
 	res := c.work
-	path, text := jsonvalue.NonFinite(res.AgentResult, "agent_result")
-	if path == "" {
-		path, text = jsonvalue.NonFinite(res.Handoff, "handoff")
-	}
-	if m, ok := jsonvalue.Encodable(res.AgentResult).(map[string]any); ok {
-		res.AgentResult = m
-	}
-	if m, ok := jsonvalue.Encodable(res.Handoff).(map[string]any); ok {
-		res.Handoff = m
-	}
-	c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput,
-		Message: fmt.Sprintf("output of %s: %s is %s, which JSON cannot encode (kept as the text %q)", c.d.TargetAgent, path, text, text)})
+	msg := jsonvalue.EncodeOutput(c.d.TargetAgent, &res.AgentResult, &res.Handoff)
+	c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: msg})
 }
 
 // schemaInvalid records a result whose agent_result fails the agent's output schema, as

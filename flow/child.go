@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 	"github.com/troupehq/troupe/internal/schema"
 )
 
@@ -54,6 +55,8 @@ func compile(what string, specs []*troupe.AgentSpec) ([]member, error) {
 			return nil, fmt.Errorf("flow: %s: agent name %q appears twice", what, s.Name)
 		case s.Timeout < 0:
 			return nil, fmt.Errorf("flow: %s: agent %s: negative timeout %v", what, s.Name, s.Timeout)
+		case s.MaxDepth < 0:
+			return nil, fmt.Errorf("flow: %s: agent %s: negative max depth %d", what, s.Name, s.MaxDepth)
 		}
 		seen[s.Name] = true
 		m, err := compileOne(s)
@@ -464,6 +467,9 @@ func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Resu
 	end := time.Now()
 	res.DispatchID, res.SessionID, res.QueryID, res.AgentName = d.DispatchID, d.SessionID, d.QueryID, d.TargetAgent
 	res.StartedAt, res.CompletedAt, res.ExecutionTimeMS = start, end, end.Sub(start).Milliseconds()
+	if t := d.TraceID(); res.TraceID == nil && t != "" {
+		res.TraceID = &t
+	}
 	fail := func(s troupe.Status, info troupe.ErrorInfo) *troupe.Result {
 		res.Status = s
 		res.Errors = append(res.Errors, info)
@@ -492,6 +498,12 @@ func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Resu
 	if verr := res.Validate(nil); verr != nil {
 		// Recorded as invalid, never silently accepted: the agent's output stays in the result.
 		return fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: verr.Error()})
+	}
+	if !jsonvalue.Finite(res.AgentResult) || res.Handoff != nil && !jsonvalue.Finite(res.Handoff) {
+		// JSON cannot encode a NaN or an infinity: its nested events could not be logged or
+		// sent. What the agent said is kept, each such number as its text, as the engine does.
+		msg := jsonvalue.EncodeOutput(m.spec.Name, &res.AgentResult, &res.Handoff)
+		return fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: msg})
 	}
 	if m.out != nil && res.Status == troupe.StatusCompleted {
 		if verr := m.out.Validate(res.AgentResult); verr != nil {

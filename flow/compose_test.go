@@ -330,3 +330,25 @@ func TestTypedToolErrorsInARun(t *testing.T) {
 		}
 	})
 }
+
+// A nested dispatch's result carries its run's trace id, as a planned dispatch's does (seed
+// 001), so a reader of any result in the log can correlate it with its run.
+func TestNestedResultsCarryTheTraceID(t *testing.T) {
+	eng := newEngine(t, "mastery", composite(scorer))
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "practise fractions"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := evs[0].Context.TraceID()
+	n := 0
+	for _, ev := range troupetest.Find(evs, troupe.KindDispatchCompleted, "") {
+		res := ev.Data.(*troupe.Result)
+		if res.TraceID == nil || *res.TraceID != trace {
+			t.Errorf("%s (parent %q): trace id %v, want %s", ev.Agent, ev.Parent, res.TraceID, trace)
+		}
+		n++
+	}
+	if n < 2 {
+		t.Fatalf("%d completed dispatches", n)
+	}
+}

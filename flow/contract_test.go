@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,34 @@ func FuzzAgentToolArgs(f *testing.F) {
 			t.Fatalf("output %q is not JSON", out)
 		}
 	})
+}
+
+// A member's output holding a NaN or an infinity, which JSON cannot encode, is invalid, as a
+// planned dispatch's is: its result fails with INVALID_OUTPUT, keeps the number as its text so
+// its nested events can be encoded, and writes nothing to session state.
+func TestMemberNonFiniteOutput(t *testing.T) {
+	inf := flow.Named("estimator", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"effect": map[string]any{"ci": []any{0.1, math.Inf(1)}}}}, nil
+	}), troupe.Writes("effect"))
+	next := flow.Named("next", troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	}))
+	out, err := flow.Sequential(flow.SequentialConfig{}, inf, next).Execute(t.Context(), troupe.NewDispatch())
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidOutput {
+		t.Fatalf("err = %v, want INVALID_OUTPUT", err)
+	}
+	res := out.Results[0]
+	if res.Status != troupe.StatusFailed || !strings.Contains(res.Errors[0].Message, "agent_result.effect.ci[1] is +Inf") {
+		t.Errorf("result: %s %+v", res.Status, res.Errors)
+	}
+	if _, err := json.Marshal(res); err != nil {
+		t.Errorf("the failed result cannot be encoded: %v", err)
+	}
+	if diff := cmp.Diff(map[string]any{"ci": []any{0.1, "+Inf"}}, res.AgentResult["effect"]); diff != "" {
+		t.Errorf("kept output (-want +got):\n%s", diff)
+	}
+	if len(out.Results) != 1 || out.State != nil {
+		t.Errorf("the sequence went on (%d results) or wrote %v", len(out.Results), out.State)
+	}
 }

@@ -90,7 +90,8 @@ type ParallelOutcome struct {
 	// Vote is MajorityVote's tally; nil for the other strategies.
 	Vote *Vote
 	// State is the merged session state writes of the branches whose results count (all
-	// completed ones; the winner's alone under FirstSuccess), without the conflicting keys.
+	// completed ones; the winner's alone under FirstSuccess; under MajorityVote, the winning
+	// answer's voters', or every completed branch's on a tie), without the conflicting keys.
 	State map[string]any
 	// Conflicts lists the keys branches wrote different values to.
 	Conflicts []StateConflict
@@ -161,7 +162,8 @@ var errFirstSuccess = errors.New("flow: parallel: another branch succeeded first
 
 // Execute runs the group on behalf of d (its own dispatch; troupe.NewDispatch() outside a run).
 // The returned outcome is never nil once the configuration is valid; the error is a
-// *ConflictError, a *TieError, a *StepError for the first failed branch when none succeeded (a
+// *ConflictError, a *TieError (joined with a *ConflictError when the tied branches' writes
+// conflict too), a *StepError for the first failed branch when none succeeded (a
 // *troupe.AgentError when the group was cancelled), or a branch's error wrapping
 // troupe.ErrPaused when it paused for a human. Each unwraps to seed 003's *troupe.AgentError.
 func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, error) {
@@ -233,23 +235,38 @@ launch:
 	}
 	wg.Wait()
 
-	counted := make([]bool, len(ms))
-	for i, r := range out.Results {
-		counted[i] = r != nil && r.Status == troupe.StatusCompleted && (p.cfg.Strategy != FirstSuccess || i == out.Winner)
-	}
-	out.State, out.Conflicts = merge(ms, views, counted)
 	if p.cfg.Strategy == MajorityVote {
 		out.Vote = tally(ms, out.Results, p.cfg.Answer)
+	}
+	counted := make([]bool, len(ms))
+	for i, r := range out.Results {
+		counted[i] = r != nil && r.Status == troupe.StatusCompleted
+		switch {
+		case p.cfg.Strategy == FirstSuccess:
+			counted[i] = counted[i] && i == out.Winner
+		case out.Vote != nil && !out.Vote.Tie:
+			// The outvoted branches lost, as FirstSuccess's losers do: their writes would
+			// turn every majority short of unanimity into a conflict.
+			counted[i] = counted[i] && slices.Contains(out.Vote.Voters[out.Vote.Answer], ms[i].spec.Name)
+		}
+	}
+	out.State, out.Conflicts = merge(ms, views, counted)
+	var conflict error
+	if len(out.Conflicts) > 0 {
+		conflict = &ConflictError{Conflicts: out.Conflicts}
 	}
 	switch {
 	case paused != nil:
 		return out, paused // the run pauses for a human; resumed, the group runs again
 	case !slices.Contains(counted, true):
 		return out, noSuccess(ctx, out.Results, causes)
-	case len(out.Conflicts) > 0:
-		return out, &ConflictError{Conflicts: out.Conflicts}
+	case out.Vote != nil && out.Vote.Tie && conflict != nil:
+		// The tie is reported, not hidden behind the tied branches' conflicting writes.
+		return out, errors.Join(&TieError{Vote: out.Vote}, conflict)
 	case out.Vote != nil && out.Vote.Tie:
 		return out, &TieError{Vote: out.Vote}
+	case conflict != nil:
+		return out, conflict
 	}
 	return out, nil
 }

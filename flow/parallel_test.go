@@ -87,6 +87,47 @@ func TestParallelMajorityVoteTieIsReported(t *testing.T) {
 	}
 }
 
+// Coders that write their code to session state: the outvoted coder's write does not count
+// (it lost, as FirstSuccess's losers do), so a majority is not turned into a conflict; and a
+// tie is reported as a tie even when the tied coders' writes conflict too.
+func TestParallelMajorityVoteWrites(t *testing.T) {
+	coder := func(name string, buggy bool) *troupe.AgentSpec {
+		return flow.Named(name, troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			res, err := fizzbuzz(name, buggy).Run(ctx, d)
+			if err == nil {
+				res.AgentResult["code"] = output(res)
+			}
+			return res, err
+		}), troupe.Writes("code"))
+	}
+	d := troupe.NewDispatch()
+	d.ParsedQuery = map[string]any{"n": 5.0}
+	const right = "1 2 Fizz 4 Buzz"
+
+	out, err := flow.Parallel(flow.ParallelConfig{Strategy: flow.MajorityVote, Answer: output},
+		coder("python", false), coder("haskell", true), coder("rust", false)).Execute(t.Context(), d)
+	if err != nil {
+		t.Fatalf("a 2-1 majority: err = %v", err)
+	}
+	if diff := cmp.Diff(map[string]any{"code": right}, out.State); diff != "" || out.Conflicts != nil {
+		t.Errorf("state (-want +got):\n%s\nconflicts %v", diff, out.Conflicts)
+	}
+
+	out, err = flow.Parallel(flow.ParallelConfig{Strategy: flow.MajorityVote, Answer: output},
+		coder("python", false), coder("haskell", true)).Execute(t.Context(), d)
+	var tie *flow.TieError
+	var ce *flow.ConflictError
+	if !errors.As(err, &tie) || !out.Vote.Tie {
+		t.Errorf("a 1-1 tie: err = %v, want a TieError", err)
+	}
+	if !errors.As(err, &ce) || len(out.Conflicts) != 1 || out.State != nil {
+		t.Errorf("a 1-1 tie: err = %v, conflicts %v, state %v; want the conflict on code reported too", err, out.Conflicts, out.State)
+	}
+	if info := troupe.ErrorInfoOf(err); info.Code != flow.CodeVoteTie {
+		t.Errorf("code %s, want %s", info.Code, flow.CodeVoteTie)
+	}
+}
+
 func TestParallelResultsInAgentOrder(t *testing.T) {
 	// Branch i finishes only after branch i+1: completion order is the reverse of agent order.
 	const n = 5

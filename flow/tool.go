@@ -97,7 +97,7 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	copy(next, stack)
 	next[len(stack)] = name
 	limit := t.spec.MaxDepth
-	if limit <= 0 {
+	if limit == 0 {
 		limit = troupe.DefaultMaxDepth
 	}
 	if len(next) > limit {

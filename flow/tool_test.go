@@ -177,6 +177,12 @@ func TestMaxDepth(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a negative depth is a configuration error", func(t *testing.T) {
+		_, err := chain(six[:1], troupe.MaxDepth(-1)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`))
+		if err == nil || !strings.HasPrefix(err.Error(), "flow: delegate_to_A: ") || !strings.Contains(err.Error(), "negative max depth -1") {
+			t.Errorf("err = %v, want the bad configuration named", err)
+		}
+	})
 	t.Run("depth 10 allows 6", func(t *testing.T) {
 		raw, err := chain(six, troupe.MaxDepth(10)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`))
 		if err != nil {

@@ -1,6 +1,7 @@
 package jsonvalue
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -164,4 +165,24 @@ func numberText(f float64) string {
 		return "-Inf"
 	}
 	return "NaN"
+}
+
+// EncodeOutput makes an agent's output, its agent_result and handoff, encodable when Finite
+// finds a NaN or an infinity in either: each such number becomes its text, in copies of the
+// maps on the way to it (the agent's own maps are not modified). It returns what to say of
+// agent's output, where the first such number was and what it was, or "" when there was none
+// and nothing changed. Engines and composites record such an output as invalid.
+func EncodeOutput(agent string, result, handoff *map[string]any) string {
+	path, text := NonFinite(*result, "agent_result")
+	if path == "" {
+		if path, text = NonFinite(*handoff, "handoff"); path == "" {
+			return ""
+		}
+	}
+	for _, m := range []*map[string]any{result, handoff} {
+		if v, ok := Encodable(*m).(map[string]any); ok {
+			*m = v
+		}
+	}
+	return fmt.Sprintf("output of %s: %s is %s, which JSON cannot encode (kept as the text %q)", agent, path, text, text)
 }
