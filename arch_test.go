@@ -74,7 +74,7 @@ func TestArchImportArrows(t *testing.T) {
 		"agent/cassette":      {"agent/internal/wire"},
 		"agent/execagent":     {"", "agent/internal/wire"},
 		"agent/httpagent":     {"", "agent/internal/wire"},
-		"agent/llmagent":      {"", "flow", "internal/schema"},
+		"agent/llmagent":      {"", "agent/internal/wire", "flow", "internal/schema"},
 		"agent/mcptool":       {""},
 		"route/llmroute":      {"", "agent/llmagent"},
 		// The config turns a file into specs; concrete adapters are wired by cmd/troupe.

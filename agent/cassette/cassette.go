@@ -345,12 +345,14 @@ func (c *Cassette) replay(req *http.Request, body []byte) (*http.Response, error
 	}
 	red := c.red.withSent(req) // as when recording, so a body that quotes the key still matches
 	u := red.url(req.URL)
-	k := red.key(req.Method, u, red.body(req.Header.Get("Content-Type"), body, false).bytes())
+	rb := red.body(req.Header.Get("Content-Type"), body, false).bytes()
+	k := red.key(req.Method, u, rb)
 	c.mu.Lock()
 	is := c.pending[k]
 	if len(is) == 0 {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("%w %s in %s (%d recorded)", ErrNoMatch, describe(req.Method, u, body), c.path, len(c.file.Interactions))
+		// Named as the file would hold it, secrets stripped: the error reaches events and logs.
+		return nil, fmt.Errorf("%w %s in %s (%d recorded)", ErrNoMatch, describe(req.Method, u, rb), c.path, len(c.file.Interactions))
 	}
 	i := is[0]
 	c.pending[k] = is[1:]

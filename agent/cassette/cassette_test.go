@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -582,5 +583,28 @@ func TestConcurrentRecordAndReplay(t *testing.T) {
 	}
 	if live[3] != "re: 3" {
 		t.Errorf("live[3] = %q", live[3])
+	}
+}
+
+// A replay miss names the request with its secrets stripped, as the file would hold it: the
+// error ends up in a run's events and a test's log.
+func TestReplayMissDoesNotQuoteSecrets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(path, []byte(`{"version":1,"interactions":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := cassette.New(path, cassette.Config{RedactJSONPaths: []string{"api_key"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = do(t, rep.Client(), "POST", "http://127.0.0.1:1/v1/x?key=sk-query-SECRET",
+		`{"api_key":"sk-body-SECRET","echo":"Bearer sk-header-SECRET"}`, map[string]string{"Authorization": "Bearer sk-header-SECRET"})
+	if !errors.Is(err, cassette.ErrNoMatch) {
+		t.Fatalf("err = %v, want a miss", err)
+	}
+	// (net/http's own *url.Error quotes the URL it was given; the cassette's error is inside.)
+	var ue *url.Error
+	if !errors.As(err, &ue) || strings.Contains(ue.Err.Error(), "SECRET") || !strings.Contains(ue.Err.Error(), cassette.Redacted) {
+		t.Errorf("miss error quotes a secret: %v", err)
 	}
 }

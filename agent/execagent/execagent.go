@@ -149,6 +149,11 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	// goes with the agent.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	errw.flush()
+	if errors.Is(waitErr, exec.ErrWaitDelay) {
+		// The agent exited 0 but something it started in the background held its pipes
+		// KillGrace longer; that something is killed now, and the answer is judged on its own.
+		waitErr = nil
+	}
 
 	details := func() map[string]any {
 		m := map[string]any{"command": a.cfg.Command}

@@ -3,6 +3,7 @@ package execagent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -287,17 +288,7 @@ func TestStopKillsAProcessGroupThatIgnoresSIGTERM(t *testing.T) {
 // It reports whether the agent was up before it was stopped.
 func stopGroup(t *testing.T, cancelWhenUp bool, timeout time.Duration, code string, recoverable bool, cause error) bool {
 	t.Helper()
-	hold := filepath.Join(t.TempDir(), "hold")
-	if err := syscall.Mkfifo(hold, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// The read end, open before the agent starts so its writers never block; it reads EOF once
-	// every process holding the write end — the agent and its child — is dead.
-	f, err := os.OpenFile(hold, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	hold, gone := holdPipe(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	rt := &runtime{onEvent: func(p troupe.Progress) {
@@ -307,16 +298,39 @@ func stopGroup(t *testing.T, cancelWhenUp bool, timeout time.Duration, code stri
 	}}
 	a := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/ignoreterm.sh"}, Env: []string{"HOLD=" + hold},
 		Timeout: timeout, KillGrace: 100 * time.Millisecond})
-	_, err = a.Run(ctx, dispatch("q", nil, rt))
+	_, err := a.Run(ctx, dispatch("q", nil, rt))
 	ae := agentError(t, err)
 	if ae.Code != code || ae.Recoverable != recoverable || !errors.Is(err, cause) {
 		t.Errorf("error %v: code %s recoverable %v", err, ae.Code, ae.Recoverable)
 	}
-	f.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := f.Read(make([]byte, 1)); n != 0 || err != io.EOF {
-		t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %d, %v", n, err)
+	if err := gone(); err != nil {
+		t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %v", err)
 	}
 	return hasLine(rt.lines(), "ready")
+}
+
+// holdPipe makes a named pipe for an agent's processes to hold open for writing (the path goes
+// to them as $HOLD) and opens its read end, before the agent starts so its writers never block.
+// gone waits up to 10 s for the read end to reach EOF, which it does once every process that
+// held the write end is dead, and says what it read otherwise.
+func holdPipe(t *testing.T) (path string, gone func() error) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "hold")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return path, func() error {
+		f.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := f.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			return fmt.Errorf("read %d bytes, %v", n, err)
+		}
+		return nil
+	}
 }
 
 func TestCancelStopsTheAgent(t *testing.T) {
@@ -400,5 +414,21 @@ func TestAlreadyCancelled(t *testing.T) {
 	_, err := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/agent.sh"}}).Run(ctx, dispatch("q", nil, nil))
 	if ae := agentError(t, err); ae.Code != troupe.CodeCancelled || !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v", err)
+	}
+}
+
+// An agent that answers and exits 0 while a child it started in the background still holds its
+// stdout and stderr (a shell's "cmd &") succeeds with its answer, and the child is gone when Run
+// returns.
+func TestAnswerWithABackgroundChildStillRunning(t *testing.T) {
+	hold, gone := holdPipe(t)
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "-c", `exec 3>"$HOLD"; cat >/dev/null; sleep 1000 & echo '{"agent_result":{"ok":true}}'`},
+		Env: []string{"HOLD=" + hold}, KillGrace: 100 * time.Millisecond})
+	res, err := a.Run(t.Context(), dispatch("q", nil, nil))
+	if err != nil || res.AgentResult["ok"] != true {
+		t.Fatalf("Run = %+v, %v; want the answer", res, err)
+	}
+	if err := gone(); err != nil {
+		t.Errorf("after Run returned, the agent's background child still holds the pipe: %v", err)
 	}
 }

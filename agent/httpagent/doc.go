@@ -20,7 +20,7 @@
 // engine-owned fields (identification, timing, a "completed" status) may be left out and are
 // filled in from the dispatch; the smallest answer is {"agent_result": {...}}. It is validated with troupe.DecodeResult; output that fails is never accepted: the dispatch fails
 // with INVALID_OUTPUT and every problem in the error's details. A body over
-// Config.MaxResponseBytes fails the same way.
+// Config.MaxResponseBytes fails the same way (any other status fails by its status, as below).
 //
 // Any other status fails the dispatch with an *troupe.AgentError whose cause is a *StatusError
 // and whose details hold http_status, a body_excerpt and, when the response has Retry-After

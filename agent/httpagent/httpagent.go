@@ -186,16 +186,18 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		return nil, a.transportError(ctx, err)
 	}
 	details := map[string]any{"url": a.url, "http_status": resp.StatusCode}
+	// The status first: a 503's error page over the bound is still a 503, recoverable, and
+	// its excerpt needs only the start of the body.
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, a.statusError(resp, []byte(a.scrub(string(data))), details)
+	}
 	if int64(len(data)) > a.max {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
 			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes", a.url, a.max)}
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, a.statusError(resp, []byte(a.scrub(string(data))), details)
-	}
 	res, err := wire.DecodeResult("httpagent: POST "+a.url, data, d, a.agents, details)
 	if err != nil {
-		return nil, a.scrubError(err)
+		return nil, a.scrubError(err, data)
 	}
 	return res, nil
 }
@@ -214,12 +216,17 @@ func (a *Agent) scrub(s string) string {
 }
 
 // scrubError scrubs an invalid result's error (its message, the output it quotes, its cause).
-func (a *Agent) scrubError(err error) error {
+// The output is quoted again from the scrubbed data: scrubbing the quote would miss a secret
+// the quote cuts in two.
+func (a *Agent) scrubError(err error, data []byte) error {
 	var ae *troupe.AgentError
 	if len(a.secrets) == 0 || !errors.As(err, &ae) {
 		return err
 	}
 	ae.Message = a.scrub(ae.Message)
+	if _, ok := ae.Details["output"]; ok {
+		ae.Details["output"] = wire.Head([]byte(a.scrub(string(data))), wire.OutputExcerpt)
+	}
 	for k, v := range ae.Details {
 		switch x := v.(type) {
 		case string:
@@ -250,7 +257,7 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 		details["retry_after_seconds"] = se.RetryAfter.Seconds()
 	}
 	if loc := resp.Header.Get("Location"); code >= 300 && code < 400 && loc != "" {
-		details["location"] = loc
+		details["location"] = a.scrub(loc)
 	}
 	errCode := troupe.CodeAgentError
 	if code == http.StatusRequestTimeout || code == http.StatusGatewayTimeout {

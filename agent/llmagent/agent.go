@@ -1,20 +1,22 @@
 package llmagent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/internal/wire"
 	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/internal/schema"
 )
@@ -357,16 +359,39 @@ func attempts(d *troupe.Dispatch) option.Middleware {
 }
 
 // apiError classifies a failed call: rate limits, server errors and lost connections are
-// recoverable (the error policy may retry later), other statuses are not.
-func apiError(model string, err error) error {
+// recoverable (the error policy may retry later), other statuses are not. res is the last
+// response, if any: the status decides even when the SDK could not decode the body (Ollama's
+// {"error": "…"} is a string), and the body is quoted as the server sent it when it is not
+// OpenAI's error object. The status and Retry-After go into the details, so the run's error
+// policy waits as long as the server asked.
+func apiError(model string, err error, res *http.Response) error {
+	status, body := 0, ""
 	var ae *openai.Error
 	if errors.As(err, &ae) {
-		recoverable := ae.StatusCode == http.StatusTooManyRequests || ae.StatusCode >= 500 || ae.StatusCode == http.StatusRequestTimeout
-		msg := fmt.Sprintf("llmagent: %s: HTTP %d", model, ae.StatusCode)
-		if body := bytes.TrimSpace([]byte(ae.RawJSON())); len(body) > 0 {
-			msg += ": " + cut(string(body), 500)
+		status, body = ae.StatusCode, ae.RawJSON()
+		if ae.Response != nil {
+			res = ae.Response
 		}
-		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: recoverable}
+	} else if res != nil && res.StatusCode >= 400 {
+		status = res.StatusCode
+	}
+	if status != 0 {
+		if strings.TrimSpace(body) == "" && res != nil && res.Body != nil {
+			b, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
+			body = string(b)
+		}
+		recoverable := status == http.StatusTooManyRequests || status >= 500 || status == http.StatusRequestTimeout
+		msg := fmt.Sprintf("llmagent: %s: HTTP %d", model, status)
+		if body = strings.TrimSpace(body); body != "" {
+			msg += ": " + cut(body, 500)
+		}
+		details := map[string]any{"http_status": status}
+		if res != nil {
+			if ra := wire.RetryAfter(res.Header.Get("Retry-After"), time.Now()); ra > 0 {
+				details["retry_after_seconds"] = ra.Seconds()
+			}
+		}
+		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: recoverable, Details: details}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &troupe.AgentError{Code: troupe.CodeTimeout, Message: "llmagent: " + model + ": " + err.Error(), Recoverable: true, Cause: troupe.ErrTimeout}

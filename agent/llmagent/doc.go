@@ -29,7 +29,9 @@
 //     times, honouring Retry-After (up to MaxRetryDelay) and otherwise backing off; each
 //     attempt is bounded by CallTimeout. HTTPClient is the seam for a recording or
 //     replaying transport (see package cassette). Refused attempts appear as "http_error"
-//     progress events.
+//     progress events. A call still refused fails with http_status (and retry_after_seconds
+//     when the server sent Retry-After) in the error's details, so the run's error policy
+//     waits as asked; the status decides whatever shape the error body has.
 //
 // The API key is read on each call from the environment variable Config.APIKeyEnv names; it
 // is never part of the configuration, and an error that echoes it is redacted before it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -250,6 +251,61 @@ func TestToolCallsOverSeveralTurns(t *testing.T) {
 	}
 }
 
+// Parallel tool calls stay apart in a stream whose servers do not number them as OpenAI does:
+// Ollama labels every call index 0, Gemini sends no index at all (both decode as 0). A new id
+// is a new call.
+func TestStreamedToolCallsWithoutDistinctIndexes(t *testing.T) {
+	chunk := func(delta string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	for _, tc := range []struct{ name, body string }{
+		{"Ollama: each call index 0", chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"add","arguments":"{\"a\":1,"}}]}`) +
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"b\":2}"}}]}`) +
+			chunk(`{"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"add","arguments":"{\"a\":3,\"b\":4}"}}]}`)},
+		{"Gemini: no index, both calls in one chunk", chunk(`{"tool_calls":[{"id":"call_a","type":"function","function":{"name":"add","arguments":"{\"a\":1,\"b\":2}"}},` +
+			`{"id":"call_b","type":"function","function":{"name":"add","arguments":"{\"a\":3,\"b\":4}"}}]}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var second []byte
+			n := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n++
+				w.Header().Set("Content-Type", "text/event-stream")
+				if n == 1 {
+					fmt.Fprint(w, tc.body+"data: [DONE]\n\n")
+					return
+				}
+				second, _ = io.ReadAll(r.Body)
+				fmt.Fprint(w, chunk(`{"content":"done"}`)+"data: [DONE]\n\n")
+			}))
+			defer srv.Close()
+			a := newAgent(t, llmagent.Config{BaseURL: srv.URL + "/v1", Stream: true, Tools: []troupe.Tool{addTool}})
+			if _, err := a.Run(t.Context(), dispatch("add twice", nil)); err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				Messages []struct {
+					Role       string `json:"role"`
+					Content    any    `json:"content"`
+					ToolCallID string `json:"tool_call_id"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(second, &body); err != nil {
+				t.Fatalf("second request %s: %v", second, err)
+			}
+			var got []string
+			for _, m := range body.Messages {
+				if m.Role == "tool" {
+					got = append(got, fmt.Sprintf("%s %v", m.ToolCallID, m.Content))
+				}
+			}
+			if diff := cmp.Diff([]string{`call_a {"sum":3}`, `call_b {"sum":7}`}, got); diff != "" {
+				t.Errorf("tool answers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestFatalToolErrorSurfaces(t *testing.T) {
 	srv := newCompletionServer(t, reply{toolCalls: []wireToolCall{{"c1", "delegate", `{}`}}, usage: [2]int{1, 1}})
 	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Tools: []troupe.Tool{fatalTool}})
@@ -360,6 +416,45 @@ func TestRetryAfterBeyondMaxDelayIsNotRetried(t *testing.T) {
 	ae := agentError(t, err)
 	if !ae.Recoverable || !strings.Contains(ae.Message, "HTTP 429") || len(srv.Requests()) != 1 {
 		t.Errorf("error %v after %d requests", err, len(srv.Requests()))
+	}
+}
+
+// Error statuses are classified by status whatever shape the body has: Ollama's {"error": "…"}
+// (a string), vLLM's {"object": "error", "message": …}, plain text. The error quotes the body and
+// carries http_status, and Retry-After as retry_after_seconds, so the run's error policy waits
+// as long as the server asked before trying again.
+func TestErrorStatusesWhateverTheBodyShape(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		rep         reply
+		stream      bool
+		recoverable bool
+		message     string
+		details     map[string]any
+	}{
+		{"Ollama's string error", reply{status: 404, body: `{"error":"model \"llama9\" not found, try pulling it first"}`}, false,
+			false, `HTTP 404: {"error":"model \"llama9\" not found`, map[string]any{"http_status": 404}},
+		{"Ollama's string error, streamed", reply{status: 400, body: `{"error":"invalid temperature"}`}, true,
+			false, `HTTP 400: {"error":"invalid temperature"}`, map[string]any{"http_status": 400}},
+		{"vLLM's error object", reply{status: 400, body: `{"object":"error","message":"The model gpt-x does not exist.","type":"NotFoundError","code":400}`}, false,
+			false, "HTTP 400: {\"object\":\"error\",\"message\":\"The model gpt-x does not exist.", map[string]any{"http_status": 400}},
+		{"OpenAI's error object", reply{status: 403, body: `{"error":{"message":"region not supported","type":"forbidden"}}`}, false,
+			false, `HTTP 403: {"message":"region not supported"`, map[string]any{"http_status": 403}},
+		{"429 asking for a wait longer than MaxRetryDelay", reply{status: 429, header: map[string]string{"Retry-After": "3600"}, body: `{"error":"rate limited"}`}, false,
+			true, "HTTP 429", map[string]any{"http_status": 429, "retry_after_seconds": 3600.0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCompletionServer(t, tc.rep)
+			a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: tc.stream, MaxRetryDelay: time.Second})
+			_, err := a.Run(t.Context(), dispatch("hi", nil))
+			ae := agentError(t, err)
+			if ae.Code != troupe.CodeAgentError || ae.Recoverable != tc.recoverable || !strings.Contains(ae.Message, tc.message) {
+				t.Errorf("error %q: code %s recoverable %v; want %v and %q", err, ae.Code, ae.Recoverable, tc.recoverable, tc.message)
+			}
+			if diff := cmp.Diff(tc.details, ae.Details); diff != "" {
+				t.Errorf("details (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -47,8 +48,9 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	// answer is decoded here into just what the agent reads, which costs a fraction of
 	// decoding the SDK's complete ChatCompletion.
 	var raw []byte
-	if _, err := a.svc.New(ctx, p, append(opts, option.WithResponseBodyInto(&raw))...); err != nil {
-		return nil, apiError(a.c.cfg.Model, err)
+	var res *http.Response
+	if _, err := a.svc.New(ctx, p, append(opts, option.WithResponseBodyInto(&raw), option.WithResponseInto(&res))...); err != nil {
+		return nil, apiError(a.c.cfg.Model, err, res)
 	}
 	var resp wireCompletion
 	if err := json.Unmarshal(raw, &resp); err != nil {
@@ -98,7 +100,8 @@ type wireCompletion struct {
 // event, and assembles the turn from the chunks (tool calls arrive in pieces keyed by index;
 // usage arrives in a last chunk without choices).
 func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption) (*turn, error) {
-	s := a.svc.NewStreaming(ctx, p, opts...)
+	var res *http.Response
+	s := a.svc.NewStreaming(ctx, p, append(opts, option.WithResponseInto(&res))...)
 	defer s.Close()
 	t := &turn{}
 	var content, refusal []byte
@@ -122,7 +125,9 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 		refusal = append(refusal, delta.Refusal...)
 		for _, tc := range delta.ToolCalls {
 			i, ok := byIndex[tc.Index]
-			if !ok {
+			// A new id at a known index is a new call: Ollama numbers every call 0, and Gemini
+			// sends no index, which decodes as 0. A piece without an id continues its index's call.
+			if !ok || tc.ID != "" && t.toolCalls[i].id != "" && tc.ID != t.toolCalls[i].id {
 				i = len(t.toolCalls)
 				byIndex[tc.Index] = i
 				t.toolCalls = append(t.toolCalls, toolCall{})
@@ -138,9 +143,9 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 	t.content, t.refusal = string(content), string(refusal)
 	if err := s.Err(); err != nil {
 		if t.promptTokens == 0 && t.completionTokens == 0 {
-			return nil, apiError(a.c.cfg.Model, err)
+			return nil, apiError(a.c.cfg.Model, err, res)
 		}
-		return t, apiError(a.c.cfg.Model, err)
+		return t, apiError(a.c.cfg.Model, err, res)
 	}
 	return t, nil
 }

@@ -48,7 +48,7 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 	if len(problems) == 0 {
 		return r, nil
 	}
-	details := map[string]any{"errors": problems, "output": Head(data, 512)}
+	details := map[string]any{"errors": problems, "output": Head(data, OutputExcerpt)}
 	for k, v := range extra {
 		details[k] = v
 	}
@@ -61,6 +61,9 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 	}
 	return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: msg, Cause: err, Details: details}
 }
+
+// OutputExcerpt is how many bytes of invalid output DecodeResult quotes under "output".
+const OutputExcerpt = 512
 
 // fillEngineFields adds to a JSON object the engine-owned result fields it lacks, taken from
 // d; anything that is not a JSON object is returned as it is, for DecodeResult to report.
