@@ -58,7 +58,11 @@ func Build(meta Meta, in []Input, opts Options) (*Bundle, []byte, error) {
 			}
 		}
 		if !q.Valid && len(q.Errors) == 0 {
-			q.Errors = []string{"replicate produced no data"}
+			if r.Data != nil {
+				q.Errors = []string{"replicate ended " + status}
+			} else {
+				q.Errors = []string{"replicate produced no data"}
+			}
 		}
 		var data any
 		if r.Data != nil {

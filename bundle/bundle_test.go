@@ -163,6 +163,22 @@ func TestSummarizeHandComputed(t *testing.T) {
 	}
 }
 
+// Small quantities (probabilities, rates) keep their statistics: six decimals alone would give
+// values of 1e-7 and 3e-7 a mean and deviation of 0, a mean below their minimum.
+func TestSmallNumbersDistribution(t *testing.T) {
+	s := bundle.Summarize(inputs(`{"p":1e-7}`, `{"p":3e-7}`, `{"p":0.000123456789}`), bundle.Options{})
+	// Mean (1e-7 + 3e-7 + 1.23456789e-4)/3 = 4.12856e-5; deviation √(Σ(x−mean)²/3) = 5.81039e-5.
+	want := bundle.Distribution{N: 3, Mean: f(4.12856e-5), Stdev: f(5.81039e-5), Min: f(1e-7), Max: f(0.000123456789)}
+	if diff := cmp.Diff(want, s.Distributions["p"]); diff != "" {
+		t.Errorf("distribution (-want +got):\n%s", diff)
+	}
+	s = bundle.Summarize(inputs(`{"p":1e-7}`, `{"p":3e-7}`), bundle.Options{})
+	want = bundle.Distribution{N: 2, Mean: f(2e-7), Stdev: f(1e-7), Min: f(1e-7), Max: f(3e-7)}
+	if diff := cmp.Diff(want, s.Distributions["p"]); diff != "" {
+		t.Errorf("distribution (-want +got):\n%s", diff)
+	}
+}
+
 func TestDistanceKinds(t *testing.T) {
 	sc := mustSchema(t, `{"properties":{
 		"t":{"x-distance":"text"},
@@ -235,6 +251,19 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// A violation found through a $ref is reported as what it is, not as the reference's own
+// "validation failed": schemas generated from typed models (Pydantic's $defs) are made of refs.
+func TestValidateThroughRef(t *testing.T) {
+	sc := mustSchema(t, `{"type":"object","$defs":{"score":{"type":"number","minimum":0,"maximum":1},
+		"risk":{"type":"object","properties":{"score":{"$ref":"#/$defs/score"}}}},
+		"properties":{"score":{"$ref":"#/$defs/score"},"risk":{"$ref":"#/$defs/risk"}}}`)
+	got := sc.Validate(obj(`{"score":"high","risk":{"score":1.5}}`))
+	want := []string{"at /risk/score: maximum: got 1.5, want 1", "at /score: got string, want number"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
 func TestBuild(t *testing.T) {
 	in := inputs(`{"score":0.6,"verdict":"go","notes":{"a":"same","b":"same"}}`,
 		`{"score":0.8,"verdict":"go","notes":{"a":"same","b":"same"}}`)
@@ -284,6 +313,24 @@ func TestBuild(t *testing.T) {
 		_, again, err := bundle.Build(meta, in, bundle.Options{})
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("second build differs (%v):\n%s\n%s", err, out, again)
+		}
+	}
+}
+
+// An invalid replicate's quality says why: one that failed with data and no errors of its own
+// did not "produce no data".
+func TestBuildQualityReason(t *testing.T) {
+	in := inputs(`{"a":1}`, `{"a":2}`)
+	in[1].Status = "failed"
+	in = append(in, bundle.Input{ID: "r3", Seed: 47})
+	b, _, err := bundle.Build(bundle.Meta{}, in, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bundle.Quality{{Valid: true}, {Errors: []string{"replicate ended failed"}}, {Errors: []string{"replicate produced no data"}}}
+	for i, r := range b.Replicates {
+		if diff := cmp.Diff(want[i], r.Quality); diff != "" {
+			t.Errorf("%s quality (-want +got):\n%s", r.ID, diff)
 		}
 	}
 }

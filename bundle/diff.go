@@ -2,10 +2,10 @@ package bundle
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // Diff returns the JSON Patch (RFC 6902) that turns base into v: members removed, added or
@@ -44,7 +44,7 @@ func diffAt(a, b any, ptr string, depth int, ops *[]Op) {
 // Patch applies a JSON Patch of add, remove and replace operations to a copy of base and
 // returns the result; base is not modified. An error names the operation that failed and why.
 func Patch(base any, ops []Op) (any, error) {
-	doc := deepCopy(base, 0)
+	doc := jsonvalue.Clone(base)
 	for i, op := range ops {
 		var err error
 		doc, err = apply(doc, op)
@@ -65,7 +65,7 @@ func apply(doc any, op Op) (any, error) {
 		if op.Op == "remove" {
 			return nil, nil
 		}
-		return deepCopy(op.Value, 0), nil
+		return jsonvalue.Clone(op.Value), nil
 	}
 	if !strings.HasPrefix(op.Path, "/") {
 		return nil, fmt.Errorf("path does not start with /")
@@ -103,39 +103,18 @@ func apply(doc any, op Op) (any, error) {
 		if op.Op == "remove" {
 			delete(x, last)
 		} else {
-			x[last] = deepCopy(op.Value, 0)
+			x[last] = jsonvalue.Clone(op.Value)
 		}
 	case []any:
 		n, err := strconv.Atoi(last)
 		if err != nil || n < 0 || n >= len(x) || op.Op != "replace" {
 			return nil, fmt.Errorf("only replace of an existing array element is supported")
 		}
-		x[n] = deepCopy(op.Value, 0)
+		x[n] = jsonvalue.Clone(op.Value)
 	default:
 		return nil, fmt.Errorf("parent of %q is not a container", last)
 	}
 	return doc, nil
-}
-
-func deepCopy(v any, depth int) any {
-	if depth > 2*maxDepth {
-		return v
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			m[k] = deepCopy(x[k], depth+1)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = deepCopy(e, depth+1)
-		}
-		return s
-	}
-	return v
 }
 
 // Data returns replicate i's data, reconstructing a diff-encoded replicate from its base. It

@@ -48,7 +48,8 @@
 //     over the valid replicates; counts of each value (each element, for multi-valued fields)
 //     of categorical fields the valid replicates do not all agree on.
 //
-// Distances, means, deviations and confidence are rounded to six decimals.
+// Distances, means, deviations and confidence are rounded to six decimals; means and
+// deviations under 0.001 in magnitude to six significant digits instead.
 //
 // # Caps and encoding
 //

@@ -768,5 +768,16 @@ func describe(x []float64) (mean, sd, lo, hi float64) {
 	} else if math.IsInf(scale, 0) {
 		sd = math.MaxFloat64
 	}
-	return round(mean), round(sd), lo, hi
+	return roundStat(mean), roundStat(sd), lo, hi
+}
+
+// roundStat rounds a mean or deviation, which are in the data's units: six decimals as round
+// does, but six significant digits below 0.001, where six decimals would keep three digits or
+// fewer — and round a field of small quantities (probabilities, rates) to a mean of 0.
+func roundStat(x float64) float64 {
+	if a := math.Abs(x); a == 0 || !(a < 1e-3) {
+		return round(x)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 6, 64), 64)
+	return r
 }

@@ -208,11 +208,13 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 	r.collect(2)
 	earlyStop := false
 	if ctx.Err() == nil {
-		dist := bundle.Distance(r.in[0].Data, r.in[1].Data, s.schema)
+		// Decided on the distance as reported (six decimals), so that a distance shown equal to
+		// epsilon stops, whatever the last bits of the floating-point difference.
+		dist := round6(bundle.Distance(r.in[0].Data, r.in[1].Data, s.schema))
 		both := r.in[0].Valid() && r.in[1].Valid()
 		earlyStop = both && dist <= s.Epsilon
 		partial := bundle.Summarize(r.in[:2], bundle.Options{Schema: s.schema})
-		r.emit(EventPartialSummary, map[string]any{"replicates": []string{"r1", "r2"}, "distance": round6(dist),
+		r.emit(EventPartialSummary, map[string]any{"replicates": []string{"r1", "r2"}, "distance": dist,
 			"confidence": partial.Confidence, "epsilon": s.Epsilon, "early_stop": earlyStop})
 		if !earlyStop {
 			r.recordPartial()
@@ -496,6 +498,13 @@ func (r *run) record(o outcome) {
 		if len(in.Errors) == 0 {
 			in.Errors = []string{"sub-agent ended " + string(o.res.Status)}
 		}
+		// What it handed back anyway is evidence too: an invalid replicate's data, shown in the
+		// bundle and its disagreements (seed 004), never in consensus.
+		if len(o.res.AgentResult) > 0 {
+			if data, err := copyJSON(o.res.AgentResult); err == nil {
+				in.Data = data
+			}
+		}
 	default:
 		in.Status = "completed"
 		r.accept(in, o.res)
@@ -523,19 +532,30 @@ func (r *run) accept(in *bundle.Input, res *troupe.Result) {
 		in.Errors = []string{"completed without agent_result"}
 		return
 	}
-	b, err := json.Marshal(res.AgentResult)
-	if err == nil {
-		err = json.Unmarshal(b, &in.Data)
-	}
+	data, err := copyJSON(res.AgentResult)
 	if err != nil {
-		in.Data = nil
 		in.Errors = []string{"agent_result is not JSON: " + err.Error()}
 		return
 	}
+	in.Data = data
 	in.Errors = append(in.Errors, r.s.schema.Validate(in.Data)...)
 	if in.Usage.Tokens > r.s.Replicate.Tokens {
 		in.Errors = append(in.Errors, fmt.Sprintf("used %d tokens, over the replicate ceiling of %d", in.Usage.Tokens, r.s.Replicate.Tokens))
 	}
+}
+
+// copyJSON copies an agent_result through its JSON encoding: nothing is shared with the
+// sub-agent, and numbers are float64 as in any decoded replicate.
+func copyJSON(m map[string]any) (any, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // finish builds the bundle and the result.

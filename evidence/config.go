@@ -42,8 +42,9 @@ type Config struct {
 	// K is the most replicates to run, 2 to MaxK; 0 means 3.
 	K int
 	// Epsilon is the early-stop threshold: when the first two replicates are valid and their
-	// distance is at most Epsilon, no more run. In [0, 1]; 0 means 0.2 (to stop only on exact
-	// agreement, use a tiny positive value such as 1e-9).
+	// distance, rounded to six decimals as the bundle reports it, is at most Epsilon, no more
+	// run. In [0, 1]; 0 means 0.2 (to stop only on agreement to six decimals, use a tiny
+	// positive value such as 1e-9).
 	Epsilon float64
 	// Seeds are the replicates' seeds, distinct; nil means [11, 23, 47]. When K exceeds them,
 	// further seeds are derived deterministically from the last (see Seeds).

@@ -162,6 +162,29 @@ func TestEarlyStopAtTwo(t *testing.T) {
 	}
 }
 
+// A distance equal to epsilon stops early, as seed 004's "dist ≤ ε" says, although the
+// difference of 0.9 and 0.7 is 0.20000000000000007 in floating point: the decision is taken on
+// the distance the bundle reports (six decimals), the one partial_summary shows beside epsilon.
+func TestEarlyStopAtEpsilonExactly(t *testing.T) {
+	scores := map[int64]float64{11: 0.7, 23: 0.9, 47: 0.5}
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		return ok(map[string]any{"score": scores[seed]}, 1, 0), nil
+	}}
+	rec := &recorder{}
+	schema := `{"type":"object","properties":{"score":{"type":"number","minimum":0,"maximum":1}}}`
+	res, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(schema)}).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := rec.find(evidence.EventPartialSummary)
+	if len(ps) != 1 || ps[0]["distance"] != 0.2 || ps[0]["epsilon"] != 0.2 || ps[0]["early_stop"] != true {
+		t.Errorf("partial_summary = %v, want distance 0.2 ≤ epsilon 0.2 and an early stop", ps)
+	}
+	if b := bundleOf(t, res); !b.Meta.EarlyStop || b.Meta.K != 2 || sub.called(47) != 0 {
+		t.Errorf("meta %+v, seed 47 called %d times", b.Meta, sub.called(47))
+	}
+}
+
 func TestDisagreeingRunToK(t *testing.T) {
 	scores := map[int64]float64{11: 0.2, 23: 0.9, 47: 0.5}
 	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
@@ -283,6 +306,33 @@ func TestInvalidReplicate(t *testing.T) {
 
 // A straggler is cancelled once the finished valid replicates agree enough. Virtual time: a
 // straggler left running would time out after an hour, at once, and fail the test.
+// A sub-agent that ends other than completed but hands back an agent_result (a partial answer)
+// is an invalid replicate whose data is kept, as seed 004's r3: shown, excluded from consensus
+// and confidence, included in disagreements.
+func TestUnfinishedReplicateKeepsItsData(t *testing.T) {
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		if seed == 23 {
+			r := ok(map[string]any{"score": 0.1, "verdict": "no"}, 1, 0)
+			r.Status, r.Errors = troupe.StatusFailed, []troupe.ErrorInfo{{Code: "AGENT_ERROR", Message: "ran out of steps"}}
+			return r, nil
+		}
+		return ok(map[string]any{"score": 0.5, "verdict": "go"}, 1, 0), nil
+	}}
+	res, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema)}).Run(t.Context(), dispatch(&recorder{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	r2 := b.Replicates[1]
+	if r2.Status != "failed" || r2.Quality.Valid || !cmp.Equal(r2.Quality.Errors, []string{"AGENT_ERROR: ran out of steps"}) ||
+		!cmp.Equal(r2.Data, map[string]any{"score": 0.1, "verdict": "no"}) {
+		t.Errorf("r2 = %+v", r2)
+	}
+	if b.Summary.Confidence != 1 || b.Summary.Consensus["verdict"] != "go" || len(b.Summary.Disagreements) != 2 {
+		t.Errorf("summary %+v", b.Summary)
+	}
+}
+
 func TestStragglerCancelledOnConfidence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		answers := map[int64]map[string]any{11: {"score": 0.5, "verdict": "go"}, 23: {"score": 0.9, "verdict": "no"}, 47: {"score": 0.5, "verdict": "go"}}
