@@ -73,11 +73,13 @@ func compact(v any) string {
 
 // jsonText is v as JSON, or as fmt prints it when it is not JSON.
 func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the text is read by people and models: "x < lo", not "x \u003c lo"
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // truncate keeps the first n characters (runes, not bytes) of s.
