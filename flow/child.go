@@ -546,6 +546,28 @@ func errorOf(what string, res *troupe.Result) *troupe.AgentError {
 	return ae
 }
 
+// warnUnfinished adds to r, the result of a composite that succeeded anyway (ContinueOnError,
+// CollectAll, a vote, a first success), a warning for each member that failed or timed out:
+// "lint: failed: exit status 1", "slow: timeout". The failure is then in the composite's own
+// result, not only in the nested events. Branches cancelled because another won are not
+// failures.
+func warnUnfinished(r *troupe.Result, rs []*troupe.Result) {
+	for _, x := range rs {
+		if x == nil || x.Status == troupe.StatusCompleted || x.Status == troupe.StatusCancelled {
+			continue
+		}
+		w := x.AgentName + ": " + string(x.Status)
+		if len(x.Errors) > 0 && x.Status == troupe.StatusFailed {
+			if m := strings.TrimSpace(x.Errors[0].Message); m != "" {
+				w += ": " + m
+			} else {
+				w += ": " + x.Errors[0].Code
+			}
+		}
+		r.Warnings = append(r.Warnings, w)
+	}
+}
+
 // usage adds the tokens and cost of the members' results to r, so a composite's result
 // accounts for what its members spent (the engine counts each planned result once).
 func usage(r *troupe.Result, rs []*troupe.Result) {

@@ -400,5 +400,8 @@ func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Re
 		}
 	}
 	usage(res, out.Results)
+	if err == nil {
+		warnUnfinished(res, out.Results)
+	}
 	return res, err
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -170,6 +171,29 @@ func TestParallelResultsInAgentOrder(t *testing.T) {
 	}
 }
 
+// TestParallelResultNamesFailedBranches: a group that succeeds although a branch failed says
+// so in its own result, not only in the branch's nested events.
+func TestParallelResultNamesFailedBranches(t *testing.T) {
+	good := flow.Named("good", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	}))
+	bad := flow.Named("bad", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return nil, errors.New("disk full")
+	}))
+	slow := flow.Named("slow", troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}), troupe.WithTimeout(10*time.Millisecond))
+	res, err := flow.Parallel(flow.ParallelConfig{}, good, bad, slow).Run(t.Context(), troupe.NewDispatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"bad: failed: disk full", "slow: timeout"}
+	if diff := cmp.Diff(want, res.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
 func TestParallelFirstSuccessCancelsTheRest(t *testing.T) {
 	var cancelled atomic.Int32
 	started := make(chan struct{}, 4)
@@ -199,8 +223,8 @@ func TestParallelFirstSuccessCancelsTheRest(t *testing.T) {
 		}
 	}
 	res, err := group.Run(t.Context(), troupe.NewDispatch())
-	if err != nil || res.AgentResult["answer"] != 42 {
-		t.Errorf("Run = %v, %v", res, err)
+	if err != nil || res.AgentResult["answer"] != 42 || len(res.Warnings) != 0 {
+		t.Errorf("Run = %+v, %v; want the answer, and no warning for the branches it cancelled", res, err)
 	}
 
 	t.Run("none succeeds", func(t *testing.T) {

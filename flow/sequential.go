@@ -164,5 +164,6 @@ func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.
 	if res.AgentResult == nil {
 		return res, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flow: sequential: every step failed", Recoverable: true}
 	}
+	warnUnfinished(res, out.Results)
 	return res, nil
 }

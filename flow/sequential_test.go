@@ -235,6 +235,11 @@ func TestSequentialErrorModes(t *testing.T) {
 		if h := out.Handoffs[1]; h.Status != troupe.StatusFailed || !strings.Contains(h.TaskSummary, "no content for topic") {
 			t.Errorf("failed step's handoff = %+v", h)
 		}
+		// The sequence's own result says a step failed, not only its nested events.
+		res, err := seq.Run(t.Context(), troupe.NewDispatch())
+		if err != nil || len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], "bad: failed: ") || !strings.Contains(res.Warnings[0], "no content for topic") {
+			t.Errorf("Run = %+v, %v; want a warning naming the failed step", res, err)
+		}
 	})
 	t.Run("bad config", func(t *testing.T) {
 		for _, seq := range []*flow.SequentialAgent{
