@@ -273,8 +273,9 @@ func textOf(res *mcp.CallToolResult) (string, bool) {
 // user_context["arguments"] when it is a JSON object, else its parsed_query. The result's
 // agent_result is the tool's structured content when it is an object, else {"text": ...}
 // for text content, else {"content": [...]}. A tool's own error fails the dispatch with code
-// AGENT_ERROR (not recoverable: the same arguments fail the same way); a lost session or a
-// timeout is recoverable.
+// AGENT_ERROR (not recoverable: the same arguments fail the same way); a lost session is a
+// recoverable AGENT_ERROR, and a call that outlasts CallTimeout or the dispatch's deadline a
+// recoverable TIMEOUT.
 func Agent(t *Tool) troupe.Agent {
 	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		args, err := arguments(d)
@@ -289,6 +290,11 @@ func Agent(t *Tool) troupe.Agent {
 			}
 			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, err
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				// CallTimeout or the dispatch's deadline: a TIMEOUT, as the other adapters say,
+				// so that the error policy's on_timeout applies.
+				return nil, &troupe.AgentError{Code: troupe.CodeTimeout, Message: err.Error(), Recoverable: true, Cause: errors.Join(troupe.ErrTimeout, err)}
 			}
 			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: err.Error(), Recoverable: true, Cause: err}
 		}

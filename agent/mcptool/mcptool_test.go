@@ -79,14 +79,21 @@ func inMemory(t *testing.T, include ...string) (*mcptool.Client, error) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "broken"}, func(ctx context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
 		return nil, nil, errors.New("disk on fire")
 	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow"}, func(ctx context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done() // until the client gives up on the call
+		return nil, nil, ctx.Err()
+	})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Wait() })
-	return mcptool.Connect(t.Context(), mcptool.Config{Transport: ct, Include: include})
+	return mcptool.Connect(t.Context(), mcptool.Config{Transport: ct, Include: include, CallTimeout: callTimeout})
 }
+
+// callTimeout bounds inMemory's tool calls: the slow tool outlasts it.
+const callTimeout = 200 * time.Millisecond
 
 func TestInMemoryServer(t *testing.T) {
 	c, err := inMemory(t)
@@ -98,7 +105,7 @@ func TestInMemoryServer(t *testing.T) {
 	for _, tl := range c.Tools() {
 		names = append(names, tl.Info().Name)
 	}
-	if diff := cmp.Diff([]string{"broken", "greet", "shout"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"broken", "greet", "shout", "slow"}, names); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	greet := tool(t, c, "greet")
@@ -166,6 +173,7 @@ func TestAgent(t *testing.T) {
 			want: map[string]any{"greeting": "hello, Bo", "length": 9.0}, summary: `{"greeting":"hello, Bo","length":9}`},
 		{tool: "shout", parsed: map[string]any{"name": "hi"}, want: map[string]any{"text": "HI\n!"}, summary: "HI\n!"},
 		{tool: "broken", parsed: map[string]any{}, code: troupe.CodeAgentError},
+		{tool: "slow", parsed: map[string]any{}, code: troupe.CodeTimeout},
 		{tool: "greet", user: map[string]any{"arguments": "Bo"}, code: troupe.CodeInvalidInput},
 	}
 	for _, tc := range tests {
@@ -174,9 +182,10 @@ func TestAgent(t *testing.T) {
 			d.ParsedQuery, d.UserContext = tc.parsed, tc.user
 			res, err := mcptool.Agent(tool(t, c, tc.tool)).Run(t.Context(), d)
 			if tc.code != "" {
+				// A timeout may pass on a retry; a tool's own error or bad arguments would not.
 				var ae *troupe.AgentError
-				if !errors.As(err, &ae) || ae.Code != tc.code || ae.Recoverable {
-					t.Errorf("err = %v, want code %s, not recoverable", err, tc.code)
+				if timeout := tc.code == troupe.CodeTimeout; !errors.As(err, &ae) || ae.Code != tc.code || ae.Recoverable != timeout || timeout != errors.Is(err, troupe.ErrTimeout) {
+					t.Errorf("err = %v, want code %s, recoverable %v", err, tc.code, timeout)
 				}
 				return
 			}
