@@ -145,6 +145,11 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 				// from streams).
 				res.Warnings = []string{"llmagent: " + c.cfg.Model + ": the server reported no token usage; tokens_used and cost_dollars are 0"}
 			}
+			if t.finishReason == "length" {
+				// The answer parsed, but the model was stopped, not done: say so rather than
+				// pass a cut-short text off as whole.
+				res.Warnings = append(res.Warnings, fmt.Sprintf("llmagent: %s: the answer stopped at the token limit (finish_reason length, max_tokens %d); it may be cut short", c.cfg.Model, c.cfg.MaxTokens))
+			}
 			return res, nil
 		}
 		if reasks >= c.cfg.MaxReasks {

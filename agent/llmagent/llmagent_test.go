@@ -166,6 +166,26 @@ func TestStreamedCompletion(t *testing.T) {
 	}
 }
 
+// TestAnswerCutAtTheTokenLimitIsWarned: an answer the model was stopped in (finish_reason
+// "length") is passed on, but with a warning that it may be cut short, streamed or not.
+func TestAnswerCutAtTheTokenLimitIsWarned(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := newCompletionServer(t, reply{content: "The three causes are: first, the", usage: [2]int{9, 8}, finish: "length"},
+			reply{content: "A whole answer.", usage: [2]int{9, 4}})
+		a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: stream, MaxTokens: 8})
+		res, err := a.Run(t.Context(), dispatch("why?", &runtime{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "token limit (finish_reason length, max_tokens 8)") {
+			t.Errorf("stream %v: warnings %q, want one about the token limit", stream, res.Warnings)
+		}
+		if res, err := a.Run(t.Context(), dispatch("why?", &runtime{})); err != nil || len(res.Warnings) != 0 {
+			t.Errorf("stream %v: a finished answer: %+v, %v; want no warning", stream, res, err)
+		}
+	}
+}
+
 // addTool adds two numbers; failTool always fails; fatalTool fails with a fatal error.
 type funcTool struct {
 	info troupe.ToolInfo

@@ -46,6 +46,7 @@ type reply struct {
 	toolCalls []wireToolCall
 	usage     [2]int // prompt, completion
 	model     string
+	finish    string // finish_reason; "" means stop, or tool_calls when there are some
 }
 
 type wireToolCall struct{ ID, Name, Args string }
@@ -113,9 +114,8 @@ func (s *completionServer) serve(w http.ResponseWriter, r *http.Request) {
 	if rep.content != "" {
 		msg["content"] = rep.content
 	}
-	finish := "stop"
+	finish := rep.finishReason()
 	if len(rep.toolCalls) > 0 {
-		finish = "tool_calls"
 		var tcs []map[string]any
 		for _, tc := range rep.toolCalls {
 			tcs = append(tcs, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Args}})
@@ -128,6 +128,16 @@ func (s *completionServer) serve(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
 		"usage":   map[string]any{"prompt_tokens": rep.usage[0], "completion_tokens": rep.usage[1], "total_tokens": rep.usage[0] + rep.usage[1]},
 	})
+}
+
+func (rep reply) finishReason() string {
+	switch {
+	case rep.finish != "":
+		return rep.finish
+	case len(rep.toolCalls) > 0:
+		return "tool_calls"
+	}
+	return "stop"
 }
 
 // stream sends the reply as chunks: the role, the content in pieces of at most 4 bytes,
@@ -160,11 +170,7 @@ func (s *completionServer) stream(w http.ResponseWriter, rep reply, model string
 		send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Args[:half]}}}}), nil)
 		send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": tc.Args[half:]}}}}), nil)
 	}
-	finish := "stop"
-	if len(rep.toolCalls) > 0 {
-		finish = "tool_calls"
-	}
-	send([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}, nil)
+	send([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": rep.finishReason()}}, nil)
 	if so, _ := body["stream_options"].(map[string]any); so["include_usage"] == true {
 		send([]any{}, map[string]any{"prompt_tokens": rep.usage[0], "completion_tokens": rep.usage[1], "total_tokens": rep.usage[0] + rep.usage[1]})
 	}

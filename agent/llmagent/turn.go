@@ -18,6 +18,7 @@ type turn struct {
 	toolCalls                      []toolCall
 	promptTokens, completionTokens int64
 	model                          string
+	finishReason                   string // "stop", "length", "tool_calls", ...; "" when not sent
 }
 
 type toolCall struct{ id, name, args string }
@@ -62,7 +63,7 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 		return t, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: "llmagent: " + a.c.cfg.Model + ": response has no choices"}
 	}
 	msg := &resp.Choices[0].Message
-	t.content, t.refusal = msg.Content, msg.Refusal
+	t.content, t.refusal, t.finishReason = msg.Content, msg.Refusal, resp.Choices[0].FinishReason
 	for _, tc := range msg.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
@@ -89,6 +90,7 @@ type wireCompletion struct {
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
@@ -116,6 +118,9 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 		}
 		if len(ch.Choices) == 0 {
 			continue
+		}
+		if fr := ch.Choices[0].FinishReason; fr != "" {
+			t.finishReason = fr
 		}
 		delta := ch.Choices[0].Delta
 		if delta.Content != "" {
