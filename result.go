@@ -3,6 +3,7 @@ package troupe
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -266,4 +267,21 @@ func (r *Result) Clone() *Result {
 	c.CostDollars = clonePtr(r.CostDollars)
 	c.Annotations = cloneMap(r.Annotations)
 	return &c
+}
+
+// Annotate attaches notes to r's annotations under name (a guardrail's, say), merged with
+// what was attached under name before, later keys winning. It never writes into a map r may
+// share with the agent that returned it (an agent may return one Result from many calls) or
+// with whoever made notes: r.Annotations, and the map under name when there was one, are
+// replaced by copies.
+func (r *Result) Annotate(name string, notes map[string]any) {
+	all := make(map[string]any, len(r.Annotations)+1)
+	maps.Copy(all, r.Annotations)
+	if prev, ok := all[name].(map[string]any); ok {
+		merged := maps.Clone(prev)
+		maps.Copy(merged, notes)
+		notes = merged
+	}
+	all[name] = notes
+	r.Annotations = all
 }

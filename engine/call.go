@@ -142,23 +142,8 @@ func (c *call) noteBefore(guard string, v troupe.Verdict) {
 	}
 	c.work.Warnings = append(c.work.Warnings, v.Warnings...)
 	if len(v.Annotations) > 0 {
-		annotate(c.work, guard, v.Annotations)
+		c.work.Annotate(guard, v.Annotations)
 	}
-}
-
-// annotate attaches a guardrail's annotations to res under the guardrail's name, merged with
-// what the same guardrail attached before. It never writes into a map res shares with the
-// agent (which may return one Result from many calls) or with the guardrail.
-func annotate(res *troupe.Result, guard string, notes map[string]any) {
-	all := make(map[string]any, len(res.Annotations)+1)
-	maps.Copy(all, res.Annotations)
-	if prev, ok := all[guard].(map[string]any); ok {
-		merged := maps.Clone(prev)
-		maps.Copy(merged, notes)
-		notes = merged
-	}
-	all[guard] = notes
-	res.Annotations = all
 }
 
 // carryNotes puts the before-dispatch guardrails' warnings and annotations (pre) on res: the
@@ -170,7 +155,7 @@ func carryNotes(res, pre *troupe.Result) {
 		res.Warnings = append(slices.Clip(pre.Warnings), res.Warnings...)
 	}
 	for _, g := range slices.Sorted(maps.Keys(pre.Annotations)) {
-		annotate(res, g, pre.Annotations[g].(map[string]any))
+		res.Annotate(g, pre.Annotations[g].(map[string]any))
 	}
 }
 
@@ -294,7 +279,7 @@ func (c *call) checkResult(ctx context.Context) {
 		}
 		res.Warnings = append(res.Warnings, v.Warnings...)
 		if len(v.Annotations) > 0 {
-			annotate(res, g.Name(), v.Annotations)
+			res.Annotate(g.Name(), v.Annotations)
 		}
 		if v.Block {
 			c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeBlocked, Message: fmt.Sprintf("%s blocked the result: %s", g.Name(), v.Reason)})

@@ -20,8 +20,9 @@ import (
 
 // Named returns the spec of a member of a composite: the agent, its name (which the composite's
 // nested events, handoffs and results carry) and the usual registration options — Reads,
-// Writes, WithTimeout, InputSchema, OutputSchema, MaxDepth — which the composite applies to its
-// member as the engine does to a registered agent.
+// Writes, WithTimeout, InputSchema, OutputSchema, MaxDepth, Guard — which the composite
+// applies to its member as the engine does to a registered agent. Guardrails given to the
+// engine or the request apply to planned dispatches only, not to members of composites.
 func Named(name string, a troupe.Agent, opts ...troupe.Option) *troupe.AgentSpec {
 	s := &troupe.AgentSpec{Name: name, Agent: a}
 	for _, o := range opts {
@@ -373,7 +374,8 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	rt.emit(troupe.Event{Kind: troupe.KindDispatchStarted, DispatchID: in.id, Agent: m.spec.Name, Data: &d})
 
 	start := time.Now()
-	out, err := f.prepare(ctx, m, &d, st)
+	pre, err := f.prepare(ctx, m, &d, st)
+	var out *troupe.Result
 	if err == nil {
 		actx, cancel := ctx, context.CancelFunc(nil)
 		if m.spec.Timeout > 0 {
@@ -389,6 +391,16 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		}
 	}
 	res := result(ctx, m, &d, out, err, start)
+	if pre != nil {
+		// What the member's guardrails said before it ran comes first.
+		res.Warnings = append(slices.Clip(pre.Warnings), res.Warnings...)
+		for _, g := range slices.Sorted(maps.Keys(pre.Annotations)) {
+			res.Annotate(g, pre.Annotations[g].(map[string]any))
+		}
+	}
+	if res.Status == troupe.StatusCompleted && len(m.spec.Guardrails) > 0 {
+		checkResult(ctx, m, &d, res)
+	}
 	if res.Status == troupe.StatusCompleted {
 		if delta := writes(m.spec, res); delta != nil {
 			st.set(delta)
@@ -403,8 +415,11 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	return res, err
 }
 
-// prepare checks declared reads (003's STATE_MISSING) and the input schema (INVALID_INPUT).
-func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (*troupe.Result, error) {
+// prepare checks declared reads (003's STATE_MISSING), the input schema (INVALID_INPUT) and
+// the member's guardrails (BLOCKED), as the engine checks a planned dispatch. What guardrails
+// noted of the dispatch, warnings and annotations, it returns in a result of its own (nil if
+// none), for run to carry onto the member's.
+func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (notes *troupe.Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -424,7 +439,60 @@ func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st v
 				FallbackAction: "ask the user to clarify", Cause: err}
 		}
 	}
-	return nil, nil
+	for _, g := range m.spec.Guardrails {
+		v, err := guardrail(g, func() troupe.Verdict { return g.CheckDispatch(ctx, d) })
+		if err != nil {
+			return notes, err
+		}
+		if len(v.Warnings) > 0 || len(v.Annotations) > 0 {
+			if notes == nil {
+				notes = &troupe.Result{}
+			}
+			notes.Warnings = append(notes.Warnings, v.Warnings...)
+			if len(v.Annotations) > 0 {
+				notes.Annotate(g.Name(), v.Annotations)
+			}
+		}
+		if v.Block {
+			return notes, fmt.Errorf("%w: %s: %s", troupe.ErrBlocked, g.Name(), v.Reason)
+		}
+	}
+	return notes, nil
+}
+
+// checkResult runs the member's guardrails over its completed result, as the engine does
+// over a planned one's: their warnings and annotations are attached, and a block (or a
+// panicking guardrail) fails the result.
+func checkResult(ctx context.Context, m *member, d *troupe.Dispatch, res *troupe.Result) {
+	for _, g := range m.spec.Guardrails {
+		v, err := guardrail(g, func() troupe.Verdict { return g.CheckResult(ctx, d, res) })
+		if err != nil {
+			res.Status, res.Errors = troupe.StatusFailed, append(res.Errors, troupe.ErrorInfoOf(err))
+			return
+		}
+		res.Warnings = append(res.Warnings, v.Warnings...)
+		if len(v.Annotations) > 0 {
+			res.Annotate(g.Name(), v.Annotations)
+		}
+		if v.Block {
+			res.Status = troupe.StatusFailed
+			res.Errors = append(res.Errors, troupe.ErrorInfo{Code: troupe.CodeBlocked, Message: fmt.Sprintf("%s blocked the result: %s", g.Name(), v.Reason)})
+			return
+		}
+	}
+}
+
+// guardrail calls check, one of g's checks, turning a panic into an error with code PANIC that
+// names g: a guardrail is user code, and the process goes on, as it does when an agent panics.
+func guardrail(g troupe.Guardrail, check func() troupe.Verdict) (v troupe.Verdict, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe := troupe.NewPanicError(p)
+			err = &troupe.AgentError{Code: troupe.CodePanic, Message: fmt.Sprintf("guardrail %s panicked: %v", g.Name(), p), Cause: pe,
+				Details: troupe.ErrorInfoOf(pe).Details}
+		}
+	}()
+	return check(), nil
 }
 
 // writersOf is STATE_MISSING's fallback action: run the other members of the composite that

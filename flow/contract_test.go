@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/flow"
@@ -157,5 +158,75 @@ func TestMemberNonFiniteOutput(t *testing.T) {
 	}
 	if len(out.Results) != 1 || out.State != nil {
 		t.Errorf("the sequence went on (%d results) or wrote %v", len(out.Results), out.State)
+	}
+}
+
+// TestMemberGuardrails: guardrails given to a member (troupe.Guard) check its dispatch and its
+// result as the engine's check a planned agent's: a block fails the member with BLOCKED, and
+// warnings and annotations, before and after, reach its result. A panicking guardrail fails
+// the member with PANIC; the process goes on.
+func TestMemberGuardrails(t *testing.T) {
+	answer := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"text": "rm -rf /"}}, nil
+	})
+	var ran bool
+	watched := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		ran = true
+		return &troupe.Result{AgentResult: map[string]any{"text": "ok"}}, nil
+	})
+	noteBefore := troupe.GuardrailFuncs{ID: "pii", Before: func(context.Context, *troupe.Dispatch) troupe.Verdict {
+		return troupe.Verdict{Warnings: []string{"query names a person"}, Annotations: map[string]any{"checked": true}}
+	}}
+	blockBefore := troupe.GuardrailFuncs{ID: "scope", Before: func(context.Context, *troupe.Dispatch) troupe.Verdict {
+		return troupe.Verdict{Block: true, Reason: "out of scope"}
+	}}
+	blockAfter := troupe.GuardrailFuncs{ID: "shell", After: func(_ context.Context, _ *troupe.Dispatch, r *troupe.Result) troupe.Verdict {
+		if r.AgentResult["text"] == "rm -rf /" {
+			return troupe.Verdict{Block: true, Reason: "destructive command"}
+		}
+		return troupe.Verdict{Warnings: []string{"reviewed"}}
+	}}
+	panics := troupe.GuardrailFuncs{ID: "flaky", After: func(context.Context, *troupe.Dispatch, *troupe.Result) troupe.Verdict { panic("nil map") }}
+
+	tests := []struct {
+		name     string
+		member   *troupe.AgentSpec
+		code     string // "" when the member completes
+		ran      bool
+		warnings []string
+		notes    map[string]any
+	}{
+		{"blocked before it runs", flow.Named("w", watched, troupe.Guard(noteBefore, blockBefore)), troupe.CodeBlocked, false,
+			[]string{"query names a person"}, map[string]any{"pii": map[string]any{"checked": true}}},
+		{"result blocked", flow.Named("w", answer, troupe.Guard(blockAfter)), troupe.CodeBlocked, false, nil, nil},
+		{"noted before and after", flow.Named("w", watched, troupe.Guard(noteBefore, blockAfter)), "", true,
+			[]string{"query names a person", "reviewed"}, map[string]any{"pii": map[string]any{"checked": true}}},
+		{"guardrail panics", flow.Named("w", watched, troupe.Guard(panics)), troupe.CodePanic, true, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ran = false
+			out, _ := flow.Sequential(flow.SequentialConfig{}, tt.member).Execute(t.Context(), troupe.NewDispatch())
+			if len(out.Results) != 1 {
+				t.Fatalf("%d results", len(out.Results))
+			}
+			res := out.Results[0]
+			if tt.code == "" {
+				if res.Status != troupe.StatusCompleted {
+					t.Errorf("status %s, errors %v; want completed", res.Status, res.Errors)
+				}
+			} else if res.Status != troupe.StatusFailed || len(res.Errors) == 0 || res.Errors[len(res.Errors)-1].Code != tt.code {
+				t.Errorf("status %s, errors %v; want failed with %s", res.Status, res.Errors, tt.code)
+			}
+			if ran != tt.ran {
+				t.Errorf("agent ran = %v, want %v", ran, tt.ran)
+			}
+			if !cmp.Equal(tt.warnings, res.Warnings, cmpopts.EquateEmpty()) {
+				t.Errorf("warnings %q, want %q", res.Warnings, tt.warnings)
+			}
+			if !cmp.Equal(tt.notes, res.Annotations, cmpopts.EquateEmpty()) {
+				t.Errorf("annotations %v, want %v", res.Annotations, tt.notes)
+			}
+		})
 	}
 }
