@@ -113,7 +113,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			return u.result(c, nil), err
 		}
 		params.Messages = msgs
-		t, err := a.complete(ctx, d, params, opts)
+		t, err := a.complete(ctx, d, params, opts, key)
 		if t != nil {
 			u.add(c, t)
 		}
@@ -368,8 +368,9 @@ func attempts(d *troupe.Dispatch) option.Middleware {
 // response, if any: the status decides even when the SDK could not decode the body (Ollama's
 // {"error": "…"} is a string), and the body is quoted as the server sent it when it is not
 // OpenAI's error object. The status and Retry-After go into the details, so the run's error
-// policy waits as long as the server asked.
-func apiError(model string, err error, res *http.Response) error {
+// policy waits as long as the server asked. key, the API key, is redacted from the body before
+// the body is cut to length: cut first, a key echoed across the cut would leave its start.
+func apiError(model, key string, err error, res *http.Response) error {
 	status, body := 0, ""
 	var ae *openai.Error
 	if errors.As(err, &ae) {
@@ -387,6 +388,9 @@ func apiError(model string, err error, res *http.Response) error {
 		}
 		recoverable := status == http.StatusTooManyRequests || status >= 500 || status == http.StatusRequestTimeout
 		msg := fmt.Sprintf("llmagent: %s: HTTP %d", model, status)
+		if key != "" {
+			body = strings.ReplaceAll(body, key, "[redacted]")
+		}
 		if body = strings.TrimSpace(body); body != "" {
 			msg += ": " + cut(body, 500)
 		}

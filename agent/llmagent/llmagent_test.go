@@ -591,6 +591,22 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	}
 }
 
+// TestAPIKeyEchoedAtTheCutNeverLeaks: an error body is quoted up to 500 characters; a key the
+// server echoes across that cut is redacted whole, not left as its first characters.
+func TestAPIKeyEchoedAtTheCutNeverLeaks(t *testing.T) {
+	// "Bearer " + the key, placed so that the cut falls inside the key.
+	pad := strings.Repeat("x", 500-len(`{"error":"`)-len("Bearer ")-10)
+	srv := newCompletionServer(t, reply{status: 400, body: `{"error":"` + pad + `$AUTH is not allowed"}`})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL()})
+	_, err := a.Run(t.Context(), dispatch("hi", &runtime{}))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if strings.Contains(err.Error(), testKey[:6]) {
+		t.Errorf("the start of the API key leaked: %v", err)
+	}
+}
+
 func TestNoKeySendsNoAuthorization(t *testing.T) {
 	srv := newCompletionServer(t, reply{content: "ok", usage: [2]int{1, 1}})
 	t.Setenv("OPENAI_API_KEY", "sk-ambient")

@@ -41,9 +41,9 @@ func (t *turn) assistant() openai.ChatCompletionMessageParamUnion {
 
 // complete asks for one completion. A turn is returned whenever the server reported usage, so
 // that what was spent is counted even when the answer is unusable.
-func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption) (*turn, error) {
+func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption, key string) (*turn, error) {
 	if a.c.cfg.Stream {
-		return a.stream(ctx, d, p, opts)
+		return a.stream(ctx, d, p, opts, key)
 	}
 	// The SDK builds, sends and retries the request and turns error statuses into errors; the
 	// answer is decoded here into just what the agent reads, which costs a fraction of
@@ -51,7 +51,7 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	var raw []byte
 	var res *http.Response
 	if _, err := a.svc.New(ctx, p, append(opts, option.WithResponseBodyInto(&raw), option.WithResponseInto(&res))...); err != nil {
-		return nil, apiError(a.c.cfg.Model, err, res)
+		return nil, apiError(a.c.cfg.Model, key, err, res)
 	}
 	var resp wireCompletion
 	if err := json.Unmarshal(raw, &resp); err != nil {
@@ -101,7 +101,7 @@ type wireCompletion struct {
 // stream asks for a streamed completion, emitting each piece of text as a "token" progress
 // event, and assembles the turn from the chunks (tool calls arrive in pieces keyed by index;
 // usage arrives in a last chunk without choices).
-func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption) (*turn, error) {
+func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption, key string) (*turn, error) {
 	var res *http.Response
 	s := a.svc.NewStreaming(ctx, p, append(opts, option.WithResponseInto(&res))...)
 	defer s.Close()
@@ -148,9 +148,9 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 	t.content, t.refusal = string(content), string(refusal)
 	if err := s.Err(); err != nil {
 		if t.promptTokens == 0 && t.completionTokens == 0 {
-			return nil, apiError(a.c.cfg.Model, err, res)
+			return nil, apiError(a.c.cfg.Model, key, err, res)
 		}
-		return t, apiError(a.c.cfg.Model, err, res)
+		return t, apiError(a.c.cfg.Model, key, err, res)
 	}
 	return t, nil
 }
