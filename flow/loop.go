@@ -69,8 +69,9 @@ type LoopOutcome struct {
 }
 
 // Execute runs the loop on behalf of d (its own dispatch; troupe.NewDispatch() outside a run).
-// Each cycle's dispatch carries user_context "loop_cycle" (1-based) and the previous cycle's
-// result in upstream_results; session state accumulates across cycles. A failed cycle ends
+// Each cycle's dispatch carries user_context "loop_cycle" (1-based) and, in upstream_results,
+// the loop's own upstream results followed by every earlier cycle's result, the last one the
+// previous cycle's; session state accumulates across cycles. A failed cycle ends
 // the loop with a *StepError (which unwraps to seed 003's *troupe.AgentError); a cycle that pauses
 // for a human ends it with that error (wrapping troupe.ErrPaused), so the run pauses.
 func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutcome, error) {
