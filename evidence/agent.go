@@ -61,6 +61,9 @@ func ReplicateFrom(ctx context.Context) (Replicate, bool) {
 type Agent struct {
 	sub troupe.Agent
 	s   *settings
+	// stragglers are replicates left running past their deadline (a sub-agent that ignores
+	// its context): Teardown waits for them.
+	stragglers tracker
 }
 
 // New validates cfg and returns the bundle agent over sub.
@@ -96,12 +99,69 @@ func (a *Agent) Setup(ctx context.Context) error {
 	return nil
 }
 
-// Teardown tears the sub-agent down when it needs it.
+// Teardown waits for replicates left running past their deadline (see Config's Replicate
+// timeout), or until ctx ends, then tears the sub-agent down when it needs it. The engine calls
+// it when a run ends; a program that runs the agent itself calls it before it exits.
 func (a *Agent) Teardown(ctx context.Context) error {
+	if err := a.stragglers.wait(ctx); err != nil {
+		return fmt.Errorf("evidence: %d replicates still running past their deadline: %w", a.stragglers.count(), err)
+	}
 	if t, ok := a.sub.(troupe.Teardowner); ok {
 		return t.Teardown(ctx)
 	}
 	return nil
+}
+
+// abandonGrace is how long a replicate past its deadline (or cancelled) has to return before
+// it is recorded as it would be had it returned, and left running: a sub-agent that honours
+// its context returns within it, and its own result (with what it spent) is recorded.
+const abandonGrace = 250 * time.Millisecond
+
+// tracker counts goroutines and says when none is left: a sync.WaitGroup whose wait can end
+// with a context.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	if t.n--; t.n == 0 {
+		close(t.idle)
+	}
+	t.mu.Unlock()
+}
+
+func (t *tracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+func (t *tracker) wait(ctx context.Context) error {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	idle := t.idle
+	t.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 var (
@@ -118,7 +178,7 @@ type outcome struct {
 }
 
 // run is one dispatch of the bundle agent; only the goroutine of Run touches it, except the
-// channels.
+// channels and what mu guards.
 type run struct {
 	a       *Agent
 	s       *settings
@@ -133,9 +193,24 @@ type run struct {
 	ran     []bool
 	done    []bool
 	pending int
-	wg      sync.WaitGroup
 	lintWG  sync.WaitGroup
 	lintCtx context.Context
+
+	// A replicate whose context ends is given abandonGrace to return; one that does not is
+	// recorded as if it had returned and left running (abandoned). rctxs are the replicates'
+	// contexts, exits closed when their goroutines return; expired and abandon carry indexes
+	// (each buffered for every replicate: no send ever blocks).
+	rctxs     []context.Context
+	exits     []chan struct{}
+	expired   chan int
+	abandon   chan int
+	abandoned []bool
+	timers    []func() bool // stops of each replicate's context watch and grace timer
+
+	// mu guards ended, set as Run returns: an abandoned replicate's runtime then no longer
+	// reaches the bundle's dispatch, which belongs to the engine again.
+	mu    sync.RWMutex
+	ended bool
 
 	stopAfter <-chan time.Time
 	timeUp    bool
@@ -174,18 +249,31 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		lints:   make(chan finding, s.K*len(s.Lints)),
 		cancels: make([]context.CancelCauseFunc, s.K), causes: make([]error, s.K),
 		in: make([]bundle.Input, s.K), ran: make([]bool, s.K), done: make([]bool, s.K), models: make([]string, s.K),
+		rctxs: make([]context.Context, s.K), exits: make([]chan struct{}, s.K), abandoned: make([]bool, s.K),
+		expired: make(chan int, s.K), abandon: make(chan int, s.K),
 		costCap: s.Budget.CostDollars, budget: budget}
 	if d.MaxCostDollars != nil && *d.MaxCostDollars < r.costCap {
 		r.costCap = *d.MaxCostDollars
 	}
 	defer func() {
-		// Structured: every replicate and lint goroutine has returned before Run does.
+		// Structured: every replicate and lint goroutine has returned before Run does, but an
+		// abandoned replicate, which Teardown waits for.
 		for i := range r.cancels {
 			if r.cancels[i] != nil {
 				r.cancels[i](context.Canceled)
 			}
 		}
-		r.wg.Wait()
+		for _, stop := range r.timers {
+			stop()
+		}
+		for i, exit := range r.exits {
+			if exit != nil && !r.abandoned[i] {
+				<-exit
+			}
+		}
+		r.mu.Lock()
+		r.ended = true
+		r.mu.Unlock()
 		// The bundle is ready: lints still running are cancelled, not waited for to finish
 		// their work. What they report on the way out still arrives, after bundle_ready.
 		cancelLints()
@@ -302,11 +390,15 @@ func (r *run) launch(i int) {
 	rctx, cancelT := context.WithTimeoutCause(rctx, s.Replicate.Timeout, errReplTime)
 	rctx = context.WithValue(rctx, replicateKey{}, Replicate{ID: id, Index: i, Seed: seed})
 	r.cancels[i] = cancel
+	r.rctxs[i], r.exits[i] = rctx, make(chan struct{})
+	unwatch := context.AfterFunc(rctx, func() { r.expired <- i })
+	r.timers = append(r.timers, unwatch)
 	r.pending++
 	r.emit(EventReplicateStarted, map[string]any{"replicate": id, "seed": seed})
-	r.wg.Add(1)
+	r.a.stragglers.add()
 	go func() {
-		defer r.wg.Done()
+		defer r.a.stragglers.done()
+		defer close(r.exits[i])
 		defer cancelT()
 		res, err := callAgent(rctx, r.a.sub, sub)
 		if err == nil && rctx.Err() != nil {
@@ -314,6 +406,8 @@ func (r *run) launch(i int) {
 		} else if err != nil && rctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", context.Cause(rctx), err)
 		}
+		// It returned: its context ending now (cancelT, below) is no news.
+		unwatch()
 		r.results <- outcome{i: i, res: res, err: err} // buffered for every replicate: never blocks
 	}()
 }
@@ -388,9 +482,27 @@ func (r *run) collect(min int) {
 	for r.pending > 0 && (min == 0 || finished() < min) {
 		select {
 		case o := <-r.results:
+			if r.abandoned[o.i] {
+				continue // recorded when it was abandoned; what it says now comes too late
+			}
 			r.pending--
 			r.record(o)
 			r.cancelStragglers()
+		case i := <-r.expired:
+			if !r.done[i] {
+				t := time.AfterFunc(abandonGrace, func() { r.abandon <- i })
+				r.timers = append(r.timers, t.Stop)
+			}
+		case i := <-r.abandon:
+			if !r.done[i] {
+				// Its deadline or cancellation held: it is recorded as a replicate that
+				// returned when told to would be, and left running.
+				r.abandoned[i] = true
+				r.pending--
+				r.record(outcome{i: i, err: context.Cause(r.rctxs[i])})
+				r.warn(fmt.Sprintf("replicate %s did not return within %v of its context ending (%v); it was left running", r.in[i].ID, abandonGrace, context.Cause(r.rctxs[i])))
+				r.cancelStragglers()
+			}
 		case f := <-r.lints:
 			r.lintFinding(f)
 		case <-r.stopAfter:
@@ -633,12 +745,28 @@ type replicaRuntime struct {
 	id string
 }
 
-func (rt *replicaRuntime) State(key string) (any, bool) { return rt.r.d.State(key) }
+// A replicate abandoned past its deadline may still call its runtime after the bundle's Run
+// returned: it then reads no state, reports no progress and asks nobody (errBundleEnded).
+func (rt *replicaRuntime) State(key string) (any, bool) {
+	rt.r.mu.RLock()
+	defer rt.r.mu.RUnlock()
+	if rt.r.ended {
+		return nil, false
+	}
+	return rt.r.d.State(key)
+}
 
 func (rt *replicaRuntime) Progress(kind string, data any) {
+	rt.r.mu.RLock()
+	defer rt.r.mu.RUnlock()
+	if rt.r.ended {
+		return
+	}
 	rt.r.d.Progress(EventReplicateProgress, rt.r.s.red.Value(map[string]any{
 		"source": rt.r.name, "replicate": rt.id, "kind": kind, "data": jsonish(data)}))
 }
+
+var errBundleEnded = errors.New("evidence: the bundle has finished; a replicate left running past its deadline asks nobody")
 
 // Ask asks through the bundle's dispatch; the question leaves the process (a human_asked event,
 // a person's screen), so its prompt and data are redacted first.
@@ -647,7 +775,16 @@ func (rt *replicaRuntime) Ask(ctx context.Context, q troupe.Question) (troupe.An
 	if q.Data != nil {
 		q.Data = rt.r.s.red.Value(jsonish(q.Data))
 	}
-	return rt.r.d.Ask(ctx, q)
+	rt.r.mu.RLock()
+	outer := rt.r.d.Runtime()
+	if rt.r.ended {
+		outer = nil
+	}
+	rt.r.mu.RUnlock()
+	if outer == nil {
+		return troupe.Answer{}, errBundleEnded
+	}
+	return outer.Ask(ctx, q) // not under mu: a person may take long to answer
 }
 
 func (rt *replicaRuntime) Partial(map[string]any) {}

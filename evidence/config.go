@@ -80,7 +80,8 @@ type Config struct {
 type Ceiling struct {
 	// Tokens a replicate may use; one that reports more is invalid. 0 means 100,000.
 	Tokens int64
-	// Timeout of each replicate (also its dispatch's timeout_seconds); 0 means 2 minutes.
+	// Timeout of each replicate (also its dispatch's timeout_seconds); 0 means 2 minutes. It
+	// holds against a sub-agent that ignores its context (see the package documentation).
 	Timeout time.Duration
 }
 

@@ -24,6 +24,13 @@
 // or once the token or cost budget is spent. Each replicate has its own timeout and token
 // ceiling; the whole bundle has a time budget after which it is built from what finished.
 //
+// These hold even against a sub-agent that ignores its context. A replicate still running
+// 250 ms after its timeout, the bundle's budget or its cancellation is recorded as it would
+// be had it returned then (timeout, cancelled), with a warning, and left running: the bundle
+// is built without it. Its late answer is dropped; its runtime no longer reaches the bundle's
+// dispatch. Agent.Teardown, which the engine calls when the run ends, waits for such
+// replicates to return.
+//
 // # Isolation and seeds
 //
 // Every replicate runs on its own deep copy of the dispatch (a JSON round trip: no map or

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -796,5 +797,96 @@ func TestModelRecorded(t *testing.T) {
 		if b := bundleOf(t, res); b.Meta.Model != tt.want || res.ModelUsed == nil || *res.ModelUsed != tt.want {
 			t.Errorf("config model %q: meta.model %q, model_used %v; want %q", tt.cfg, b.Meta.Model, res.ModelUsed, tt.want)
 		}
+	}
+}
+
+// TestReplicateTimeoutHoldsAgainstAnAgentThatIgnoresIt: a replicate whose sub-agent ignores its
+// context is recorded as timed out once its timeout (and a short grace) has passed, and the
+// bundle is built without waiting for it; Teardown waits for it to return.
+func TestReplicateTimeoutHoldsAgainstAnAgentThatIgnoresIt(t *testing.T) {
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	scores := map[int64]float64{11: 0.2, 23: 0.9, 47: 0.5}
+	sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+		if seed == 23 {
+			<-release // ignores its context
+		}
+		return ok(map[string]any{"score": scores[seed]}, 1, 0), nil
+	}}
+	a, err := evidence.New(sub, evidence.Config{Schema: []byte(scoreSchema), Replicate: evidence.Ceiling{Timeout: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	res, err := a.Run(t.Context(), dispatch(rec)) // returns with r2 still blocked
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	if got := b.Replicates[1]; got.Status != "timeout" || got.Quality.Valid {
+		t.Errorf("r2 = %+v, want timed out", got)
+	}
+	if b.Replicates[0].Status != "completed" || len(b.Replicates) != 3 || b.Replicates[2].Status != "completed" {
+		t.Errorf("replicates %+v, want r1 and r3 completed", b.Replicates)
+	}
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "replicate r2 did not return") }) {
+		t.Errorf("warnings %q do not say r2 was left running", res.Warnings)
+	}
+
+	// Teardown waits for it: not while it is blocked...
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := a.Teardown(ctx); err == nil || !strings.Contains(err.Error(), "1 replicates still running") {
+		t.Errorf("Teardown with r2 still running = %v", err)
+	}
+	// ...and once it returns.
+	close(release)
+	if err := a.Teardown(t.Context()); err != nil {
+		t.Errorf("Teardown = %v", err)
+	}
+}
+
+// TestAbandonedReplicateReachesNothing: once the bundle has returned, a replicate left running
+// reports no progress, asks nobody and reads no state through the bundle's dispatch, which is
+// its caller's again.
+func TestAbandonedReplicateReachesNothing(t *testing.T) {
+	release, after := make(chan struct{}), make(chan error, 1)
+	sub := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if d.UserContext[evidence.ReplicateKey] == "r2" {
+			<-release
+			d.Progress("late", map[string]any{"n": 1})
+			_, seen := d.State("topic")
+			_, err := d.Ask(context.Background(), troupe.Question{Prompt: "still there?"})
+			if seen {
+				err = errors.New("read state after the bundle ended")
+			}
+			after <- err
+		}
+		return ok(map[string]any{"score": 0.5}, 1, 0), nil
+	})
+	a, err := evidence.New(sub, evidence.Config{Schema: []byte(scoreSchema), Replicate: evidence.Ceiling{Timeout: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	if _, err := a.Run(t.Context(), dispatch(rec)); err != nil {
+		t.Fatal(err)
+	}
+	n := len(rec.find(evidence.EventReplicateProgress))
+	close(release)
+	if err := <-after; err == nil || !strings.Contains(err.Error(), "the bundle has finished") {
+		t.Errorf("a late Ask = %v, want it refused", err)
+	}
+	if err := a.Teardown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rec.find(evidence.EventReplicateProgress)); got != n || len(rec.asked) != 0 {
+		t.Errorf("after the bundle ended: %d more progress events, %d questions", got-n, len(rec.asked))
 	}
 }
