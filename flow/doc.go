@@ -61,5 +61,11 @@
 // composite up for a run sets up every member inside it, through any nesting.
 //
 // Cancelling the context a composite runs with — the run's, when the engine runs it — cancels
-// every member, and a composite returns only once all of its members have returned.
+// every member, and a composite returns only once all of its members have returned. A
+// member's WithTimeout is the deadline of the context it runs with: a member that ignores its
+// context runs past it, and holds its composite with it. The deadline that holds against such
+// an agent is the enclosing planned dispatch's, which the engine keeps whatever the agent
+// does; give the composite a timeout of its own when a member may ignore its context.
+// (Package evidence, which runs its replicates on goroutines of their own, holds each
+// replicate's timeout against it.)
 package flow
