@@ -4,8 +4,9 @@
 // errors (seed 001), the error policy that unifies both, and the small interfaces the rest of
 // troupe plugs into (Agent, Planner, Router, Guardrail, HumanHandler, Store, Executor).
 //
-// The package imports only the standard library and nothing else of troupe; planning,
-// routing, policy and aggregation live in pure packages beside it, the engine drives them.
+// The package imports the standard library and, of troupe, only internal/jsonvalue (itself
+// standard library only); planning, routing, policy and aggregation live in pure packages
+// beside it, the engine drives them.
 //
 // A minimal program registers agents, builds an engine and ranges over a run's events:
 //

@@ -17,11 +17,12 @@
 //	help      show help for troupe or one of its commands
 //
 // A workflow file (CONFIG: a YAML file, or a directory holding troupe.yaml) declares agents —
-// Go agents the program registers by name, subprocesses, HTTP endpoints and composites of
-// them — and how requests are planned or routed among them; docs/config.md is its
-// reference and package config reads it. This command is the one place that wires concrete
-// parts to a file: the exec, http, sequential, parallel, loop and bundle factories, the
-// examples' Go agents as builtins, and the query parser (wire.go).
+// Go agents the program registers by name, subprocesses, HTTP endpoints, chat models, tools of
+// MCP servers and composites of them — and how requests are planned or routed among them;
+// docs/config.md is its reference and package config reads it. This command is the one place
+// that wires concrete parts to a file: the exec, http, llm, mcp, sequential, parallel, loop
+// and bundle factories, the MCP servers they connect to, the examples' Go agents as builtins,
+// and the query parser (wire.go).
 //
 // troupe run draws a live view on a terminal (stages, a spinner per running agent, its
 // duration and outcome, a bundle's replicates as they finish, then the aggregated answer)

@@ -12,7 +12,8 @@
 //     algorithm votes apart. Code that does not parse is an invalid answer (INVALID_OUTPUT)
 //     and is not counted.
 //
-// Config.Env reads the endpoint from OPENAI_BASE_URL, the model from OPENAI_MODEL and the key
-// from OPENAI_API_KEY. Tests replay recorded HTTP exchanges (package agent/cassette); README.md
-// says how to run against a real endpoint and how to re-record.
+// Env fills a Config with the endpoint from OPENAI_BASE_URL and the model from OPENAI_MODEL;
+// the agents read the key on every call from OPENAI_API_KEY (or the variable
+// Config.APIKeyEnv names). Tests replay recorded HTTP exchanges (package agent/cassette);
+// README.md says how to run against a real endpoint and how to re-record.
 package codegen

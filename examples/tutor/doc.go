@@ -4,8 +4,9 @@
 // learner level, worked examples, key points, quiz questions with answers, and a prerequisite
 // graph):
 //
-//   - diagnostic asks one quick-check question per prerequisite of unknown mastery, grades the
-//     answers and estimates mastery per concept, gaps, a learner level and a recommendation;
+//   - diagnostic asks one quick-check question per concept of unknown mastery (the topic's
+//     prerequisites and the topic itself, at most three), grades the answers and estimates
+//     mastery per concept, gaps, a learner level and a recommendation;
 //   - tutor composes an explanation for the current topic at the learner's level: recaps of
 //     prerequisite gaps, the passages of the corpus that best answer a specific question, the
 //     skills the last quiz found weak, examples and key points;
