@@ -219,8 +219,9 @@ type Condition struct {
 	Equals any    `json:"equals"`
 }
 
-// BundleSpec runs Replicates replicates of Agent, each with its own seed, and combines their
-// evidence; MinReplicates lets it stop early once that many agree.
+// BundleSpec runs up to Replicates replicates of Agent, each with its own seed, and combines
+// their evidence (package evidence); MinReplicates, when set, is a quorum: once that many have
+// finished valid, the rest are cancelled (evidence.StopRule.Valid).
 type BundleSpec struct {
 	Agent         string `json:"agent"`
 	Replicates    int    `json:"replicates"`

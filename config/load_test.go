@@ -87,6 +87,10 @@ func TestParseErrors(t *testing.T) {
 		{"bundle bounds", "version: 1\nagents:\n  j: {kind: builtin}\n  b: {kind: bundle, bundle: {agent: j, replicates: 3, min_replicates: 5}}\n", []string{
 			`t.yaml:4:71: agents.b.bundle.min_replicates: min_replicates 5 is more than replicates 3`,
 		}},
+		{"bundle of more replicates than a bundle runs", "version: 1\nagents:\n  j: {kind: builtin}\n  b: {kind: bundle, bundle: {agent: j, replicates: 100, min_replicates: 1}}\n", []string{
+			`t.yaml:4:52: agents.b.bundle.replicates: maximum: got 100, want 32`,
+			`t.yaml:4:73: agents.b.bundle.min_replicates: minimum: got 1, want 2`,
+		}},
 		{"routing and coordinator", "version: 1\nagents: {a: {kind: builtin}}\nrouting: {intents: [{intent: x, primary: [a]}]}\ncoordinator: {default: a}\n", []string{
 			`t.yaml:4:14: coordinator: routing and coordinator are exclusive: a file either plans stages of agents (routing) or routes each request to one agent (coordinator)`,
 		}},

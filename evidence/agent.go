@@ -530,6 +530,9 @@ func (r *run) stopReason() string {
 	if r.timeUp {
 		return fmt.Sprintf("stop time %v reached with %d valid replicates", r.s.Stop.After, len(valid))
 	}
+	if q := r.s.Stop.Valid; q > 0 && len(valid) >= q {
+		return fmt.Sprintf("%d valid replicates reached the quorum of %d", len(valid), q)
+	}
 	if r.s.Stop.Confidence > 0 {
 		if c := bundle.Confidence(bundle.Matrix(valid, r.s.schema), valid); c >= r.s.Stop.Confidence {
 			return fmt.Sprintf("confidence %.4g of %d valid replicates reached the stop threshold %v", c, len(valid), r.s.Stop.Confidence)

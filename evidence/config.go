@@ -106,6 +106,9 @@ type StopRule struct {
 	Confidence float64
 	// After: cancel the rest once this long has passed since the bundle started. 0 disables it.
 	After time.Duration
+	// Valid: cancel the rest once this many replicates have finished valid (a quorum), 2 to K;
+	// 0 disables the rule.
+	Valid int
 }
 
 // Lint is a fast check run on each replicate's output beside the evaluation. Check must honour
@@ -168,6 +171,8 @@ func (c Config) settle() (*settings, error) {
 		return nil, fmt.Errorf("evidence: stop confidence is %v, want a value in [0, 1]", c.Stop.Confidence)
 	case c.Stop.After < 0:
 		return nil, fmt.Errorf("evidence: stop after is %v, want ≥ 0", c.Stop.After)
+	case c.Stop.Valid != 0 && (c.Stop.Valid < 2 || c.Stop.Valid > s.K):
+		return nil, fmt.Errorf("evidence: stop valid is %d, want 2 to k (%d), or 0", c.Stop.Valid, s.K)
 	}
 	if s.Replicate.Tokens == 0 {
 		s.Replicate.Tokens = DefaultReplicateTokens

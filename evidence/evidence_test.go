@@ -376,6 +376,40 @@ func TestStragglerCancelledOnConfidence(t *testing.T) {
 	})
 }
 
+// Stop.Valid cancels stragglers once that many replicates have finished valid, whatever they
+// say: r1 and r2 disagree, r3 completes the quorum of three, r4 and r5 are cancelled.
+func TestStragglerCancelledOnQuorum(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		answers := map[int64]map[string]any{11: {"score": 0.1, "verdict": "no"}, 23: {"score": 0.9, "verdict": "go"}, 47: {"score": 0.5, "verdict": "go"}}
+		sub := &bySeed{out: func(ctx context.Context, seed int64) (*troupe.Result, error) {
+			if a, found := answers[seed]; found {
+				return ok(a, 1, 0), nil
+			}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		rec := &recorder{}
+		cfg := evidence.Config{K: 5, Schema: []byte(scoreSchema), Stop: evidence.StopRule{Valid: 3},
+			Replicate: evidence.Ceiling{Timeout: time.Hour}, Budget: evidence.Budget{Timeout: 2 * time.Hour}}
+		res, err := evidence.Bundle(sub, cfg).Run(t.Context(), dispatch(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := bundleOf(t, res)
+		var status []string
+		for _, r := range b.Replicates {
+			status = append(status, r.Status)
+		}
+		if want := []string{"completed", "completed", "completed", "cancelled", "cancelled"}; !cmp.Equal(status, want) {
+			t.Errorf("replicates %v, want %v", status, want)
+		}
+		c := rec.find(evidence.EventCancelled)
+		if len(c) != 2 || !strings.Contains(c[0]["reason"].(string), "3 valid replicates reached the quorum of 3") {
+			t.Errorf("cancelled events %v", c)
+		}
+	})
+}
+
 // Stop.After cancels stragglers once time is up and two valid replicates are in; a replicate
 // past its own timeout times out. Virtual time: synctest.
 func TestStragglerCancelledOnTimeAndReplicateTimeout(t *testing.T) {
@@ -698,6 +732,8 @@ func TestConfigErrors(t *testing.T) {
 		{evidence.Config{Limits: bundle.Limits{MaxBytes: -1}}, "max_bytes is -1"},
 		{evidence.Config{Replicate: evidence.Ceiling{Timeout: -1}}, "replicate timeout"},
 		{evidence.Config{Stop: evidence.StopRule{Confidence: 2}}, "stop confidence is 2"},
+		{evidence.Config{Stop: evidence.StopRule{Valid: 1}}, "stop valid is 1, want 2 to k (3), or 0"},
+		{evidence.Config{K: 4, Stop: evidence.StopRule{Valid: 5}}, "stop valid is 5, want 2 to k (4)"},
 		{evidence.Config{Lints: []evidence.Lint{{Name: "x"}}}, "lints[0]: a lint needs a name and a check"},
 	} {
 		if _, err := evidence.New(sub, tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -743,5 +744,44 @@ func TestRunLongFailureShownOnce(t *testing.T) {
 	}
 	if !strings.HasPrefix(status, "status  failed: broken: execagent:") || !strings.HasSuffix(status, "… (exit 1)") {
 		t.Errorf("status line = %q, want the failure on one cut line", status)
+	}
+}
+
+// A bundle's min_replicates is a quorum: once that many replicates have finished valid, no
+// further one starts. Its sub-agent here is a shell script whose score depends on its seed,
+// so the first two disagree: without a quorum all five run, with min_replicates: 2 two do.
+func TestBundleQuorumFromFile(t *testing.T) {
+	dir := t.TempDir()
+	script := `in=$(cat); case "$in" in *'"seed":11'*) s=0.1;; *'"seed":23'*) s=0.9;; *) s=0.5;; esac; printf '{"agent_result":{"score":%s}}' "$s"`
+	for _, tt := range []struct {
+		quorum string
+		want   int
+	}{{"", 5}, {", min_replicates: 2", 2}} {
+		file := filepath.Join(dir, "bundle.yaml")
+		src := "version: 1\nagents:\n  judge:\n    kind: exec\n    exec: {command: [sh, -c, " + strconv.Quote(script) + "]}\n" +
+			"  panel:\n    kind: bundle\n    bundle: {agent: judge, replicates: 5" + tt.quorum + "}\n"
+		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := invoke(t, "run", "--output", "json", file, "How risky is it?")
+		if code != exitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		var rec struct {
+			Results []*troupe.Result `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rec); err != nil {
+			t.Fatal(err)
+		}
+		var b struct {
+			Replicates []struct{ Status string } `json:"replicates"`
+		}
+		data, _ := json.Marshal(rec.Results[0].AgentResult)
+		if err := json.Unmarshal(data, &b); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Replicates) != tt.want {
+			t.Errorf("bundle {replicates: 5%s}: %d replicates ran, want %d", tt.quorum, len(b.Replicates), tt.want)
+		}
 	}
 }

@@ -141,7 +141,7 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 	if err != nil {
 		return nil, err
 	}
-	cfg := evidence.Config{Name: a.Name, K: a.Bundle.Replicates}
+	cfg := evidence.Config{Name: a.Name, K: a.Bundle.Replicates, Stop: evidence.StopRule{Valid: a.Bundle.MinReplicates}}
 	if decl := b.File.Agents[a.Bundle.Agent]; len(decl.OutputSchema) > 0 {
 		// The replicates' schema is the sub-agent's output schema.
 		s, err := schemaFile(b, decl.OutputSchema)
@@ -150,7 +150,11 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 		}
 		cfg.Schema = s
 	}
-	return evidence.Bundle(sub, cfg), nil
+	bundle, err := evidence.New(sub, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", a.Name, err)
+	}
+	return bundle, nil
 }
 
 func (s *mcpServers) buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
