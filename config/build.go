@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -279,6 +280,9 @@ func (f *File) PlanRules() *plan.Rules {
 		Synthesizers:   slices.Clone(r.Synthesizers),
 		MaxConcurrency: r.MaxConcurrency,
 	}
+	if out.MaxConcurrency == 0 {
+		out.MaxConcurrency = f.budgetConcurrency() // 0 when unset too: the rules' default
+	}
 	for _, ir := range r.Intents {
 		out.Intents = append(out.Intents, plan.IntentRule{Intent: ir.Intent, Primary: slices.Clone(ir.Primary), Optional: slices.Clone(ir.Optional), SequenceRequired: ir.SequenceRequired})
 	}
@@ -336,7 +340,7 @@ func (f *File) Planner() troupe.Planner {
 		}
 		p := &troupe.Plan{}
 		for i, names := range stages {
-			st := troupe.PlanStage{GroupID: plan.GroupID(i), MaxConcurrency: plan.DefaultMaxConcurrency}
+			st := troupe.PlanStage{GroupID: plan.GroupID(i), MaxConcurrency: cmp.Or(f.budgetConcurrency(), plan.DefaultMaxConcurrency)}
 			for _, n := range names {
 				t := troupe.Task{ID: n, Agent: n, Reason: "declared in the workflow file", Priority: 1}
 				if spec, ok := c.Spec(n); ok {
@@ -353,6 +357,15 @@ func (f *File) Planner() troupe.Planner {
 		}
 		return p, nil
 	})
+}
+
+// budgetConcurrency is budget.max_concurrency, the cap of a stage the file's routing does not
+// cap itself, or 0.
+func (f *File) budgetConcurrency() int {
+	if f.Budget == nil {
+		return 0
+	}
+	return f.Budget.MaxConcurrency
 }
 
 // TopLevel returns the agents no composite of the file contains, in file order.

@@ -9,6 +9,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/plan"
 	"go.uber.org/goleak"
 )
 
@@ -185,6 +186,37 @@ agents:
 	}
 	if got := fmt.Sprint(p.ExecutionPlan()); got != "[[w seq] [c]]" {
 		t.Errorf("plan %s, want [[w seq] [c]]: c reads what w writes", got)
+	}
+}
+
+// budget.max_concurrency caps the stages of a file's plan that its routing does not cap
+// itself; routing.max_concurrency, when set, wins for planned stages.
+func TestPlanConcurrencyFromTheBudget(t *testing.T) {
+	const agents = "version: 1\nagents:\n  a: {kind: builtin}\n  b: {kind: builtin}\n"
+	const routing = "routing:\n  intents: [{intent: x, primary: [a, b]}]\n"
+	for _, tt := range []struct {
+		name, src string
+		want      int
+	}{
+		{"no budget", agents, plan.DefaultMaxConcurrency},
+		{"budget", agents + "budget: {max_concurrency: 1}\n", 1},
+		{"routing, budget", agents + routing + "budget: {max_concurrency: 3}\n", 3},
+		{"routing's own cap", agents + "routing:\n  intents: [{intent: x, primary: [a, b]}]\n  max_concurrency: 2\n" + "budget: {max_concurrency: 3}\n", 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustParse(t, tt.src)
+			cat, err := config.Catalog(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := f.Planner().Plan(&troupe.Request{Query: "q", ParsedQuery: map[string]any{"intent": "x"}}, cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Stages) != 1 || len(p.Stages[0].Tasks) != 2 || p.Stages[0].MaxConcurrency != tt.want {
+				t.Errorf("stages %+v, want one of a and b capped at %d", p.Stages, tt.want)
+			}
+		})
 	}
 }
 

@@ -66,7 +66,20 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 	for k, v := range a.Exec.Env {
 		env = append(env, k+"="+v)
 	}
-	return execagent.New(execagent.Config{Command: cmd, Dir: dir, Env: env, Timeout: time.Duration(a.Timeout)})
+	return execagent.New(execagent.Config{Command: cmd, Dir: dir, Env: env, Timeout: agentTimeout(b, a)})
+}
+
+// agentTimeout is the timeout an adapter gives a's calls: a's own, else the budget's
+// default_timeout, else 0 (the adapter's default). The engine's deadline for the dispatch is
+// the same; the adapter's must not cut a call off before it.
+func agentTimeout(b *config.Builder, a *config.Agent) time.Duration {
+	if a.Timeout > 0 {
+		return time.Duration(a.Timeout)
+	}
+	if bud := b.File.Budget; bud != nil {
+		return time.Duration(bud.DefaultTimeout)
+	}
+	return 0
 }
 
 // program resolves the program of a command: one written as a path ("./fetch.sh",
@@ -86,9 +99,9 @@ func program(b *config.Builder, name string) (string, error) {
 	return name, nil
 }
 
-func buildHTTP(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Agent, error) {
+func buildHTTP(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	h := a.HTTP
-	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv, Timeout: time.Duration(a.Timeout)})
+	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv, Timeout: agentTimeout(b, a)})
 }
 
 // members builds the named agents as members of a composite, with what each declares: the

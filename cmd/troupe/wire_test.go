@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/troupehq/troupe"
@@ -301,5 +302,26 @@ func TestStateFlag(t *testing.T) {
 	code, stdout, stderr := invoke(t, "plan", "--state", "quiz_paused=True", "../../examples/tutor", "continue quiz")
 	if code != exitOK || !strings.Contains(stdout, "state     quiz_paused=true\n") || !strings.Contains(stdout, "route → quiz: Resume paused quiz") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// An exec or http agent without a timeout of its own gets the budget's default_timeout, the
+// deadline the engine gives its dispatches, rather than its adapter's shorter default (http's
+// minute would otherwise cut off what the file allows ten for).
+func TestAdapterTimeoutFromTheBudget(t *testing.T) {
+	f, err := config.Parse("t.yaml", []byte("version: 1\nagents:\n  own: {kind: builtin, timeout: 5s}\n  none: {kind: builtin}\nbudget: {default_timeout: 10m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &config.Builder{File: f}
+	if got := agentTimeout(b, f.Agents["own"]); got != 5*time.Second {
+		t.Errorf("an agent's own timeout: %v", got)
+	}
+	if got := agentTimeout(b, f.Agents["none"]); got != 10*time.Minute {
+		t.Errorf("the budget's default: %v, want 10m", got)
+	}
+	f.Budget = nil
+	if got := agentTimeout(b, f.Agents["none"]); got != 0 {
+		t.Errorf("no budget: %v, want 0 (the adapter's default)", got)
 	}
 }
