@@ -106,7 +106,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	for _, want := range cfg.Include {
 		if _, ok := c.Tool(want); !ok {
 			session.Close()
-			return nil, fmt.Errorf("mcptool: %s: no tool named %q (offered: %s)", describe(cfg), want, strings.Join(c.names(), ", "))
+			return nil, fmt.Errorf("mcptool: %s: no tool named %q (offered: %s)", describe(cfg), want, strings.Join(c.Names(), ", "))
 		}
 	}
 	return c, nil
@@ -149,7 +149,9 @@ func describe(cfg Config) string {
 	}
 }
 
-func (c *Client) names() []string {
+// Names returns the names the server calls its tools (without Config.Prefix), in the order
+// it listed them: the names Tool takes.
+func (c *Client) Names() []string {
 	out := make([]string, len(c.tools))
 	for i, t := range c.tools {
 		out[i] = t.name

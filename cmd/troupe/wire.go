@@ -290,11 +290,8 @@ func serverTool(c *mcptool.Client, server, tool string) (*mcptool.Tool, error) {
 	if t, ok := c.Tool(tool); ok {
 		return t, nil
 	}
-	var names []string
-	for _, t := range c.Tools() {
-		names = append(names, t.Info().Name)
-	}
-	return nil, fmt.Errorf("MCP server %s has no tool %q (it offers %s)", server, tool, strings.Join(names, ", "))
+	// The server's own names, which a file writes after "mcp:SERVER/" whatever the prefix.
+	return nil, fmt.Errorf("MCP server %s has no tool %q (it offers %s)", server, tool, strings.Join(c.Names(), ", "))
 }
 
 // buildMCP builds an mcp agent: one tool of a server, called with the dispatch's arguments.

@@ -176,6 +176,10 @@ func TestMCPBuildErrors(t *testing.T) {
 	}{
 		{"no such tool", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: get-summ}}\nmcp_servers:\n  ev: {command: %s, args: [stdio], stop_timeout: 200ms}\n", bin),
 			`mcp s: MCP server ev has no tool "get-summ" (it offers `},
+		// The names offered are the ones to write after the server's name, not the prefixed
+		// ones an llm agent's model sees.
+		{"no such tool, prefixed", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: get-summ}}\nmcp_servers:\n  ev: {command: %s, args: [stdio], stop_timeout: 200ms, prefix: ev_}\n", bin),
+			`mcp s: MCP server ev has no tool "get-summ" (it offers echo, `},
 		{"no such program", "version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: t}}\nmcp_servers:\n  ev: {command: ./not-there}\n",
 			"mcp s: MCP server ev: no program to run: "},
 		{"unset variable", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: echo}}\nmcp_servers:\n  ev: {command: %s, env: {TOKEN: TROUPE_TEST_UNSET_VARIABLE}}\n", bin),
