@@ -1,6 +1,6 @@
 // Package executortest is the conformance suite of troupe.Executor: every implementation (the
-// local goroutine executor, a Temporal executor) runs the same tests, so the engine sees the
-// same semantics on each.
+// local goroutine executor now; a Temporal executor planned) runs the same tests, so the
+// engine sees the same semantics on each.
 //
 //	func TestConformance(t *testing.T) {
 //		executortest.Run(t, func(t *testing.T) troupe.Executor { return local.New(local.Config{}) })

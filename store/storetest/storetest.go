@@ -1,5 +1,6 @@
-// Package storetest is the conformance suite of troupe.Store: every implementation (memory,
-// SQLite, PostgreSQL) runs the same tests, so the engine sees the same semantics on each.
+// Package storetest is the conformance suite of troupe.Store: every implementation (the memory
+// store now; the durable SQLite and PostgreSQL stores planned) runs the same tests, so the
+// engine sees the same semantics on each.
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) troupe.Store { return memory.New() })
