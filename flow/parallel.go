@@ -165,7 +165,7 @@ var errFirstSuccess = errors.New("flow: parallel: another branch succeeded first
 // *ConflictError, a *TieError (joined with a *ConflictError when the tied branches' writes
 // conflict too), a *StepError for the first failed branch when none succeeded (a
 // *troupe.AgentError when the group was cancelled), or a branch's error wrapping
-// troupe.ErrPaused when it paused for a human. Each unwraps to seed 003's *troupe.AgentError.
+// troupe.ErrPaused when it paused for a human (under FirstSuccess, only when no branch won). Each unwraps to seed 003's *troupe.AgentError.
 func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, error) {
 	ms, err := p.lazy.get("parallel", p.agents)
 	if err != nil {
@@ -256,8 +256,10 @@ launch:
 		conflict = &ConflictError{Conflicts: out.Conflicts}
 	}
 	switch {
-	case paused != nil:
-		return out, paused // the run pauses for a human; resumed, the group runs again
+	case paused != nil && out.Winner < 0:
+		// The run pauses for a human; resumed, the group runs again. Under FirstSuccess a
+		// winner makes the question moot: the group is done.
+		return out, paused
 	case !slices.Contains(counted, true):
 		return out, noSuccess(ctx, out.Results, causes)
 	case out.Vote != nil && out.Vote.Tie && conflict != nil:

@@ -342,3 +342,23 @@ func TestParallelBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelFirstSuccessIsNotPausedByALoser: a branch that asks a human does not pause a
+// FirstSuccess group another branch has won; the group returns the winner.
+func TestParallelFirstSuccessIsNotPausedByALoser(t *testing.T) {
+	asked := make(chan struct{})
+	asker := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		defer close(asked)
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which one?"}) // no run to ask through: paused
+		return nil, err
+	})
+	winner := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-asked
+		return &troupe.Result{AgentResult: map[string]any{"answer": 42}}, nil
+	})
+	out, err := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("asker", asker), flow.Named("winner", winner)).
+		Execute(t.Context(), troupe.NewDispatch())
+	if err != nil || out.Winner != 1 {
+		t.Errorf("Execute = winner %d, %v; want the winner and no pause", out.Winner, err)
+	}
+}
