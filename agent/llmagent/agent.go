@@ -145,6 +145,11 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 				// from streams).
 				res.Warnings = []string{"llmagent: " + c.cfg.Model + ": the server reported no token usage; tokens_used and cost_dollars are 0"}
 			}
+			if c.cfg.Stream && t.finishReason == "" {
+				// A stream cut short ends as cleanly as a whole one; only a finish_reason says
+				// the model was done.
+				res.Warnings = append(res.Warnings, fmt.Sprintf("llmagent: %s: the stream ended without a finish_reason; the answer may be incomplete", c.cfg.Model))
+			}
 			if t.finishReason == "length" {
 				// The answer parsed, but the model was stopped, not done: say so rather than
 				// pass a cut-short text off as whole.

@@ -186,6 +186,21 @@ func TestAnswerCutAtTheTokenLimitIsWarned(t *testing.T) {
 	}
 }
 
+// TestStreamWithoutFinishReasonIsWarned: a stream that ends without a finish_reason (a
+// connection cut between chunks ends as cleanly as a whole answer) gives its text with a
+// warning that it may be incomplete.
+func TestStreamWithoutFinishReasonIsWarned(t *testing.T) {
+	srv := newCompletionServer(t, reply{content: "The answer is", usage: [2]int{9, 3}, finish: "-"})
+	a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: true})
+	res, err := a.Run(t.Context(), dispatch("why?", &runtime{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "ended without a finish_reason") {
+		t.Errorf("warnings %q, want one saying the stream may be incomplete", res.Warnings)
+	}
+}
+
 // addTool adds two numbers; failTool always fails; fatalTool fails with a fatal error.
 type funcTool struct {
 	info troupe.ToolInfo

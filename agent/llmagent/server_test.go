@@ -46,7 +46,7 @@ type reply struct {
 	toolCalls []wireToolCall
 	usage     [2]int // prompt, completion
 	model     string
-	finish    string // finish_reason; "" means stop, or tool_calls when there are some
+	finish    string // finish_reason; "" means stop, or tool_calls when there are some; "-" none (streams)
 }
 
 type wireToolCall struct{ ID, Name, Args string }
@@ -170,7 +170,9 @@ func (s *completionServer) stream(w http.ResponseWriter, rep reply, model string
 		send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Args[:half]}}}}), nil)
 		send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": tc.Args[half:]}}}}), nil)
 	}
-	send([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": rep.finishReason()}}, nil)
+	if rep.finish != "-" { // "-": the stream ends without saying why, as a cut one does
+		send([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": rep.finishReason()}}, nil)
+	}
 	if so, _ := body["stream_options"].(map[string]any); so["include_usage"] == true {
 		send([]any{}, map[string]any{"prompt_tokens": rep.usage[0], "completion_tokens": rep.usage[1], "total_tokens": rep.usage[0] + rep.usage[1]})
 	}
