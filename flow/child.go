@@ -185,6 +185,23 @@ type nested struct {
 	st       view
 	children atomic.Uint64
 	asked    atomic.Uint64 // questions asked by this dispatch
+	// enclosing names the agents whose dispatches enclose this one, outermost first: the
+	// planned composite, the members and tool callers down to this dispatch's parent. An agent
+	// tool refuses to call one of them (a cycle), however the nesting came about.
+	enclosing []string
+}
+
+// enclosingOf is the chain of agents whose dispatches enclose a dispatch nested in d, d's own
+// agent last: d's enclosing chain when d is itself nested, then d's agent.
+func enclosingOf(d *troupe.Dispatch) []string {
+	var chain []string
+	if n, ok := d.Runtime().(*nested); ok {
+		chain = n.enclosing
+	}
+	if d.TargetAgent == "" {
+		return chain
+	}
+	return append(chain[:len(chain):len(chain)], d.TargetAgent)
 }
 
 func (n *nested) State(key string) (any, bool) { return n.st.get(key) }
@@ -366,7 +383,7 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		aerr := &troupe.AgentError{Code: troupe.CodeBudget, Message: "not started", Cause: err}
 		return result(ctx, m, &d, nil, aerr, time.Now()), aerr
 	}
-	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st}
+	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st, enclosing: enclosingOf(f.d)}
 	if f.em != nil {
 		rt.tc = f.tc.Child()
 	}

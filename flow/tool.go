@@ -27,7 +27,9 @@ var defaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{
 //
 // The call stack travels in ctx. It holds the agents on the path to the one called: the agent
 // that made the first call, each agent called through a tool and, when a tool wraps a
-// composite, the member that made the next call. A call to an agent already on it fails with a
+// composite, the member that made the next call. A call to an agent already on it, or to a
+// composite whose dispatch encloses the caller's (a member calling its own composite, which
+// the engine planned and no tool call put on the stack), fails with a
 // *troupe.CircularDependencyError naming the cycle, a call deeper than the called agent's
 // MaxDepth with a *troupe.MaxDepthExceededError. The called agent runs as a nested dispatch of
 // caller: its events appear in caller's run, its state reads see caller's session state, and
@@ -92,6 +94,12 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	name := t.spec.Name
 	if i := slices.Index(stack, name); i >= 0 {
 		return nil, &troupe.CircularDependencyError{Cycle: append(slices.Clone(stack[i:]), name)}
+	}
+	// The call stack holds tool calls; a composite enclosing the caller is on none. Calling
+	// one (a member of team calling team as a tool) is a cycle too, found before it runs again.
+	if outer := enclosingOf(caller); slices.Contains(outer, name) {
+		i := slices.Index(outer, name)
+		return nil, &troupe.CircularDependencyError{Cycle: append(slices.Clone(outer[i:]), name)}
 	}
 	next := make([]string, len(stack)+1)
 	copy(next, stack)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -387,4 +388,31 @@ func ExampleWithUsage() {
 	}
 	fmt.Println(*res.TokensUsed)
 	// Output: 183
+}
+
+// A member of a composite that calls its own composite as a tool is a cycle: the composite,
+// planned by the engine, is on no tool call stack, but it encloses the call. The cycle is
+// found before the composite runs again (lint runs once).
+func TestCycleThroughAnEnclosingComposite(t *testing.T) {
+	var lintRuns atomic.Int32
+	lint := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		lintRuns.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"lint": "ok"}}, nil
+	})
+	var again troupe.Tool
+	team := flow.Sequential(flow.SequentialConfig{}, flow.Named("lint", lint), flow.Named("reviewer", delegator("reviewer", &again)))
+	again = flow.AsTool("team", team)
+	d := troupe.NewDispatch()
+	d.TargetAgent = "team" // as the engine dispatches the composite it planned
+	_, err := team.Run(t.Context(), d)
+	var cycle *troupe.CircularDependencyError
+	if !errors.As(err, &cycle) {
+		t.Fatalf("err = %v, want a CircularDependencyError", err)
+	}
+	if diff := cmp.Diff([]string{"team", "reviewer", "team"}, cycle.Cycle); diff != "" {
+		t.Errorf("cycle (-want +got):\n%s", diff)
+	}
+	if n := lintRuns.Load(); n != 1 {
+		t.Errorf("lint ran %d times, want once: the cycle is found before team runs again", n)
+	}
 }
