@@ -103,7 +103,7 @@ func (c *call) prepare(ctx context.Context) error {
 		r.mu.Lock()
 		var missing []string
 		for _, k := range c.spec.Reads {
-			if _, ok := r.state[k]; !ok {
+			if _, ok := r.stageStateLocked()[k]; !ok {
 				missing = append(missing, k)
 			}
 		}
@@ -407,11 +407,12 @@ func (c *call) timedOut() {
 	}
 }
 
-// State reads session state.
+// State reads session state as the dispatch's stage began: in a parallel group, an agent that
+// finished first does not change what the others read.
 func (c *call) State(key string) (any, bool) {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
-	v, ok := c.r.state[key]
+	v, ok := c.r.stageStateLocked()[key]
 	return v, ok
 }
 

@@ -107,6 +107,11 @@ type runRare struct {
 	lateSetup   map[string]*setupOnce // agents set up when first dispatched, not at INITIALIZE
 	deps        map[*task][]depRef    // depends_on of tasks whose plan does not name agents (resolveDeps)
 	tornDown    bool                  // teardown has run: an agent set up from now on is torn down at once
+	// stageState is the session state as the current stage began, kept once an agent of a
+	// stage of several wrote to it (stageSnap): the stage's other dispatches read it, not the
+	// write, so what they see does not depend on who finished first.
+	stageState map[string]any
+	stageSnap  bool
 }
 
 // setupOnce is one agent's setup made when it is first dispatched; others dispatching it wait.
@@ -140,6 +145,15 @@ func (r *Run) warnLocked(w ...string) {
 }
 
 // rareOr returns the run's rarely used state, or an empty one (not to be written) if it has none.
+// stageStateLocked is the session state the current stage's dispatches and routing read: as
+// the stage began. The caller holds r.mu.
+func (r *Run) stageStateLocked() map[string]any {
+	if x := r.rare; x != nil && x.stageSnap {
+		return x.stageState
+	}
+	return r.state
+}
+
 func (r *Run) rareOr() *runRare {
 	if r.rare != nil {
 		return r.rare
@@ -906,6 +920,9 @@ func (r *Run) advanceLocked() {
 func (r *Run) advanceStagesLocked() {
 	for !r.stopping() && r.stage < len(r.stages) {
 		if !r.routed {
+			if x := r.rare; x != nil {
+				x.stageState, x.stageSnap = nil, false // a new stage reads the state as it is now
+			}
 			for _, t := range r.stages[r.stage] {
 				if r.budgetLocked() != "" {
 					// Spent for good (time, cost, tokens and dispatches only grow): no task
@@ -944,7 +961,7 @@ func (r *Run) routeLocked(t *task) bool {
 	if replayed {
 		d = *recorded
 	} else {
-		in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.state, Available: r.e.names}
+		in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.stageStateLocked(), Available: r.e.names}
 		d, err = routeSafely(r.e.router, r.context(), in, r.rec.req.Context)
 	}
 	if err == nil && !r.e.reg.Has(d.Target) {
@@ -1500,7 +1517,17 @@ func (r *Run) writeStateLocked(c *call) {
 		}
 	}
 	if delta != nil {
-		if r.state == nil {
+		switch {
+		case len(r.stages[t.step-1]) > 1:
+			// Others of this stage may still read the state: they keep reading it as the stage
+			// began, and the write goes to a copy.
+			if x := r.more(); !x.stageSnap {
+				x.stageState, x.stageSnap = r.state, true
+			}
+			next := make(map[string]any, len(r.state)+len(delta))
+			maps.Copy(next, r.state)
+			r.state = next
+		case r.state == nil:
 			r.state = make(map[string]any, len(delta))
 		}
 		maps.Copy(r.state, delta)
