@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/examples/e2i"
 )
@@ -563,5 +564,23 @@ func TestEveryAgent(t *testing.T) {
 				t.Errorf("cancelled context: error %v, want context.Canceled", err)
 			}
 		})
+	}
+}
+
+// Agents of one parallel stage reach the explainer in the order they happened to finish; the
+// answer must not depend on it.
+func TestExplainerOrderIsStable(t *testing.T) {
+	reg := registry(t)
+	parsed := map[string]any{"intent": "trend", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "recent"}
+	var ups []troupe.UpstreamResult
+	for _, a := range []string{"drift_monitor", "gap_analyzer", "prediction_synthesizer"} {
+		ups = append(ups, upstreamOf(a, call(t, reg, a, newDispatch(a, parsed))))
+	}
+	want := call(t, reg, "explainer", newDispatch("explainer", parsed, ups...)).AgentResult["explanation"]
+	reversed := slices.Clone(ups)
+	slices.Reverse(reversed)
+	got := call(t, reg, "explainer", newDispatch("explainer", parsed, reversed...)).AgentResult["explanation"]
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("explanation depends on the upstream order (-in order +reversed):\n%s", diff)
 	}
 }

@@ -180,7 +180,6 @@ func (ds *Dataset) predictionSynthesizer(ctx context.Context, d *troupe.Dispatch
 	}
 	out := map[string]any{
 		"brand":           s.brand,
-		"region":          where,
 		"kpi":             s.kpi,
 		"fit_from_week":   start,
 		"trend_per_week":  round(f.Beta[1], 2),
@@ -190,6 +189,12 @@ func (ds *Dataset) predictionSynthesizer(ctx context.Context, d *troupe.Dispatch
 		"forecast_basis":  basis,
 		"horizon_weeks":   horizon,
 		"last_week_value": round(y[Weeks-1], 1),
+	}
+	// "region" is the bare name every agent writes, so that the run's aggregation, which
+	// compares fields of the same name across agents, sees agreement; a forecast of all
+	// regions names none.
+	if region != "" {
+		out["region"] = region
 	}
 	summary := fmt.Sprintf("%s %s in %s is forecast at %s for weeks %d-%d (95%% interval ±%s at week %d), a trend of %+.1f a week fitted on weeks %d-%d (%s)",
 		s.brand, s.kpi, where, strings.Join(points, ", "), Weeks+1, Weeks+horizon, pct(lastHalf/lastValue), Weeks+horizon,

@@ -78,9 +78,15 @@ func explainCausal(c *composer) string {
 		dir, net, a, b = "rose", "gained", lo, hi
 	}
 	kpi := c.s(ce, "kpi")
-	return fmt.Sprintf("%s %s in the %s %s %s from week %.0f against the %s (95%% CI %s to %s; difference-in-differences, t = %.1f): %s %s a week %s, %s over the %.0f weeks since.",
+	out := fmt.Sprintf("%s %s in the %s %s %s from week %.0f against the %s (95%% CI %s to %s; difference-in-differences, t = %.1f): %s %s a week %s, %s over the %.0f weeks since.",
 		c.s(ce, "brand"), kpi, c.s(ce, "region"), dir, pct(math.Abs(rel)), week, list(stringsOf(controls)),
 		pct(a), pct(b), t, units(math.Abs(perWeek)), kpi, net, units(math.Abs(total)), post)
+	if lo <= 0 && hi >= 0 {
+		// A change point is found in any series: an interval that includes no change must not
+		// read as a finding.
+		out += " The change is not significant at 95%: its interval includes no change."
+	}
+	return out
 }
 
 func explainGap(c *composer) string {
@@ -96,10 +102,13 @@ func explainGap(c *composer) string {
 		weeks, region, rate, kpi, peerRate, peer, pct(gap), units(total), kpi, units(perWeek))
 	if _, ok := c.result["gap_explained_by_effect"]; ok {
 		share, effect := c.n("gap_explained_by_effect"), c.n("causal_units_per_week")
-		if share >= 1 {
+		switch {
+		case effect > 0:
+			out += fmt.Sprintf(" The estimated change is a rise of %s a week, so it explains none of that gap.", units(effect))
+		case share >= 1:
 			out += fmt.Sprintf(" The estimated effect, %s a week, is %s of that gap: without it the %s would be level with or ahead of the %s.",
 				units(math.Abs(effect)), pct(share), region, peer)
-		} else {
+		default:
 			out += fmt.Sprintf(" The estimated effect, %s a week, accounts for %s of that gap.", units(math.Abs(effect)), pct(share))
 		}
 	}
@@ -206,8 +215,12 @@ func explainForecast(c *composer) string {
 		c.result = outer
 	}
 	kpi := c.s("kpi")
+	where := "all regions"
+	if r := lookupString(c.result, "region"); r != "" {
+		where = "the " + r
+	}
 	return fmt.Sprintf("A linear trend of %+.1f %s a week since week %.0f projects %s %s in %s at %s for weeks %.0f-%.0f.",
-		c.n("trend_per_week"), kpi, c.n("fit_from_week"), c.s("brand"), kpi, c.s("region"), list(parts), first, last)
+		c.n("trend_per_week"), kpi, c.n("fit_from_week"), c.s("brand"), kpi, where, list(parts), first, last)
 }
 
 func explainAllocation(c *composer) string {
@@ -273,7 +286,17 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 	var sentences, sources []string
 	basis := map[string]any{}
 	conf := 1.0
-	for _, u := range d.UpstreamResults {
+	// The agents of a parallel stage arrive in the order they finished; read them in seed
+	// 000's agent order (tier by tier) so that the same question always gets the same answer.
+	rank := func(agent string) int {
+		if i := slices.Index(Agents(), agent); i >= 0 {
+			return i
+		}
+		return len(Agents())
+	}
+	upstream := slices.Clone(d.UpstreamResults)
+	slices.SortStableFunc(upstream, func(a, b troupe.UpstreamResult) int { return rank(a.Agent) - rank(b.Agent) })
+	for _, u := range upstream {
 		if u.Agent == "explainer" || u.Agent == "feedback_learner" || u.Agent == "observability_connector" {
 			continue // about the run, not about the question
 		}

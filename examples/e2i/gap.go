@@ -128,14 +128,16 @@ func (ds *Dataset) gapAnalyzer(ctx context.Context, d *troupe.Dispatch) (*troupe
 	}
 	if haveEffect && lookupString(ce, "region") == region && lookupString(ce, "kpi") == s.kpi {
 		if effect, ok := lookupNumber(ce, "units_per_week"); ok && perWeek > 0 {
-			share := -effect / perWeek
+			// Only a drop can account for a shortfall: a rise explains none of it, and a
+			// negative share of a gap reads as nonsense.
+			share := max(-effect/perWeek, 0)
 			out["causal_units_per_week"] = effect
 			out["gap_explained_by_effect"] = round(share, 4)
-			what := "drop"
 			if effect > 0 {
-				what = "rise"
+				summary += fmt.Sprintf("; the estimated change is a rise of %s %s a week, which explains none of that gap", units(effect), s.kpi)
+			} else {
+				summary += fmt.Sprintf("; the estimated drop of %s %s a week is %s of that gap", units(math.Abs(effect)), s.kpi, pct(share))
 			}
-			summary += fmt.Sprintf("; the estimated %s of %s %s a week is %s of that gap", what, units(math.Abs(effect)), s.kpi, pct(share))
 		}
 	}
 	return completed(summary, confidence, out, s.warnings), nil

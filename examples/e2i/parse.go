@@ -125,7 +125,7 @@ func DefaultParserRules() ParserRules {
 			{"exploratory", Keywords{Words: []string{"gap", "gaps"}, Stems: []string{"opportunit"}}},
 		},
 		Prefer: []AgentKeywords{
-			{"prediction_synthesizer", Keywords{Stems: []string{"forecast", "projection"}}},
+			{"prediction_synthesizer", Keywords{Stems: []string{"forecast", "predict", "projection"}}},
 			{"resource_optimizer", Keywords{Stems: []string{"budget", "allocat", "spend"}}},
 			{"heterogeneous_optimizer", Keywords{Words: []string{"decile", "deciles"}, Stems: []string{"segment", "heterogene"}}},
 		},

@@ -113,3 +113,80 @@ func TestRunEveryIntent(t *testing.T) {
 		})
 	}
 }
+
+// A forecast names its region as every other agent does ("Midwest", not "the Midwest"), and
+// names none when it covers all regions, so agents that agree on the region show no conflict.
+func TestRunForecastRegionAgrees(t *testing.T) {
+	for _, tc := range []struct {
+		q     string
+		where []string // one of them
+	}{
+		// With no region asked about, the forecast covers all regions, or the region
+		// causal_impact found when its result is in session state by the time the forecast
+		// is dispatched (the two share a parallel stage).
+		{"What is the forecast for Kisqali NRx next quarter?", []string{"Kisqali NRx in all regions at", "Kisqali NRx in the Midwest at"}},
+		{"Forecast Kisqali NRx in the Midwest", []string{"Kisqali NRx in the Midwest at"}},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			evs := runQuery(t, tc.q)
+			agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]
+			if len(agg.ConflictsDetected) > 0 {
+				t.Errorf("conflicts between agents that agree on the region: %+v", agg.ConflictsDetected)
+			}
+			if !slices.ContainsFunc(tc.where, func(w string) bool { return strings.Contains(agg.Synthesis, w) }) {
+				t.Errorf("synthesis lacks any of %q:\n%s", tc.where, agg.Synthesis)
+			}
+		})
+	}
+}
+
+// A question asking for a prediction gets one: "predict" brings in prediction_synthesizer as
+// "forecast" does.
+func TestRunPredictForecasts(t *testing.T) {
+	evs := runQuery(t, "Predict Kisqali NRx in the Midwest")
+	var agents []string
+	for _, r := range dataOf[*troupe.Result](evs, troupe.KindDispatchCompleted) {
+		agents = append(agents, r.AgentName)
+	}
+	if !slices.Contains(agents, "prediction_synthesizer") {
+		t.Errorf("agents %v: no prediction_synthesizer for a request to predict", agents)
+	}
+}
+
+// When causal_impact finds a rise where gap_analyzer finds a shortfall, the rise accounts for
+// none of the gap: no negative share of it.
+func TestRunRiseDoesNotExplainGap(t *testing.T) {
+	evs := runQuery(t, "What caused the drop in NRx for Verzenio in Midwest?")
+	for _, r := range dataOf[*troupe.Result](evs, troupe.KindDispatchCompleted) {
+		if r.AgentName != "gap_analyzer" {
+			continue
+		}
+		if share, ok := r.AgentResult["gap_explained_by_effect"].(float64); ok && share < 0 {
+			t.Errorf("gap_explained_by_effect = %v, want none for a rise", share)
+		}
+		if strings.Contains(*r.AnalysisSummary, "% of that gap") && strings.Contains(*r.AnalysisSummary, "is -") {
+			t.Errorf("gap_analyzer summary gives a negative share: %s", *r.AnalysisSummary)
+		}
+	}
+	agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]
+	if strings.Contains(agg.Synthesis, "accounts for -") {
+		t.Errorf("synthesis gives a negative share of the gap:\n%s", agg.Synthesis)
+	}
+	if !strings.Contains(agg.Synthesis, "rose") {
+		t.Errorf("synthesis does not say the estimated change is a rise:\n%s", agg.Synthesis)
+	}
+}
+
+// An estimate whose 95% interval includes no change is not reported as a finding without
+// saying so.
+func TestRunInsignificantEffectSaysSo(t *testing.T) {
+	evs := runQuery(t, "What caused the drop in TRx for Fabhalta in the South?")
+	agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]
+	if !strings.Contains(agg.Synthesis, "not significant") {
+		t.Errorf("synthesis presents an interval that includes no change as a finding:\n%s", agg.Synthesis)
+	}
+	evs = runQuery(t, kisqaliQuery)
+	if agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]; strings.Contains(agg.Synthesis, "not significant") {
+		t.Errorf("the planted drop reads as not significant:\n%s", agg.Synthesis)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/bundle"
@@ -26,8 +27,8 @@ var judgeSchema []byte
 func JudgeSchema() []byte { return bytes.Clone(judgeSchema) }
 
 // ProposalOf finds the proposal a dispatch asks about: parsed_query "proposal" (an object with
-// Proposal's fields), else parsed_query "case" or a case id in the query text, among the
-// shipped cases.
+// Proposal's fields), else parsed_query "case" or a case id in the query text (in any case,
+// with spaces or hyphens between its words), among the shipped cases.
 func (ds *Dataset) ProposalOf(d *troupe.Dispatch) (Proposal, error) {
 	if v, ok := d.ParsedQuery["proposal"]; ok {
 		b, err := json.Marshal(v)
@@ -47,8 +48,11 @@ func (ds *Dataset) ProposalOf(d *troupe.Dispatch) (Proposal, error) {
 	}
 	id, _ := d.ParsedQuery["case"].(string)
 	if id == "" {
+		// Word by word, ignoring case and punctuation: "warehouse expansion", "CRM-rollout"
+		// and the question without its question mark all name their case.
+		q := words(d.Query)
 		for _, c := range ds.Cases {
-			if strings.Contains(d.Query, c.ID) || d.Query == c.Question {
+			if strings.Contains(q, words(c.ID)) || q == words(c.Question) {
 				id = c.ID
 			}
 		}
@@ -64,6 +68,12 @@ func (ds *Dataset) ProposalOf(d *troupe.Dispatch) (Proposal, error) {
 			FallbackAction: "ask user to clarify"}
 	}
 	return p, nil
+}
+
+// words returns s's words in lower case, each between single spaces.
+func words(s string) string {
+	ws := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return " " + strings.Join(ws, " ") + " "
 }
 
 // Judge returns the judge agent: it assesses the dispatch's proposal with the replicate's

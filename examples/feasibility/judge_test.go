@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/bundle"
 	"github.com/troupehq/troupe/examples/feasibility"
 )
@@ -171,5 +172,34 @@ func TestDecideInvalidAndTie(t *testing.T) {
 	b, _, _ = bundle.Build(bundle.Meta{Task: "feasibility", KMax: 2}, none, bundle.Options{})
 	if _, err := feasibility.Decide(p, b, 0.8); err == nil || !strings.Contains(err.Error(), "no valid replicate") {
 		t.Errorf("no valid replicates: %v", err)
+	}
+}
+
+// A shipped case is found by its id however the question writes it — "warehouse expansion",
+// "CRM-rollout" — or by its question without the exact punctuation.
+func TestProposalOfQueryText(t *testing.T) {
+	ds := feasibility.DefaultDataset()
+	for _, tc := range []struct{ query, want string }{
+		{"Is warehouse-expansion feasible?", "warehouse-expansion"},
+		{"Is the warehouse expansion feasible?", "warehouse-expansion"},
+		{"Check the CRM-Rollout", "crm-rollout"},
+		{"can we roll out the new CRM within 40 weeks and 400k", "crm-rollout"},
+		{"Lab platform: go or no go?", "lab-platform"},
+	} {
+		d := troupe.NewDispatch()
+		d.Query = tc.query
+		p, err := ds.ProposalOf(d)
+		if err != nil {
+			t.Errorf("%q: %v", tc.query, err)
+			continue
+		}
+		if want, _ := ds.Case(tc.want); p.ID != want.ID {
+			t.Errorf("%q: case %q, want %q", tc.query, p.ID, tc.want)
+		}
+	}
+	d := troupe.NewDispatch()
+	d.Query = "Can we build a bridge for 2M in 80 weeks?"
+	if _, err := ds.ProposalOf(d); err == nil {
+		t.Error("a question naming no case found one")
 	}
 }

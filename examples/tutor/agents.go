@@ -246,10 +246,7 @@ func (a *Specialists) Tutor(_ context.Context, d *troupe.Dispatch) (*troupe.Resu
 	var cur, level string
 	lookup(d, KeyCurrentTopic, &cur)
 	lookup(d, KeyLearnerLevel, &level)
-	topic, ok := a.corpus.Concept(cur)
-	if named, found := a.corpus.FindTopic(d.Query); found {
-		topic, ok = named, true
-	}
+	topic, ok := a.corpus.topicOf(d.Query, cur)
 	if !ok {
 		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: "tutor: no current topic", FallbackAction: "run diagnostic first"}
 	}
@@ -333,6 +330,10 @@ var stopWords = map[string]bool{
 	"a": true, "an": true, "the": true, "is": true, "are": true, "do": true, "does": true, "how": true, "why": true,
 	"what": true, "explain": true, "me": true, "i": true, "you": true, "to": true, "of": true, "in": true, "it": true,
 	"can": true, "please": true, "and": true, "we": true, "my": true, "about": true, "work": true, "works": true, "s": true,
+	// Words that say nothing about the content: a sentence sharing them is no answer.
+	"that": true, "this": true, "these": true, "those": true, "when": true, "so": true, "with": true, "for": true,
+	"on": true, "at": true, "be": true, "if": true, "or": true, "but": true, "not": true, "did": true, "there": true,
+	"they": true, "them": true, "its": true, "again": true, "just": true, "would": true, "should": true,
 }
 
 // retrieve returns up to n corpus sentences that share the most content words with question,
@@ -414,7 +415,8 @@ func sentences(text string) []string {
 func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	var cur string
 	lookup(d, KeyCurrentTopic, &cur)
-	topic, ok := a.corpus.Concept(cur)
+	// "quiz me on decimals" quizzes on decimals; a quiz paused on another topic stays paused.
+	topic, ok := a.corpus.topicOf(d.Query, cur)
 	if !ok {
 		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("quiz: unknown current topic %q", cur), FallbackAction: "run diagnostic first"}
 	}

@@ -159,6 +159,33 @@ func (c *Corpus) FindTopic(msg string) (*Concept, bool) {
 	return best, best != nil
 }
 
+// mentions reports whether msg names concept k by its id, name or an alias, as FindTopic
+// matches them.
+func mentions(k *Concept, msg string) bool {
+	words := " " + strings.Join(tokens(msg), " ") + " "
+	for _, name := range append([]string{k.ID, k.Name}, k.Aliases...) {
+		n := strings.Join(tokens(name), " ")
+		if n == "" && strings.Contains(msg, name) || n != "" && strings.Contains(words, " "+n+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// topicOf returns the concept a message is about in a session on current: the current topic
+// when the message names it, though it may name others too ("dividing fractions" is still
+// fractions), else the concept the message names, else the current topic.
+func (c *Corpus) topicOf(msg, current string) (*Concept, bool) {
+	cur, ok := c.Concept(current)
+	if ok && mentions(cur, msg) {
+		return cur, true
+	}
+	if named, found := c.FindTopic(msg); found {
+		return named, true
+	}
+	return cur, ok
+}
+
 // Prerequisites returns every concept id that id requires, directly or not, nearest first
 // (breadth-first), without id itself.
 func (c *Corpus) Prerequisites(id string) []string {

@@ -268,3 +268,43 @@ func TestPathAfterMasteringTheTopic(t *testing.T) {
 		t.Errorf("the mastered topic is still on the path:\n%s", r.Text())
 	}
 }
+
+// A question about the current topic stays on it, though it also mentions another concept
+// ("dividing" fractions is still fractions); and a message with no content words beyond
+// "how does that work" gets the topic's explanation, not a passage chosen for sharing "that".
+func TestTutorStaysOnTheCurrentTopic(t *testing.T) {
+	s, _ := newSession(t, 1)
+	send(t, s, "teach me fractions")
+	const fractions = "Key points: the denominator counts the parts of the whole"
+	for _, tc := range []struct{ msg, notWant string }{
+		{"why do we flip the second fraction when dividing?", "Key points: division undoes multiplication"},
+		{"how does that work", "On your question:"},
+	} {
+		r := send(t, s, tc.msg)
+		if text := r.Text(); !strings.Contains(text, fractions) || strings.Contains(text, tc.notWant) {
+			t.Errorf("%q: reply strays from fractions (want %q, not %q):\n%s", tc.msg, fractions, tc.notWant, text)
+		}
+	}
+}
+
+// "quiz me on decimals" quizzes on decimals, whatever the current topic and even with a quiz
+// on it paused.
+func TestQuizOnTheNamedTopic(t *testing.T) {
+	s, l := newSession(t, 1)
+	send(t, s, "teach me fractions")
+	l.set("script", "pause")
+	send(t, s, "quiz me")
+	if s.State()[tutor.KeyQuizPaused] != true {
+		t.Fatal("the fractions quiz did not pause")
+	}
+	l.set("right")
+	r := send(t, s, "quiz me on decimals")
+	for _, id := range l.questions() {
+		if q, _ := s.Corpus().Question(id); q.Concept != "decimals" {
+			t.Errorf("asked %s (%s) in a quiz on decimals; reply: %s", id, q.Concept, r.Text())
+		}
+	}
+	if !strings.Contains(r.Text(), "Quiz on Decimals complete") {
+		t.Errorf("reply does not complete a decimals quiz:\n%s", r.Text())
+	}
+}

@@ -121,7 +121,12 @@ func printVote(ctx context.Context, cfg codegen.Config, task string, w io.Writer
 			return strings.Compare(v.Tally.Voters[a][0], v.Tally.Voters[b][0])
 		})
 		for i, a := range answers {
-			fmt.Fprintf(w, "== answer %d: %d vote(s) from %s\n", i+1, v.Tally.Counts[a], strings.Join(v.Tally.Voters[a], ", "))
+			voters := v.Tally.Voters[a]
+			fmt.Fprintf(w, "== answer %d: %d vote(s) from %s\n", i+1, v.Tally.Counts[a], strings.Join(voters, ", "))
+			if v.Winner == "" && len(voters) > 0 {
+				// No majority: the choice is the user's, so show each candidate as written.
+				fmt.Fprintf(w, "%s\n", strings.TrimRight(v.Code[voters[0]], "\n"))
+			}
 		}
 	}
 	if v.Winner != "" {
@@ -129,7 +134,7 @@ func printVote(ctx context.Context, cfg codegen.Config, task string, w io.Writer
 	}
 	fmt.Fprintf(w, "== %d tokens, $%.4f\n", v.TokensUsed, v.CostDollars)
 	if tie := (*flow.TieError)(nil); errors.As(err, &tie) {
-		// The tie's own message quotes every tied implementation, printed above already.
+		// Every tied implementation is printed above; the error only counts them.
 		return fmt.Errorf("codegen: %s: no majority — %d answers tied with %d vote(s) each", flow.CodeVoteTie, len(tie.Vote.Tied), tie.Vote.Counts[tie.Vote.Tied[0]])
 	}
 	return err

@@ -29,7 +29,8 @@ func TestRun(t *testing.T) {
 		{"vote", []string{"-vote", "-cassette", "../../testdata/vote_majority.json", sum}, 0,
 			[]string{"== answer 1: 2 vote(s) from implementer_a, implementer_b", "== answer 2: 1 vote(s) from implementer_c", "== winner", "total := 0"}, ""},
 		{"tie", []string{"-vote", "-cassette", "../../testdata/vote_tie.json", "Write a Go function Reverse(s string) string that reverses a string by runes."}, 1,
-			[]string{"== implementer_c failed: INVALID_OUTPUT", "vote(s) from implementer_a", "vote(s) from implementer_b"}, "codegen: VOTE_TIE: no majority — 2 answers tied with 1 vote(s) each"},
+			// Without a winner, each tied implementation is shown: the user must choose.
+			[]string{"== implementer_c failed: INVALID_OUTPUT", "vote(s) from implementer_a", "func Reverse(s string) string {", "vote(s) from implementer_b", "func Reverse(s string) string {"}, "codegen: VOTE_TIE: no majority — 2 answers tied with 1 vote(s) each"},
 		{"no task", nil, 2, nil, "codegen: give the task"},
 		{"unrecorded task", []string{"-cassette", "../../testdata/review.json", "something else"}, 1, nil, "no recorded exchange matches"},
 	}
