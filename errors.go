@@ -168,6 +168,18 @@ func NewPanicError(v any) *PanicError {
 	return &PanicError{Value: v, Stack: string(buf[:runtime.Stack(buf, false)])}
 }
 
+// CallSafely calls f, user code such as an agent's Setup or a guardrail, and returns what it
+// returns, or, when it panics, a *PanicError with the panic and its stack: the process goes
+// on, and the caller reports the failure as it would an error.
+func CallSafely(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = NewPanicError(v)
+		}
+	}()
+	return f()
+}
+
 // ErrorInfo is one entry of a result's errors list (seed 000's errors: List[Dict]), shaped as
 // seed 003's error contract so every agent reports failures the same way.
 //

@@ -3,6 +3,7 @@ package troupe_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -348,5 +349,16 @@ func TestErrorInfoErr(t *testing.T) {
 				t.Errorf("ErrorInfoOf(Err()) (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestCallSafely(t *testing.T) {
+	if err := troupe.CallSafely(func() error { return io.EOF }); err != io.EOF {
+		t.Errorf("CallSafely returned %v, want f's error", err)
+	}
+	err := troupe.CallSafely(func() error { panic("setup exploded") })
+	var pe *troupe.PanicError
+	if !errors.As(err, &pe) || pe.Value != "setup exploded" || !strings.Contains(pe.Stack, "TestCallSafely") {
+		t.Errorf("CallSafely of a panic = %v, want a PanicError with the value and the stack", err)
 	}
 }

@@ -662,7 +662,7 @@ func (r *Run) setupAgents(p *troupe.Plan) error {
 		if !ok {
 			continue
 		}
-		if err := safeCall(func() error { return s.Setup(r.context()) }); err != nil {
+		if err := troupe.CallSafely(func() error { return s.Setup(r.context()) }); err != nil {
 			r.teardown()
 			return fmt.Errorf("setup of %s: %w", n, err)
 		}
@@ -721,7 +721,7 @@ type teardownJob struct {
 }
 
 func (j *teardownJob) Run(ctx context.Context) {
-	j.err = safeCall(func() error { return j.td.Teardown(ctx) })
+	j.err = troupe.CallSafely(func() error { return j.td.Teardown(ctx) })
 }
 
 func (j *teardownJob) Done(expired bool) { j.expired = expired }
@@ -759,7 +759,7 @@ func (r *Run) setupLate(ctx context.Context, name string, s troupe.Setupper) err
 	x.lateSetup[name] = o
 	r.mu.Unlock()
 
-	err := safeCall(func() error { return s.Setup(r.context()) })
+	err := troupe.CallSafely(func() error { return s.Setup(r.context()) })
 	r.mu.Lock()
 	late := x.tornDown // the run finished while it was being set up
 	if err == nil && !late {
@@ -817,15 +817,6 @@ func failInfo(err error, code, msg string) troupe.ErrorInfo {
 		return info
 	}
 	return troupe.ErrorInfo{Code: code, Message: msg}
-}
-
-func safeCall(f func() error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = troupe.NewPanicError(v)
-		}
-	}()
-	return f()
 }
 
 // emitLocked adds ev to the current transition's batch (unless a resumed run already recorded

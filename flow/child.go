@@ -502,14 +502,12 @@ func checkResult(ctx context.Context, m *member, d *troupe.Dispatch, res *troupe
 // guardrail calls check, one of g's checks, turning a panic into an error with code PANIC that
 // names g: a guardrail is user code, and the process goes on, as it does when an agent panics.
 func guardrail(g troupe.Guardrail, check func() troupe.Verdict) (v troupe.Verdict, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			pe := troupe.NewPanicError(p)
-			err = &troupe.AgentError{Code: troupe.CodePanic, Message: fmt.Sprintf("guardrail %s panicked: %v", g.Name(), p), Cause: pe,
-				Details: troupe.ErrorInfoOf(pe).Details}
-		}
-	}()
-	return check(), nil
+	var pe *troupe.PanicError
+	if errors.As(troupe.CallSafely(func() error { v = check(); return nil }), &pe) {
+		return v, &troupe.AgentError{Code: troupe.CodePanic, Message: fmt.Sprintf("guardrail %s panicked: %v", g.Name(), pe.Value), Cause: pe,
+			Details: troupe.ErrorInfoOf(pe).Details}
+	}
+	return v, nil
 }
 
 // writersOf is STATE_MISSING's fallback action: run the other members of the composite that

@@ -58,7 +58,7 @@ func setUp(ctx context.Context, what string, specs []*troupe.AgentSpec) error {
 		if !ok {
 			continue
 		}
-		if err := guarded(func() error { return su.Setup(ctx) }); err != nil {
+		if err := troupe.CallSafely(func() error { return su.Setup(ctx) }); err != nil {
 			err = fmt.Errorf("flow: %s: setup of %s: %w", what, s.Name, err)
 			return errors.Join(err, tearDown(ctx, what, specs[:i]))
 		}
@@ -82,19 +82,9 @@ func tearDown(ctx context.Context, what string, specs []*troupe.AgentSpec) error
 		if !ok {
 			continue
 		}
-		if err := guarded(func() error { return td.Teardown(ctx) }); err != nil {
+		if err := troupe.CallSafely(func() error { return td.Teardown(ctx) }); err != nil {
 			errs = append(errs, fmt.Errorf("flow: %s: teardown of %s: %w", what, s.Name, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// guarded calls f and turns a panic into a *troupe.PanicError.
-func guarded(f func() error) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = troupe.NewPanicError(v)
-		}
-	}()
-	return f()
 }
