@@ -1,8 +1,10 @@
 package redact
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,9 +32,34 @@ func Builtin() []Rule {
 			`|\bxox[abposr]-[A-Za-z0-9-]{10,}` + // Slack
 			`|\bAIza[0-9A-Za-z_\-]{35}` + // Google API key
 			`|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)}, // JWT
-		{"secret", regexp.MustCompile(`(?i)\b(api[_-]?key|secret|password|passwd|token|access[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`)},
+		// key=value secrets: a quoted value up to its closing quote (the quote stays), else
+		// a bare one up to white space or punctuation. The three rules share their name.
+		{"secret", regexp.MustCompile(secretName + `(["']?\s*[:=]\s*")(?:[^"\\\n]|\\.)+`)},
+		{"secret", regexp.MustCompile(secretName + `(["']?\s*[:=]\s*')(?:[^'\\\n]|\\.)+`)},
+		{"secret", regexp.MustCompile(secretName + `(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`)},
 		{"email", regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)},
 	}
+}
+
+// secretNames are the names of key=value secrets, with any prefix ending in '_' or '-':
+// DB_PASSWORD, client_secret, aws_secret_access_key; not max_tokens or passwordless.
+const secretNames = `(?:[a-z0-9]+[_-])*(?:api[_-]?key|secret|password|passwd|token|access[_-]?key|(?:secret|private)[_-]?key)`
+
+// secretName starts a key=value rule: the name, as submatch 1.
+const secretName = `(?i)\b(` + secretNames + `)`
+
+// secretMember matches a JSON member name the key=value rule would take for a secret's, so
+// that a decoded document is redacted as its text is.
+var secretMember = regexp.MustCompile(`(?i)^` + secretNames + `$`)
+
+func isSecretMember(k string) bool {
+	return len(k) >= 5 && hasSecretWord(k) && secretMember.MatchString(k)
+}
+
+// hasSecretWord reports whether s holds what every secret name holds, in any case.
+func hasSecretWord(s string) bool {
+	return containsFoldASCII(s, "key") || containsFoldASCII(s, "secret") ||
+		containsFoldASCII(s, "passw") || containsFoldASCII(s, "token")
 }
 
 // DefaultFields are field paths redacted whatever their value: members that by their name hold
@@ -63,6 +90,7 @@ type Config struct {
 type Redactor struct {
 	rules       []rule
 	fields      [][]string
+	secrets     bool // members named as key=value secrets are replaced whole (the defaults)
 	replacement string
 }
 
@@ -83,7 +111,7 @@ var mayMatch = map[string]func(string) bool{
 		return len(s) >= 15 && (strings.ContainsAny(s, "-_") || strings.Contains(s, "AKIA") ||
 			strings.Contains(s, "AIza") || strings.Contains(s, "eyJ"))
 	},
-	"secret": func(s string) bool { return len(s) >= 10 && strings.ContainsAny(s, ":=") },
+	"secret": func(s string) bool { return len(s) >= 8 && strings.ContainsAny(s, ":=") && hasSecretWord(s) }, // token:"x
 	"email":  func(s string) bool { return len(s) >= 6 && strings.IndexByte(s, '@') >= 0 },
 }
 
@@ -118,6 +146,7 @@ func New(cfg Config) (*Redactor, error) {
 			r.rules = append(r.rules, ru)
 		}
 		fields = append(slices.Clone(defaultFields), fields...)
+		r.secrets = true
 	}
 	for i, p := range cfg.Patterns {
 		re, err := regexp.Compile(p)
@@ -172,9 +201,11 @@ func (r *Redactor) String(s string) string {
 }
 
 // Value returns a redacted deep copy of a JSON value (as encoding/json decodes it: maps,
-// slices, strings, numbers, booleans, nil; other types are returned unchanged): strings with
-// rules applied, values under matching field paths replaced whole, and map keys redacted too.
-// v itself is not modified.
+// slices, strings, numbers, booleans, nil; typed maps with string keys and typed lists are
+// copied as those; structs, pointers and other types are returned unchanged): strings with
+// rules applied, values under matching field paths — and, with the defaults, under members
+// named as a key=value secret's ("token", "DB_PASSWORD") — replaced whole, and map keys
+// redacted too. v itself is not modified.
 func (r *Redactor) Value(v any) any {
 	if r == nil {
 		return v
@@ -195,7 +226,7 @@ func (r *Redactor) ValueAt(path []string, v any) any {
 	p := buf[:0]
 	for _, k := range path {
 		p = append(p, strings.ToLower(k))
-		if r.fieldMatch(p) {
+		if r.fieldMatch(p) || r.secrets && isSecretMember(k) {
 			return r.replacement
 		}
 	}
@@ -216,7 +247,7 @@ func (r *Redactor) value(v any, path []string, depth int) any {
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := append(path, strings.ToLower(k))
 			rk := r.String(k)
-			if r.fieldMatch(p) {
+			if r.fieldMatch(p) || r.secrets && isSecretMember(k) {
 				out[rk] = r.replacement
 			} else {
 				out[rk] = r.value(x[k], p, depth+1)
@@ -242,6 +273,39 @@ func (r *Redactor) value(v any, path []string, depth int) any {
 			s[i] = e
 		}
 		return r.value(s, path, depth)
+	case nil, bool, float64, int, int64, json.Number:
+		return v
+	}
+	return r.typed(v, path, depth)
+}
+
+// typed redacts the typed lists and maps Go code builds JSON-shaped values with
+// ([]map[string]any, map[string][]string, http.Header, a named string type) as the same value
+// decoded from JSON. Lists of numbers or booleans are returned unchanged, as are structs,
+// pointers and []byte.
+func (r *Redactor) typed(v any, path []string, depth int) any {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		return r.String(rv.String())
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return v
+		}
+		m := make(map[string]any, rv.Len())
+		for it := rv.MapRange(); it.Next(); {
+			m[it.Key().String()] = it.Value().Interface()
+		}
+		return r.value(m, path, depth)
+	case reflect.Slice, reflect.Array:
+		switch rv.Type().Elem().Kind() {
+		case reflect.String, reflect.Interface, reflect.Map, reflect.Slice, reflect.Array:
+			s := make([]any, rv.Len())
+			for i := range s {
+				s[i] = rv.Index(i).Interface()
+			}
+			return r.value(s, path, depth)
+		}
 	}
 	return v
 }

@@ -161,3 +161,96 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// A quoted secret is redacted whole, up to its closing quote: a pass phrase with spaces in a
+// JSON document or a Python dict's repr leaks none of its words.
+func TestQuotedSecretRedactedWhole(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	tests := []struct{ in, want string }{
+		{`{"password": "correct horse battery staple"}`, `{"password": "[REDACTED:secret]"}`},
+		{`{'password': 'hunter two', 'user': 'bob'}`, `{'password': '[REDACTED:secret]', 'user': 'bob'}`},
+		{`PASSWORD = "a b,c;d"`, `PASSWORD = "[REDACTED:secret]"`},
+		{`{"token":"x"}`, `{"token":"[REDACTED:secret]"}`},
+		{`{"token": "a \"quoted\" word"}`, `{"token": "[REDACTED:secret]"}`},
+		{`{"token": ""}`, `{"token": ""}`}, // nothing to hide
+	}
+	for _, tt := range tests {
+		got := r.String(tt.in)
+		if got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if again := r.String(got); again != got {
+			t.Errorf("not idempotent: %q → %q → %q", tt.in, got, again)
+		}
+	}
+}
+
+// A secret's name often carries a prefix: DB_PASSWORD, client_secret, aws_secret_access_key.
+// The key=value rule redacts those as it does the bare names, and leaves names that merely
+// contain one alone.
+func TestPrefixedSecretNames(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	tests := []struct{ in, want string }{
+		{"DB_PASSWORD=hunter22", "DB_PASSWORD=[REDACTED:secret]"},
+		{"client_secret=abcdefgh", "client_secret=[REDACTED:secret]"},
+		{"aws_secret_access_key=wJalrXUtnFEMI/K7MDENG", "aws_secret_access_key=[REDACTED:secret]"},
+		{"GITHUB-TOKEN: abcd1234", "GITHUB-TOKEN: [REDACTED:secret]"},
+		{"secret_key=abcdefgh", "secret_key=[REDACTED:secret]"},
+		{"max_tokens=4096 token_count=1234 passwordless=true", "max_tokens=4096 token_count=1234 passwordless=true"},
+	}
+	for _, tt := range tests {
+		if got := r.String(tt.in); got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// A document redacts the same whether it is text or decoded: a member whose name the
+// key=value rule treats as a secret's is redacted in a decoded value too.
+func TestValueRedactsWhatItsTextWould(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	const doc = `{"token": "abcdef123456", "DB_PASSWORD": "hunter22", "x-api-key": "k1234567", "secret_key": "s3cr3t!!", "tokens": 12}`
+	var in map[string]any
+	if err := json.Unmarshal([]byte(doc), &in); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(r.Value(in))
+	for _, leak := range []string{"abcdef123456", "hunter22", "k1234567", "s3cr3t!!"} {
+		if strings.Contains(r.String(doc), leak) {
+			t.Fatalf("the text itself leaks %q: %s", leak, r.String(doc))
+		}
+		if strings.Contains(string(out), leak) {
+			t.Errorf("Value leaks %q, which String redacts from the same document: %s", leak, out)
+		}
+	}
+	if !strings.Contains(string(out), `"tokens":12`) {
+		t.Errorf("Value redacted a member that is no secret: %s", out)
+	}
+}
+
+// Go code builds JSON-shaped values from typed lists and maps, not only from what
+// encoding/json decodes; what they hold is redacted as the same value decoded from JSON.
+func TestValueTypedContainers(t *testing.T) {
+	type email string
+	r := redact.MustNew(redact.Config{Fields: []string{"**.ssn"}})
+	in := map[string]any{
+		"rows":    []map[string]any{{"email": "jane@example.com", "ssn": "123-45-6789"}},
+		"header":  map[string][]string{"Authorization": {"Bearer abcdefghijkl"}},
+		"nested":  [][]string{{"bob@example.org"}},
+		"named":   email("amy@example.net"),
+		"scores":  []float64{0.5, 1},
+		"by_mail": map[string]float64{"joe@example.com": 1},
+	}
+	out, err := json.Marshal(r.Value(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"jane@", "123-45-6789", "abcdefghijkl", "bob@", "amy@", "joe@"} {
+		if strings.Contains(string(out), leak) {
+			t.Errorf("Value leaks %q: %s", leak, out)
+		}
+	}
+	if !strings.Contains(string(out), `"scores":[0.5,1]`) {
+		t.Errorf("numbers changed: %s", out)
+	}
+}

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/llmagent"
 )
@@ -75,11 +73,20 @@ type Router struct {
 	labels  []string
 	timeout time.Duration
 
-	flight singleflight.Group
-	mu     sync.Mutex
-	cache  map[string]string // input key → intent
-	order  []string          // keys, oldest first, for eviction
-	limit  int
+	mu    sync.Mutex
+	cache map[string]string // input key → intent
+	order []string          // keys, oldest first, for eviction
+	limit int
+	asks  map[string]*inflight // input key → the classification under way
+}
+
+// inflight is one classification under way, which concurrent callers with the same inputs
+// wait for rather than ask the model again. Its fields are set before done is closed.
+type inflight struct {
+	done      chan struct{}
+	intent    string
+	err       error
+	cancelled bool // the asker's context ended: the failure says nothing about the input
 }
 
 var _ troupe.Router = (*Router)(nil)
@@ -143,7 +150,7 @@ func New(cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("llmroute: %w", err)
 	}
 	return &Router{rules: cfg.Rules, agent: a, labels: labels, timeout: cfg.Timeout,
-		cache: make(map[string]string), limit: cfg.CacheSize}, nil
+		cache: make(map[string]string), limit: cfg.CacheSize, asks: make(map[string]*inflight)}, nil
 }
 
 // Route asks the rule router first. When it matched something other than its default, that
@@ -226,49 +233,76 @@ func (u usage) charge(d *troupe.RoutingDecision) {
 }
 
 // classify returns the model's intent for in, from the cache when it was asked before;
-// concurrent calls with the same inputs share one request.
+// concurrent calls with the same inputs share one request. A caller waiting for another's
+// request stops when its own context ends, and asks again itself when the other's context
+// ended first: one run's cancellation is no failure of another's classification.
 func (r *Router) classify(ctx context.Context, in troupe.RouteInput) (string, usage, error) {
 	key, err := cacheKey(in)
 	if err != nil {
 		return "", usage{}, err
 	}
-	r.mu.Lock()
-	intent, ok := r.cache[key]
-	r.mu.Unlock()
-	if ok {
-		return intent, usage{}, nil // a cached classification costs nothing
+	for {
+		r.mu.Lock()
+		if intent, ok := r.cache[key]; ok {
+			r.mu.Unlock()
+			return intent, usage{}, nil // a cached classification costs nothing
+		}
+		if a, ok := r.asks[key]; ok {
+			r.mu.Unlock()
+			select {
+			case <-a.done:
+			case <-ctx.Done():
+				return "", usage{}, context.Cause(ctx)
+			}
+			if a.cancelled {
+				continue
+			}
+			// Only the caller that asked the model is charged; those sharing its answer pay
+			// nothing, and tokens are counted once.
+			return a.intent, usage{}, a.err
+		}
+		a := &inflight{done: make(chan struct{})}
+		r.asks[key] = a
+		r.mu.Unlock()
+		return r.ask(ctx, key, in, a)
 	}
-	// Only the caller whose function runs asks the model, so only its decision is charged;
-	// callers that share its answer pay nothing, and tokens are counted once.
-	var spent usage
-	v, err, _ := r.flight.Do(key, func() (any, error) {
-		ctx, cancel := context.WithTimeout(ctx, r.timeout)
-		defer cancel()
-		d := troupe.NewDispatch()
-		d.TargetAgent, d.DispatchReason, d.Query, d.ParsedQuery = "llmroute", "classify intent", in.Query, in.ParsedQuery
-		res, err := r.agent.Run(ctx, d)
-		if res != nil {
-			spent = usage{tokens: res.TokensUsed, cost: res.CostDollars}
+}
+
+// ask asks the model for in's intent on behalf of every caller waiting for a.
+func (r *Router) ask(ctx context.Context, key string, in troupe.RouteInput, a *inflight) (intent string, spent usage, err error) {
+	defer func() {
+		r.mu.Lock()
+		delete(r.asks, key)
+		if err == nil && intent == "" { // Run panicked; the panic goes on up
+			err = errors.New("llmroute: the classification did not finish")
 		}
-		if err != nil {
-			return "", err
+		if err == nil {
+			r.remember(key, intent)
 		}
-		intent, _ := res.AgentResult["intent"].(string)
-		if !slices.Contains(r.labels, intent) { // the schema already says so; keep the guard local
-			return "", fmt.Errorf("llmroute: %q is not one of the intents", intent)
-		}
-		r.remember(key, intent)
-		return intent, nil
-	})
+		a.intent, a.err, a.cancelled = intent, err, ctx.Err() != nil
+		r.mu.Unlock()
+		close(a.done)
+	}()
+	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	d := troupe.NewDispatch()
+	d.TargetAgent, d.DispatchReason, d.Query, d.ParsedQuery = "llmroute", "classify intent", in.Query, in.ParsedQuery
+	res, err := r.agent.Run(callCtx, d)
+	if res != nil {
+		spent = usage{tokens: res.TokensUsed, cost: res.CostDollars}
+	}
 	if err != nil {
 		return "", spent, err
 	}
-	return v.(string), spent, nil
+	intent, _ = res.AgentResult["intent"].(string)
+	if !slices.Contains(r.labels, intent) { // the schema already says so; keep the guard local
+		return "", spent, fmt.Errorf("llmroute: %q is not one of the intents", intent)
+	}
+	return intent, spent, nil
 }
 
+// remember caches key's intent; r.mu is held.
 func (r *Router) remember(key, intent string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if _, ok := r.cache[key]; ok {
 		return
 	}

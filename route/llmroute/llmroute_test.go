@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -280,15 +281,89 @@ func TestCancelStopsClassification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	routeCancelledSoon(t, rt, "anything at all", "the model")
+}
+
+// routeCancelledSoon routes msg with a context cancelled 50 ms later, and checks that Route
+// returns the context's cause then, not once the model request it waits for (what) ends.
+func routeCancelledSoon(t *testing.T, rt *llmroute.Router, msg, what string) {
+	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stop := errors.New("user pressed Ctrl-C")
 	time.AfterFunc(50*time.Millisecond, func() { cancel(stop) })
 	start := time.Now()
-	dec, err := rt.Route(ctx, input("anything at all"), troupe.Context{})
+	dec, err := rt.Route(ctx, input(msg), troupe.Context{})
 	if !errors.Is(err, stop) {
 		t.Errorf("Route = %+v, %v; want the context's cause", dec, err)
 	}
 	if waited := time.Since(start); waited > 10*time.Second {
-		t.Errorf("Route returned after %v: it waited for the model, not the context", waited)
+		t.Errorf("Route returned after %v: it waited for %s, not its own context", waited, what)
+	}
+}
+
+// hangingFirst is a classifier whose first request hangs until the client gives up; the
+// requests after it are answered by next. seen is closed when the first request arrives.
+func hangingFirst(t *testing.T, next http.Handler) (url string, seen <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			next.ServeHTTP(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body) // so that the server notices the client leave
+		close(ch)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1", ch
+}
+
+// hangingRouter is a router over hangingFirst's classifier.
+func hangingRouter(t *testing.T, next http.Handler) (*llmroute.Router, <-chan struct{}) {
+	t.Helper()
+	url, seen := hangingFirst(t, next)
+	rt, err := llmroute.New(llmroute.Config{Rules: rules(), Timeout: time.Minute,
+		LLM: llmagent.Config{BaseURL: url, Model: "m", MaxRetries: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, seen
+}
+
+// A run waiting for another run's classification of the same message stops when it is
+// cancelled itself, at once, not when the other's request ends.
+func TestCancelStopsWaitingForAnotherClassification(t *testing.T) {
+	rt, seen := hangingRouter(t, http.NotFoundHandler())
+	askerCtx, stopAsker := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopAsker()
+	wg.Go(func() { rt.Route(askerCtx, input("same message"), troupe.Context{}) })
+	<-seen
+	routeCancelledSoon(t, rt, "same message", "the other run's request")
+}
+
+// When the run that asked the model is cancelled, a run waiting for the same classification
+// is not: it asks the model itself and routes on the answer, rather than falling back to the
+// default with "context canceled" as the reason.
+func TestAnotherRunsCancelIsNoFailure(t *testing.T) {
+	rt, seen := hangingRouter(t, &classifier{table: map[string]string{"same message": `{"intent":"causal"}`}})
+	askerCtx, stopAsker := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var askerErr error
+	wg.Go(func() { _, askerErr = rt.Route(askerCtx, input("same message"), troupe.Context{}) })
+	<-seen
+	time.AfterFunc(50*time.Millisecond, stopAsker) // while the call below waits for the asker
+	dec, err := rt.Route(context.Background(), input("same message"), troupe.Context{})
+	wg.Wait()
+	if err != nil || dec.Target != "causal_impact" || dec.Metadata["llm_fallback"] != nil {
+		t.Errorf("Route = %+v, %v; want causal_impact, classified", dec, err)
+	}
+	if !errors.Is(askerErr, context.Canceled) {
+		t.Errorf("the cancelled run's Route returned %v, want context.Canceled", askerErr)
 	}
 }
