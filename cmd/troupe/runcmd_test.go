@@ -659,12 +659,16 @@ func TestRunFeasibility(t *testing.T) {
 			"  · feasibility_bundle first two replicates differ by more than ε = 0.2 (distance 0.216, confidence 0.78): running the rest",
 			"  · feasibility_bundle replicate r3 (seed 47) completed",
 			"  · feasibility_bundle bundle ready: 3 replicates, confidence 0.78\n",
-			"10 disagreements, largest on \"binding_constraint\"",
+			// The answer is the orchestrator's decision (seed 004's final report), citing the
+			// disagreements the bundle measured.
+			"answer Is the warehouse expansion feasible within 1,500k and 56 weeks?: no go unless rescoped.",
+			"They also differ on binding_constraint (deadline / deadline / budget)",
 			"The judges disagree on the verdict — r1 (seed 11) feasible, r2 (seed 23) infeasible, r3 (seed 47) infeasible",
 		}},
 		{"crm", []string{"../../examples/feasibility", "Is crm-rollout feasible?"}, []string{
 			"  · feasibility_bundle first two replicates agree within ε = 0.2 (distance 0.043, confidence 0.96): stopping early",
 			"  · feasibility_bundle bundle ready: 2 replicates, confidence 0.96, stopped early",
+			"answer Can we roll out the new CRM within 40 weeks and 400k?: go.",
 			"All 2 valid judges find it feasible",
 		}},
 	} {

@@ -98,6 +98,9 @@ func (ds *Dataset) Orchestrator(minConfidence float64) troupe.Agent {
 		if err != nil {
 			return nil, err
 		}
+		// The decision is the run's answer (seed 004: the orchestrator writes the final
+		// report), not one summary beside the bundle's: the run's synthesis takes it from here.
+		out["synthesis"] = dec.Justification
 		return &troupe.Result{AgentResult: out, AnalysisSummary: &dec.Justification, Confidence: &dec.Confidence}, nil
 	})
 }
