@@ -83,6 +83,23 @@ func (d *Dispatch) Admit() error {
 	return nil
 }
 
+// Guarder is an optional capability of a DispatchRuntime: it passes on the guardrails of the
+// runtime's run (the engine's and the request's, not an agent's own), so that a composite
+// agent checks the dispatches it runs itself with them too, and a run's policy holds at every
+// depth rather than only for the dispatches the engine planned.
+type Guarder interface {
+	RunGuardrails() []Guardrail
+}
+
+// RunGuardrails returns the guardrails of d's run (see Guarder); nil when d's runtime passes
+// none on.
+func (d *Dispatch) RunGuardrails() []Guardrail {
+	if g, ok := d.rt.(Guarder); ok {
+		return g.RunGuardrails()
+	}
+	return nil
+}
+
 // InputSchema declares the JSON Schema of the agent's dispatch input (its parsed_query).
 func InputSchema(schema json.RawMessage) Option { return func(s *AgentSpec) { s.InputSchema = schema } }
 

@@ -407,6 +407,13 @@ func (c *call) timedOut() {
 	}
 }
 
+// RunGuardrails passes the run's guardrails (the engine's and the request's) to composites,
+// which check the dispatches they run themselves with them (troupe.Guarder). r.guards is set
+// before the run starts and never written after.
+func (c *call) RunGuardrails() []troupe.Guardrail {
+	return c.r.guards[:len(c.r.guards):len(c.r.guards)]
+}
+
 // State reads session state as the dispatch's stage began: in a parallel group, an agent that
 // finished first does not change what the others read.
 func (c *call) State(key string) (any, bool) {

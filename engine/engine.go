@@ -55,7 +55,8 @@ type Config struct {
 	MaxDispatches int
 	// MaxConcurrency caps a group's concurrent dispatches when its plan stage sets no cap; 0 means 10.
 	MaxConcurrency int
-	// Guardrails run around every dispatch of every run, after the agent's own.
+	// Guardrails run around every dispatch of every run, after the agent's own, and around
+	// the members composites run (troupe.Guarder).
 	Guardrails []troupe.Guardrail
 	// Human answers questions when a request brings no handler of its own; nil pauses such runs.
 	Human troupe.HumanHandler

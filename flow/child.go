@@ -22,7 +22,7 @@ import (
 // nested events, handoffs and results carry) and the usual registration options — Reads,
 // Writes, WithTimeout, InputSchema, OutputSchema, MaxDepth, Guard — which the composite
 // applies to its member as the engine does to a registered agent. Guardrails given to the
-// engine or the request apply to planned dispatches only, not to members of composites.
+// engine or the request (troupe.Guarder) check members too, after the member's own.
 func Named(name string, a troupe.Agent, opts ...troupe.Option) *troupe.AgentSpec {
 	s := &troupe.AgentSpec{Name: name, Agent: a}
 	for _, o := range opts {
@@ -243,6 +243,15 @@ func (n *nested) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
 	return nil, false
 }
 
+// RunGuardrails passes the run's guardrails on to composites nested in this one
+// (troupe.Guarder).
+func (n *nested) RunGuardrails() []troupe.Guardrail {
+	if g, ok := n.outer.(troupe.Guarder); ok {
+		return g.RunGuardrails()
+	}
+	return nil
+}
+
 // Partial is dropped: a nested dispatch's partial result is not its composite's.
 func (n *nested) Partial(map[string]any) {}
 
@@ -391,7 +400,13 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	rt.emit(troupe.Event{Kind: troupe.KindDispatchStarted, DispatchID: in.id, Agent: m.spec.Name, Data: &d})
 
 	start := time.Now()
-	pre, err := f.prepare(ctx, m, &d, st)
+	// The member's own guardrails, then its run's (the engine's and the request's), as the
+	// engine checks a planned dispatch with both.
+	guards := m.spec.Guardrails
+	if run := f.d.RunGuardrails(); len(run) > 0 {
+		guards = append(guards[:len(guards):len(guards)], run...)
+	}
+	pre, err := f.prepare(ctx, m, &d, st, guards)
 	var out *troupe.Result
 	if err == nil {
 		actx, cancel := ctx, context.CancelFunc(nil)
@@ -415,8 +430,8 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 			res.Annotate(g, pre.Annotations[g].(map[string]any))
 		}
 	}
-	if res.Status == troupe.StatusCompleted && len(m.spec.Guardrails) > 0 {
-		checkResult(ctx, m, &d, res)
+	if res.Status == troupe.StatusCompleted && len(guards) > 0 {
+		checkResult(ctx, guards, &d, res)
 	}
 	if res.Status == troupe.StatusCompleted {
 		if delta := writes(m.spec, res); delta != nil {
@@ -433,10 +448,10 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 }
 
 // prepare checks declared reads (003's STATE_MISSING), the input schema (INVALID_INPUT) and
-// the member's guardrails (BLOCKED), as the engine checks a planned dispatch. What guardrails
-// noted of the dispatch, warnings and annotations, it returns in a result of its own (nil if
-// none), for run to carry onto the member's.
-func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view) (notes *troupe.Result, err error) {
+// guards, the member's guardrails and its run's (BLOCKED), as the engine checks a planned
+// dispatch. What guardrails noted of the dispatch, warnings and annotations, it returns in a
+// result of its own (nil if none), for run to carry onto the member's.
+func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view, guards []troupe.Guardrail) (notes *troupe.Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -456,7 +471,7 @@ func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st v
 				FallbackAction: "ask the user to clarify", Cause: err}
 		}
 	}
-	for _, g := range m.spec.Guardrails {
+	for _, g := range guards {
 		v, err := guardrail(g, func() troupe.Verdict { return g.CheckDispatch(ctx, d) })
 		if err != nil {
 			return notes, err
@@ -477,11 +492,11 @@ func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st v
 	return notes, nil
 }
 
-// checkResult runs the member's guardrails over its completed result, as the engine does
-// over a planned one's: their warnings and annotations are attached, and a block (or a
-// panicking guardrail) fails the result.
-func checkResult(ctx context.Context, m *member, d *troupe.Dispatch, res *troupe.Result) {
-	for _, g := range m.spec.Guardrails {
+// checkResult runs guards, the member's guardrails and its run's, over its completed result,
+// as the engine does over a planned one's: their warnings and annotations are attached, and a
+// block (or a panicking guardrail) fails the result.
+func checkResult(ctx context.Context, guards []troupe.Guardrail, d *troupe.Dispatch, res *troupe.Result) {
+	for _, g := range guards {
 		v, err := guardrail(g, func() troupe.Verdict { return g.CheckResult(ctx, d, res) })
 		if err != nil {
 			res.Status, res.Errors = troupe.StatusFailed, append(res.Errors, troupe.ErrorInfoOf(err))
