@@ -759,6 +759,17 @@ func (rt *replicaRuntime) State(key string) (any, bool) {
 	return rt.r.d.State(key)
 }
 
+// RunGuardrails passes the run's guardrails on (troupe.Guarder), so that a composite
+// replicated by the bundle checks its members with them.
+func (rt *replicaRuntime) RunGuardrails() []troupe.Guardrail {
+	rt.r.mu.RLock()
+	defer rt.r.mu.RUnlock()
+	if rt.r.ended {
+		return nil
+	}
+	return rt.r.d.RunGuardrails()
+}
+
 func (rt *replicaRuntime) Progress(kind string, data any) {
 	rt.r.mu.RLock()
 	defer rt.r.mu.RUnlock()

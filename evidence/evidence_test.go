@@ -926,3 +926,31 @@ func TestAbandonedReplicateReachesNothing(t *testing.T) {
 		t.Errorf("after the bundle ended: %d more progress events, %d questions", got-n, len(rec.asked))
 	}
 }
+
+// guardedRuntime is a recorder whose run has guardrails (troupe.Guarder).
+type guardedRuntime struct {
+	*recorder
+	guards []troupe.Guardrail
+}
+
+func (g guardedRuntime) RunGuardrails() []troupe.Guardrail { return g.guards }
+
+// TestReplicatesPassOnTheRunsGuardrails: a replicate's dispatch passes on its run's guardrails,
+// so that a composite sub-agent checks its members with them as it would outside a bundle.
+func TestReplicatesPassOnTheRunsGuardrails(t *testing.T) {
+	var seen atomic.Int32
+	sub := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if gs := d.RunGuardrails(); len(gs) == 1 && gs[0].Name() == "policy" {
+			seen.Add(1)
+		}
+		return ok(map[string]any{"score": 0.5, "verdict": "go"}, 1, 0), nil
+	})
+	d := dispatch(nil)
+	d.Bind(guardedRuntime{&recorder{}, []troupe.Guardrail{troupe.GuardrailFuncs{ID: "policy"}}})
+	if _, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema)}).Run(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	if n := seen.Load(); n != 2 {
+		t.Errorf("%d of 2 replicates saw the run's guardrails", n)
+	}
+}
