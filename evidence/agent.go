@@ -759,6 +759,18 @@ func (rt *replicaRuntime) State(key string) (any, bool) {
 	return rt.r.d.State(key)
 }
 
+// Admit passes the run's budgets on (troupe.Admitter), so that a composite replicated by the
+// bundle stops starting members once the run's budget is spent. Nested events (Emitter) are
+// not passed on: the bundle reports its replicates' usage in its own result, once.
+func (rt *replicaRuntime) Admit() error {
+	rt.r.mu.RLock()
+	defer rt.r.mu.RUnlock()
+	if rt.r.ended {
+		return errBundleEnded
+	}
+	return rt.r.d.Admit()
+}
+
 // RunGuardrails passes the run's guardrails on (troupe.Guarder), so that a composite
 // replicated by the bundle checks its members with them.
 func (rt *replicaRuntime) RunGuardrails() []troupe.Guardrail {

@@ -935,12 +935,16 @@ type guardedRuntime struct {
 
 func (g guardedRuntime) RunGuardrails() []troupe.Guardrail { return g.guards }
 
-// TestReplicatesPassOnTheRunsGuardrails: a replicate's dispatch passes on its run's guardrails,
-// so that a composite sub-agent checks its members with them as it would outside a bundle.
+// Admit says the run's budget is spent (troupe.Admitter).
+func (g guardedRuntime) Admit() error { return fmt.Errorf("%w: cost", troupe.ErrBudgetExhausted) }
+
+// TestReplicatesPassOnTheRunsGuardrails: a replicate's dispatch passes on its run's guardrails
+// and budgets, so that a composite sub-agent checks its members with them, and stops starting
+// them once the budget is spent, as it would outside a bundle.
 func TestReplicatesPassOnTheRunsGuardrails(t *testing.T) {
 	var seen atomic.Int32
 	sub := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-		if gs := d.RunGuardrails(); len(gs) == 1 && gs[0].Name() == "policy" {
+		if gs := d.RunGuardrails(); len(gs) == 1 && gs[0].Name() == "policy" && errors.Is(d.Admit(), troupe.ErrBudgetExhausted) {
 			seen.Add(1)
 		}
 		return ok(map[string]any{"score": 0.5, "verdict": "go"}, 1, 0), nil
@@ -951,6 +955,6 @@ func TestReplicatesPassOnTheRunsGuardrails(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := seen.Load(); n != 2 {
-		t.Errorf("%d of 2 replicates saw the run's guardrails", n)
+		t.Errorf("%d of 2 replicates saw the run's guardrails and spent budget", n)
 	}
 }
