@@ -401,10 +401,16 @@ func (c *call) timedOut() {
 	}
 	if c.paused {
 		// It asked a human and then ran out of time: its question no longer holds the run.
-		c.paused = false
-		r.dropQuestionsOfLocked(c)
-		r.pausing = len(r.rareOr().questions) > 0
+		r.unpauseLocked(c)
 	}
+}
+
+// unpauseLocked forgets the questions c asked, which no longer hold the run: c ran out of
+// time, or finished without waiting for the answers.
+func (r *Run) unpauseLocked(c *call) {
+	c.paused = false
+	r.dropQuestionsOfLocked(c)
+	r.pausing = len(r.rareOr().questions) > 0
 }
 
 // RunGuardrails passes the run's guardrails (the engine's and the request's) to composites,

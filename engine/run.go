@@ -1366,7 +1366,12 @@ func (r *Run) completeLocked(c *call) {
 		x.liveCost -= u.cost
 	}
 	if c.paused {
-		return // no result: a resumed run dispatches it again
+		if res == nil || res.Status != troupe.StatusCompleted || c.reviewing {
+			return // no result yet (or one a human must review): a resumed run takes it up again
+		}
+		// A question was asked on its behalf (by a branch of a group that another branch
+		// won, say), but it completed without the answer: the question does not hold the run.
+		r.unpauseLocked(c)
 	}
 	if !c.replayed {
 		kind := troupe.KindDispatchCompleted

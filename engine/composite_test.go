@@ -1,5 +1,8 @@
 package engine_test
 
+// Runs whose planned agents are composites (package flow): what the run gives them and takes
+// from them at every depth.
+
 import (
 	"context"
 	"sync/atomic"
@@ -61,5 +64,38 @@ func TestRunGuardrailsHoldInsideComposites(t *testing.T) {
 	}
 	if !blocked || !annotated {
 		t.Errorf("nested shell blocked %v, nested lint annotated %v; want both", blocked, annotated)
+	}
+}
+
+// TestFirstSuccessLoserQuestionDoesNotPauseTheRun: in a run with no human to answer, a losing
+// branch of a FirstSuccess group asks a question; the group completes with its winner, and
+// the question no longer holds the run, which completes rather than pausing.
+func TestFirstSuccessLoserQuestionDoesNotPauseTheRun(t *testing.T) {
+	asked := make(chan struct{})
+	asker := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		defer close(asked)
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which one?"})
+		return nil, err
+	})
+	winner := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-asked
+		return &troupe.Result{AgentResult: map[string]any{"answer": 42}}, nil
+	})
+	reg := troupe.NewRegistry()
+	reg.MustAdd("group", flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("asker", asker), flow.Named("winner", winner)))
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) {
+		return &troupe.Plan{Stages: []troupe.PlanStage{{MaxConcurrency: 1, Tasks: []troupe.Task{{ID: "group", Agent: "group"}}}}}, nil
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(t.Context())
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Wait(t.Context())
+	if err != nil || st.Status != troupe.RunCompleted || st.CompletedAgents["group"] == nil {
+		t.Errorf("Wait = status %s, %v; want completed with the group's result", st.Status, err)
 	}
 }
