@@ -103,13 +103,14 @@ func (a *Agent) Setup(ctx context.Context) error {
 // timeout), or until ctx ends, then tears the sub-agent down when it needs it. The engine calls
 // it when a run ends; a program that runs the agent itself calls it before it exits.
 func (a *Agent) Teardown(ctx context.Context) error {
+	var waited error
 	if err := a.stragglers.wait(ctx); err != nil {
-		return fmt.Errorf("evidence: %d replicates still running past their deadline: %w", a.stragglers.count(), err)
+		waited = fmt.Errorf("evidence: %d replicates still running past their deadline: %w", a.stragglers.count(), err)
 	}
 	if t, ok := a.sub.(troupe.Teardowner); ok {
-		return t.Teardown(ctx)
+		return errors.Join(waited, t.Teardown(ctx)) // torn down whatever the stragglers do
 	}
-	return nil
+	return waited
 }
 
 // abandonGrace is how long a replicate past its deadline (or cancelled) has to return before
@@ -236,8 +237,10 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 	budget := s.Budget.Timeout
 	if dt := d.Timeout(); dt > 0 {
 		// Keep a tenth of the dispatch's own timeout (at most a second) to build the bundle
-		// before the dispatch's deadline.
-		if lim := dt - min(dt/10, time.Second); lim < budget {
+		// before the dispatch's deadline, and no less than a replicate that ignores its
+		// context is given before it is abandoned (twice abandonGrace), up to half of it.
+		reserve := min(max(min(dt/10, time.Second), 2*abandonGrace), dt/2)
+		if lim := dt - reserve; lim < budget {
 			budget = lim
 		}
 	}
@@ -395,10 +398,8 @@ func (r *run) launch(i int) {
 	r.timers = append(r.timers, unwatch)
 	r.pending++
 	r.emit(EventReplicateStarted, map[string]any{"replicate": id, "seed": seed})
-	r.a.stragglers.add()
 	go func() {
-		defer r.a.stragglers.done()
-		defer close(r.exits[i])
+		defer r.exit(i)
 		defer cancelT()
 		res, err := callAgent(rctx, r.a.sub, sub)
 		if err == nil && rctx.Err() != nil {
@@ -410,6 +411,34 @@ func (r *run) launch(i int) {
 		unwatch()
 		r.results <- outcome{i: i, res: res, err: err} // buffered for every replicate: never blocks
 	}()
+}
+
+// exit is the last thing replicate i's goroutine does: it says it has returned, and, when it
+// was abandoned, that the agent has one straggler fewer. Under mu, so that abandonIfRunning
+// sees either a replicate still running or one that has returned, never one in between.
+func (r *run) exit(i int) {
+	r.mu.Lock()
+	abandoned := r.abandoned[i]
+	close(r.exits[i])
+	r.mu.Unlock()
+	if abandoned {
+		r.a.stragglers.done()
+	}
+}
+
+// abandonIfRunning marks replicate i abandoned, a straggler the agent's Teardown waits for,
+// unless its goroutine has returned (its outcome is then on its way, and is taken as usual).
+func (r *run) abandonIfRunning(i int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.exits[i]:
+		return false
+	default:
+	}
+	r.abandoned[i] = true
+	r.a.stragglers.add()
+	return true
 }
 
 // callAgent runs the sub-agent, turning a panic into an error: the replicate fails, the
@@ -494,10 +523,9 @@ func (r *run) collect(min int) {
 				r.timers = append(r.timers, t.Stop)
 			}
 		case i := <-r.abandon:
-			if !r.done[i] {
+			if !r.done[i] && r.abandonIfRunning(i) {
 				// Its deadline or cancellation held: it is recorded as a replicate that
 				// returned when told to would be, and left running.
-				r.abandoned[i] = true
 				r.pending--
 				r.record(outcome{i: i, err: context.Cause(r.rctxs[i])})
 				r.warn(fmt.Sprintf("replicate %s did not return within %v of its context ending (%v); it was left running", r.in[i].ID, abandonGrace, context.Cause(r.rctxs[i])))

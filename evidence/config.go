@@ -90,7 +90,8 @@ type Ceiling struct {
 type Budget struct {
 	// Timeout of the whole bundle; 0 means 10 minutes. Replicates still running then time out
 	// and the bundle is built from what finished. A dispatch with its own timeout lowers it, to
-	// leave a tenth of that timeout (at most a second) for building the bundle.
+	// leave a tenth of that timeout (at most a second, at least half a second, at most half
+	// of it) for abandoning replicates that ignore their context and building the bundle.
 	Timeout time.Duration
 	// Tokens over all replicates; 0 means K × Replicate.Tokens.
 	Tokens int64

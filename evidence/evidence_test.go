@@ -472,6 +472,19 @@ func TestStragglerCancelledOnTimeAndReplicateTimeout(t *testing.T) {
 		if b := bundleOf(t, res); time.Since(start) != 19*time.Second || b.Replicates[2].Quality.Errors[0] != "bundle budget of 19s spent" {
 			t.Errorf("after %v: r3 = %+v", time.Since(start), b.Replicates[2])
 		}
+
+		// A dispatch timeout of 2s leaves half a second, a tenth being too little to abandon
+		// a replicate that ignores its context: replicates get 1.5s.
+		start = time.Now()
+		d = dispatch(&recorder{})
+		d.TimeoutSeconds = troupe.Ptr(2.0)
+		res, err = evidence.Bundle(sub, evidence.Config{}).Run(t.Context(), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bundleOf(t, res); time.Since(start) != 1500*time.Millisecond || b.Replicates[2].Quality.Errors[0] != "bundle budget of 1.5s spent" {
+			t.Errorf("after %v: r3 = %+v", time.Since(start), b.Replicates[2])
+		}
 	})
 }
 
@@ -956,5 +969,43 @@ func TestReplicatesPassOnTheRunsGuardrails(t *testing.T) {
 	}
 	if n := seen.Load(); n != 2 {
 		t.Errorf("%d of 2 replicates saw the run's guardrails and spent budget", n)
+	}
+}
+
+// TestTeardownWaitsForStragglersOnly: Teardown waits for abandoned replicates, not for those of
+// a bundle still running normally (another run's, on the same agent), nor for replicates that
+// returned on time (their goroutines may still be on their way out when Run returns).
+func TestTeardownWaitsForStragglersOnly(t *testing.T) {
+	release := make(chan struct{})
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if d.UserContext["tenant"] == "busy" {
+			select { // a healthy replicate, still working
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return ok(map[string]any{"score": 0.5, "verdict": "go"}, 1, 0), nil
+	})
+	a, err := evidence.New(sub, evidence.Config{Schema: []byte(scoreSchema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	busy := dispatch(nil)
+	busy.UserContext["tenant"] = "busy"
+	go func() { _, err := a.Run(t.Context(), busy); done <- err }()
+	for range 50 { // bundles that finish while the busy one runs
+		if _, err := a.Run(t.Context(), dispatch(nil)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // no straggler to wait for: Teardown returns at once
+		if err := a.Teardown(ctx); err != nil {
+			t.Fatalf("Teardown with no straggler = %v", err)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
