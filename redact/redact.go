@@ -201,8 +201,10 @@ func (r *Redactor) String(s string) string {
 }
 
 // Value returns a redacted deep copy of a JSON value (as encoding/json decodes it: maps,
-// slices, strings, numbers, booleans, nil; typed maps with string keys and typed lists are
-// copied as those; structs, pointers and other types are returned unchanged): strings with
+// slices, strings, numbers, booleans, nil; typed maps with string keys, typed lists of text
+// and named string types are copied as the values JSON would decode them into —
+// map[string]any, []any, string —; lists of numbers or booleans, structs, pointers and other
+// types are returned unchanged): strings with
 // rules applied, values under matching field paths — and, with the defaults, under members
 // named as a key=value secret's ("token", "DB_PASSWORD") — replaced whole, and map keys
 // redacted too. v itself is not modified.

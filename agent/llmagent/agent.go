@@ -153,7 +153,11 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			if t.finishReason == "length" {
 				// The answer parsed, but the model was stopped, not done: say so rather than
 				// pass a cut-short text off as whole.
-				res.Warnings = append(res.Warnings, fmt.Sprintf("llmagent: %s: the answer stopped at the token limit (finish_reason length, max_tokens %d); it may be cut short", c.cfg.Model, c.cfg.MaxTokens))
+				limit := "the server's"
+				if c.cfg.MaxTokens > 0 {
+					limit = fmt.Sprintf("max_tokens %d", c.cfg.MaxTokens)
+				}
+				res.Warnings = append(res.Warnings, fmt.Sprintf("llmagent: %s: the answer stopped at the token limit (finish_reason length, %s); it may be cut short", c.cfg.Model, limit))
 			}
 			return res, nil
 		}
