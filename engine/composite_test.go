@@ -35,13 +35,7 @@ func TestRunGuardrailsHoldInsideComposites(t *testing.T) {
 		}}
 	reg := troupe.NewRegistry()
 	reg.MustAdd("team", flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, flow.Named("lint", lint), flow.Named("shell", shell)))
-	eng, err := engine.New(engine.Config{Registry: reg, Planner: troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) {
-		return &troupe.Plan{Stages: []troupe.PlanStage{{MaxConcurrency: 1, Tasks: []troupe.Task{{ID: "team", Agent: "team"}}}}}, nil
-	})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close(t.Context())
+	eng := planOne(t, reg, "team")
 	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "q", Guardrails: []troupe.Guardrail{policy}}))
 	if err != nil {
 		t.Fatal(err)
@@ -83,13 +77,7 @@ func TestFirstSuccessLoserQuestionDoesNotPauseTheRun(t *testing.T) {
 	})
 	reg := troupe.NewRegistry()
 	reg.MustAdd("group", flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("asker", asker), flow.Named("winner", winner)))
-	eng, err := engine.New(engine.Config{Registry: reg, Planner: troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) {
-		return &troupe.Plan{Stages: []troupe.PlanStage{{MaxConcurrency: 1, Tasks: []troupe.Task{{ID: "group", Agent: "group"}}}}}, nil
-	})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close(t.Context())
+	eng := planOne(t, reg, "group")
 	r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +86,18 @@ func TestFirstSuccessLoserQuestionDoesNotPauseTheRun(t *testing.T) {
 	if err != nil || st.Status != troupe.RunCompleted || st.CompletedAgents["group"] == nil {
 		t.Errorf("Wait = status %s, %v; want completed with the group's result", st.Status, err)
 	}
+}
+
+// planOne returns an engine over reg whose every run plans one task, agent, closed when the
+// test ends.
+func planOne(t *testing.T, reg *troupe.Registry, agent string) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) {
+		return &troupe.Plan{Stages: []troupe.PlanStage{{MaxConcurrency: 1, Tasks: []troupe.Task{{ID: agent, Agent: agent}}}}}, nil
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(context.Background()) })
+	return eng
 }
