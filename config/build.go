@@ -395,9 +395,16 @@ func (f *File) Router() troupe.Router {
 
 // Policy returns the file's error policy (the zero policy, seed 000's defaults, when it has
 // none).
+//
+// A file that declares fallback agents (error_policy.fallback_agents or coordinator.fallbacks)
+// and says no on_error gets on_error fallback: the fallbacks are used when an agent fails, as
+// they say, rather than being ignored under fail_fast.
 func (f *File) Policy() troupe.ErrorPolicy {
 	p := f.ErrorPolicy
 	if p == nil {
+		if f.declaresFallbacks() {
+			return troupe.ErrorPolicy{OnError: troupe.Fallback}
+		}
 		return troupe.ErrorPolicy{}
 	}
 	out := troupe.ErrorPolicy{
@@ -412,7 +419,16 @@ func (f *File) Policy() troupe.ErrorPolicy {
 	if r := p.Retry; r != nil {
 		out.Retry = troupe.RetryPolicy{MaxAttempts: r.MaxAttempts, Initial: time.Duration(r.InitialBackoff), Max: time.Duration(r.MaxBackoff), Multiplier: r.Multiplier, Jitter: r.Jitter}
 	}
+	if out.OnError == "" && f.declaresFallbacks() {
+		out.OnError = troupe.Fallback
+	}
 	return out
+}
+
+// declaresFallbacks reports whether the file names fallback agents: error_policy.fallback_agents
+// or coordinator.fallbacks. They are used only under on_error fallback.
+func (f *File) declaresFallbacks() bool {
+	return (f.ErrorPolicy != nil && len(f.ErrorPolicy.FallbackAgents) > 0) || (f.Coordinator != nil && len(f.Coordinator.Fallbacks) > 0)
 }
 
 func cloneMap(m map[string][]string) map[string][]string {

@@ -281,6 +281,11 @@ func check(t *tree, f *File) Errors {
 		for _, k := range slices.Sorted(maps.Keys(p.FallbackAgents)) {
 			c.refKey("/error_policy/fallback_agents", k)
 		}
+		if p.OnError != "" && p.OnError != string(troupe.Fallback) && f.declaresFallbacks() {
+			// The policy uses fallback agents only under on_error fallback (which retries
+			// recoverable failures first); under any other on_error they would be ignored.
+			c.add("/error_policy/on_error", fmt.Sprintf("on_error %s never uses the fallback agents this file declares (%s): they are used only under on_error fallback, which retries recoverable failures first; write on_error: fallback, or remove the fallbacks", p.OnError, strings.Join(fallbackFields(f), " and ")))
+		}
 		if r := p.Retry; r != nil && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
 			c.add("/error_policy/retry/initial_backoff", "initial_backoff is longer than max_backoff")
 		}
@@ -291,6 +296,18 @@ func check(t *tree, f *File) Errors {
 		}
 	}
 	return c.errs
+}
+
+// fallbackFields names the fields of f that declare fallback agents.
+func fallbackFields(f *File) []string {
+	var out []string
+	if f.ErrorPolicy != nil && len(f.ErrorPolicy.FallbackAgents) > 0 {
+		out = append(out, "error_policy.fallback_agents")
+	}
+	if f.Coordinator != nil && len(f.Coordinator.Fallbacks) > 0 {
+		out = append(out, "coordinator.fallbacks")
+	}
+	return out
 }
 
 type checker struct {

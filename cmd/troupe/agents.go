@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,10 +61,37 @@ func runAgents(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(f.Examples) > 0 {
 		fmt.Fprintln(stdout, "\nexamples")
 		for _, ex := range f.Examples {
-			fmt.Fprintf(stdout, "  troupe plan %s %q\n", words[0], ex.Query)
+			fmt.Fprintf(stdout, "  troupe plan %s%s %q\n", stateFlags(ex.State), words[0], ex.Query)
 		}
 	}
 	return exitOK
+}
+
+// stateFlags writes an example's session state as the --state flags that give it, each
+// followed by a space: a value that --state would read back as written goes as it is, any other
+// as JSON (a string "true" as '"true"'), and a flag the shell would split or expand is quoted.
+func stateFlags(state map[string]any) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(state)) {
+		v, _ := json.Marshal(state[k])
+		val := string(v)
+		if s, ok := state[k].(string); ok {
+			var back any
+			if json.Unmarshal([]byte(s), &back) != nil && !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
+				val = s // --state reads it back as this string
+			}
+		}
+		b.WriteString("--state " + shellQuote(k+"="+val) + " ")
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,:/=+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // kindDetail is the kind with what its block says in a few words.

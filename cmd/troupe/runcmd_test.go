@@ -600,16 +600,26 @@ func TestHelpExamplesRun(t *testing.T) {
 	}
 }
 
-// shellWords splits a command line on spaces, keeping double-quoted words whole.
+// shellWords splits a command line as a POSIX shell would for the quoting troupe prints:
+// double- and single-quoted words are kept whole, a backslash outside quotes escapes the next
+// character.
 func shellWords(s string) []string {
 	var out []string
 	var cur strings.Builder
-	quoted, in := false, false
+	var quote rune // the open quote, or 0
+	in, escaped := false, false
 	for _, r := range s {
 		switch {
-		case r == '"':
-			quoted, in = !quoted, true
-		case r == ' ' && !quoted:
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote == 0 && (r == '"' || r == '\''):
+			quote, in = r, true
+		case quote == 0 && r == '\\':
+			escaped, in = true, true
+		case quote == 0 && r == ' ':
 			if in {
 				out = append(out, cur.String())
 				cur.Reset()

@@ -61,6 +61,9 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 	dir := b.File.Dir
 	if a.Exec.Dir != "" {
 		dir = b.Path(a.Exec.Dir)
+		if err := isDir(dir); err != nil {
+			return nil, fmt.Errorf("exec.dir: %w", err)
+		}
 	}
 	var env []string
 	for k, v := range a.Exec.Env {
@@ -80,6 +83,19 @@ func agentTimeout(b *config.Builder, a *config.Agent) time.Duration {
 		return time.Duration(bud.DefaultTimeout)
 	}
 	return 0
+}
+
+// isDir checks that a working directory the file names is one, now rather than when the first
+// dispatch fails to start (with an error naming the program, not the directory).
+func isDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("no such directory: %s", dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
 }
 
 // program resolves the program of a command: one written as a path ("./fetch.sh",
@@ -155,7 +171,13 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 		return nil, err
 	}
 	cfg := evidence.Config{Name: a.Name, K: a.Bundle.Replicates, Stop: evidence.StopRule{Valid: a.Bundle.MinReplicates}}
-	if decl := b.File.Agents[a.Bundle.Agent]; len(decl.OutputSchema) > 0 {
+	decl := b.File.Agents[a.Bundle.Agent]
+	// Each replicate is a dispatch of the sub-agent, bounded by its timeout (its own, else the
+	// budget's default_timeout), and the whole bundle by the bundle agent's: evidence's own
+	// defaults (2 and 10 minutes) apply only when the file gives neither.
+	cfg.Replicate.Timeout = agentTimeout(b, decl)
+	cfg.Budget.Timeout = agentTimeout(b, a)
+	if len(decl.OutputSchema) > 0 {
 		// The replicates' schema is the sub-agent's output schema.
 		s, err := schemaFile(b, decl.OutputSchema)
 		if err != nil {
@@ -171,17 +193,30 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 }
 
 func (s *mcpServers) buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	cfg, err := s.llmConfig(ctx, b, a)
+	if err != nil {
+		return nil, err
+	}
+	return llmagent.New(cfg)
+}
+
+// llmConfig is the configuration of the llm agent a: its block, its output schema as the
+// structured answer, its tools, and its timeout as the bound of each call.
+func (s *mcpServers) llmConfig(ctx context.Context, b *config.Builder, a *config.Agent) (llmagent.Config, error) {
 	l := a.LLM
 	cfg := llmagent.Config{
 		Name: a.Name, Model: l.Model, BaseURL: l.BaseURL, APIKeyEnv: l.APIKeyEnv,
 		System: l.System, Prompt: l.Prompt, Temperature: l.Temperature, Seed: l.Seed,
 		MaxTokens: l.MaxTokens, MaxTurns: l.MaxTurns, Stream: l.Stream,
+		// A call may take as long as the dispatch may: the adapter's default (2 minutes)
+		// must not cut off a model the file gives longer.
+		CallTimeout: agentTimeout(b, a),
 	}
 	if len(a.OutputSchema) > 0 {
 		// The structured answer the model is asked for is the agent's output schema.
 		s, err := schemaFile(b, a.OutputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("llm %s: %w", a.Name, err)
+			return cfg, fmt.Errorf("llm %s: %w", a.Name, err)
 		}
 		cfg.Schema, cfg.SchemaName = s, a.Name
 	}
@@ -189,18 +224,18 @@ func (s *mcpServers) buildLLM(ctx context.Context, b *config.Builder, a *config.
 		if server, tool, ok := config.MCPTool(n); ok {
 			ts, err := s.tools(ctx, b, server, tool)
 			if err != nil {
-				return nil, fmt.Errorf("llm %s: %w", a.Name, err)
+				return cfg, fmt.Errorf("llm %s: %w", a.Name, err)
 			}
 			cfg.Tools = append(cfg.Tools, ts...)
 			continue
 		}
 		ag, opts, err := b.Declared(ctx, n)
 		if err != nil {
-			return nil, err
+			return cfg, err
 		}
 		cfg.Tools = append(cfg.Tools, flow.AsTool(n, ag, opts...))
 	}
-	return llmagent.New(cfg)
+	return cfg, nil
 }
 
 // mcpConnectTimeout bounds starting or dialling an MCP server and listing its tools when the
@@ -246,6 +281,9 @@ func (s *mcpServers) client(ctx context.Context, b *config.Builder, name string)
 		cfg.Dir = b.File.Dir
 		if decl.Dir != "" {
 			cfg.Dir = b.Path(decl.Dir)
+			if err := isDir(cfg.Dir); err != nil {
+				return nil, fmt.Errorf("MCP server %s: dir: %w", name, err)
+			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(decl.Env)) {
 			v, ok := os.LookupEnv(decl.Env[k])
