@@ -179,6 +179,11 @@ func check(t *tree, f *File) Errors {
 			c.refs(base+"/parallel/agents", a.Parallel.Agents)
 		case a.Loop != nil:
 			c.ref(base+"/loop/agent", a.Loop.Agent)
+			if u, m := a.Loop.Until, f.Agents[a.Loop.Agent]; u != nil && m != nil && !slices.Contains(m.Writes, u.Key) {
+				// The condition reads the state the looped agent writes, and only its declared
+				// writes are applied: the loop would run to max_iterations every time.
+				c.add(base+"/loop/until/key", fmt.Sprintf("%s does not declare writes of %q, so the loop would never see it change; add it to %s's writes", a.Loop.Agent, u.Key, a.Loop.Agent))
+			}
 		case a.LLM != nil:
 			for i, tool := range a.LLM.Tools {
 				p := base + pointer("llm", "tools", fmt.Sprint(i))

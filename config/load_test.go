@@ -87,6 +87,9 @@ func TestParseErrors(t *testing.T) {
 		{"bundle bounds", "version: 1\nagents:\n  j: {kind: builtin}\n  b: {kind: bundle, bundle: {agent: j, replicates: 3, min_replicates: 5}}\n", []string{
 			`t.yaml:4:71: agents.b.bundle.min_replicates: min_replicates 5 is more than replicates 3`,
 		}},
+		{"loop until a key its agent does not write", "version: 1\nagents:\n  j: {kind: builtin}\n  l: {kind: loop, loop: {agent: j, max_iterations: 3, until: {key: done, equals: true}}}\n", []string{
+			`t.yaml:4:68: agents.l.loop.until.key: j does not declare writes of "done", so the loop would never see it change; add it to j's writes`,
+		}},
 		{"bundle of more replicates than a bundle runs", "version: 1\nagents:\n  j: {kind: builtin}\n  b: {kind: bundle, bundle: {agent: j, replicates: 100, min_replicates: 1}}\n", []string{
 			`t.yaml:4:52: agents.b.bundle.replicates: maximum: got 100, want 32`,
 			`t.yaml:4:73: agents.b.bundle.min_replicates: minimum: got 1, want 2`,
