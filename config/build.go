@@ -368,7 +368,8 @@ func (f *File) budgetConcurrency() int {
 	return f.Budget.MaxConcurrency
 }
 
-// TopLevel returns the agents no composite of the file contains, in file order.
+// TopLevel returns the agents no composite of the file contains, in file order, but for
+// fallback agents (error_policy.fallback_agents) no other agent runs after.
 func (f *File) TopLevel() []string {
 	member := map[string]bool{}
 	for _, a := range f.Agents {
@@ -376,9 +377,25 @@ func (f *File) TopLevel() []string {
 			member[c] = true
 		}
 	}
+	// A fallback agent stands in for one that failed: planned on its own as well, it would run
+	// whether or not that one fails, and twice when it does. It is planned only when another
+	// agent runs after it.
+	standby := map[string]bool{}
+	if p := f.ErrorPolicy; p != nil {
+		for _, fbs := range p.FallbackAgents {
+			for _, fb := range fbs {
+				standby[fb] = true
+			}
+		}
+	}
+	for _, a := range f.Agents {
+		for _, d := range a.After {
+			delete(standby, d)
+		}
+	}
 	var out []string
 	for _, n := range f.Order {
-		if !member[n] {
+		if !member[n] && !standby[n] {
 			out = append(out, n)
 		}
 	}

@@ -189,6 +189,24 @@ agents:
 	}
 }
 
+// A fallback agent is not planned on its own, where it would run whether or not the agent it
+// stands in for fails (and twice when it does), unless another agent runs after it.
+func TestFallbackAgentsAreNotPlannedOnTheirOwn(t *testing.T) {
+	f := mustParse(t, `
+version: 1
+agents:
+  a: {kind: builtin}
+  b: {kind: builtin}
+  c: {kind: builtin}
+  d: {kind: builtin, after: [c]}
+error_policy:
+  fallback_agents: {a: [b], d: [c]}
+`)
+	if got := strings.Join(f.TopLevel(), " "); got != "a c d" {
+		t.Errorf("top level %q, want a c d: b only stands in for a, c also runs before d", got)
+	}
+}
+
 // budget.max_concurrency caps the stages of a file's plan that its routing does not cap
 // itself; routing.max_concurrency, when set, wins for planned stages.
 func TestPlanConcurrencyFromTheBudget(t *testing.T) {
