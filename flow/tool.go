@@ -97,8 +97,8 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	}
 	// The call stack holds tool calls; a composite enclosing the caller is on none. Calling
 	// one (a member of team calling team as a tool) is a cycle too, found before it runs again.
-	if outer := enclosingOf(caller); slices.Contains(outer, name) {
-		i := slices.Index(outer, name)
+	outer := enclosingOf(caller)
+	if i := slices.Index(outer, name); i >= 0 {
 		return nil, &troupe.CircularDependencyError{Cycle: append(slices.Clone(outer[i:]), name)}
 	}
 	next := make([]string, len(stack)+1)
