@@ -113,7 +113,10 @@ type Dispatch struct {
 	RAGContext  map[string]any `json:"rag_context,omitempty"`
 
 	// execution context
-	ExecutionMode   ExecutionMode    `json:"execution_mode"`
+	ExecutionMode ExecutionMode `json:"execution_mode"`
+	// UpstreamResults are the results of the stages before the dispatch's, in plan order
+	// (troupe's engine: whatever order a group's agents finished in, and not those of the
+	// dispatch's own group, which are not upstream of it).
 	UpstreamResults []UpstreamResult `json:"upstream_results"`
 	DependsOn       []string         `json:"depends_on"`
 

@@ -60,7 +60,7 @@ type Run struct {
 	dispatches int32
 	logRest    int32 // events of the plan's common shape to reserve in the store once the first are recorded
 	state      map[string]any
-	upstream   []troupe.UpstreamResult // completed results, in completion order
+	upstream   []troupe.UpstreamResult // completed results, in completion order (dispatches get them in plan order: stageUpstreamLocked)
 	status     troupe.RunStatus
 	failure    *troupe.ErrorInfo
 	firstSeq   int64
@@ -112,7 +112,21 @@ type runRare struct {
 	// write, so what they see does not depend on who finished first.
 	stageState map[string]any
 	stageSnap  bool
+	// The upstream results a stage's dispatches get are those of the stages before it, in plan
+	// order, whatever order a group's agents finished in (r.upstream's). upSet says visible is
+	// them for the current stage; otherwise they are r.upstream as it is when a dispatch is
+	// made, as in a chain. ordered is the plan-ordered copy of r.upstream[:orderedN], made once
+	// a group finished out of plan order, and seg the finished results of the current stage if
+	// it is a group: where each is in r.upstream, and its task's place in the plan.
+	visible  []troupe.UpstreamResult
+	upSet    bool
+	ordered  []troupe.UpstreamResult
+	orderedN int
+	seg      []upPos
 }
+
+// upPos is a group's result in r.upstream: its position there and its task's place in the plan.
+type upPos struct{ index, pos int }
 
 // setupOnce is one agent's setup made when it is first dispatched; others dispatching it wait.
 type setupOnce struct {
@@ -914,6 +928,7 @@ func (r *Run) advanceStagesLocked() {
 			if x := r.rare; x != nil {
 				x.stageState, x.stageSnap = nil, false // a new stage reads the state as it is now
 			}
+			r.stageUpstreamLocked()
 			for _, t := range r.stages[r.stage] {
 				if r.budgetLocked() != "" {
 					// Spent for good (time, cost, tokens and dispatches only grow): no task
@@ -935,6 +950,45 @@ func (r *Run) advanceStagesLocked() {
 		r.stage++
 		r.next, r.routed = 0, false
 	}
+}
+
+// stageUpstreamLocked fixes, as a stage begins, the upstream results its dispatches get: the
+// results of the stages before it, in plan order. A group's agents finish in any order, and
+// r.upstream keeps that order (the execution order aggregation reports); so that what an agent
+// is handed does not depend on timing, a group that finished out of plan order is put in plan
+// order here, in a copy, and a group's dispatches all get the results as the group began, not
+// those of the group's agents that finished before they started. A chain copies nothing.
+func (r *Run) stageUpstreamLocked() {
+	group := len(r.stages[r.stage]) > 1
+	x := r.rare
+	if x == nil {
+		if !group {
+			return
+		}
+		x = r.more()
+	}
+	n := len(r.upstream)
+	seg := x.seg
+	x.seg = x.seg[:0]
+	inOrder := true
+	for i := 1; i < len(seg) && inOrder; i++ {
+		inOrder = seg[i-1].index < seg[i].index
+	}
+	if x.ordered == nil && inOrder {
+		x.visible, x.upSet = r.upstream[:n:n], group
+		return
+	}
+	if x.ordered == nil {
+		x.ordered = make([]troupe.UpstreamResult, 0, max(n, r.plan.NumTasks()))
+	}
+	base := n - len(seg) // the group's results are the last ones
+	x.ordered = append(x.ordered, r.upstream[x.orderedN:base]...)
+	slices.SortFunc(seg, func(a, b upPos) int { return a.index - b.index })
+	for _, p := range seg {
+		x.ordered = append(x.ordered, r.upstream[p.pos])
+	}
+	x.orderedN = n
+	x.visible, x.upSet = x.ordered[:len(x.ordered):len(x.ordered)], true
 }
 
 func (r *Run) stopping() bool {
@@ -1093,6 +1147,9 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		d.ExecutionMode = troupe.Parallel
 	}
 	d.UpstreamResults = r.upstream[:len(r.upstream):len(r.upstream)]
+	if x := r.rare; x != nil && x.upSet {
+		d.UpstreamResults = x.visible
+	}
 	d.DependsOn = t.t.DependsOn
 	if x := r.rare; x != nil && x.deps != nil {
 		if refs, ok := x.deps[t]; ok {
@@ -1493,6 +1550,13 @@ func (r *Run) succeedLocked(c *call, partial bool) {
 	if r.upstream == nil && r.plan != nil {
 		// Made with the first result, not the plan: a run blocked in its first agents holds none.
 		r.upstream = make([]troupe.UpstreamResult, 0, r.plan.NumTasks())
+	}
+	if len(r.stages[r.stage]) > 1 {
+		x := r.more()
+		if x.seg == nil {
+			x.seg = make([]upPos, 0, len(r.stages[r.stage]))
+		}
+		x.seg = append(x.seg, upPos{index: t.index, pos: len(r.upstream)})
 	}
 	r.upstream = append(r.upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
 		Confidence: res.Confidence, Summary: res.Summary(), Handoff: res.Handoff})
