@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,31 +16,81 @@ import (
 // write Config.Replacement.
 const DefaultReplacement = "[REDACTED]"
 
-// Rule is a named pattern whose matches are replaced.
+// Rule is a named pattern whose matches are replaced. It holds no state: it is safe for
+// concurrent use.
 type Rule struct {
 	Name    string
 	Pattern *regexp.Regexp
+	// Replacement is what a match becomes, in the template syntax of regexp.Regexp.Expand:
+	// "${1}[REDACTED:userinfo]@" keeps the scheme of a URL. "" is "[REDACTED:<Name>]".
+	Replacement string
+	// Valid, when set, confirms a match the pattern alone cannot tell from ordinary text; a match
+	// it rejects is left as it is. Nil confirms every match.
+	Valid func(match string) bool
 }
 
-// Builtin returns the built-in rules, in the order they apply: bearer tokens, API keys of
-// well-known shapes, key=value secrets, then email addresses.
+// Builtin returns the built-in rules, in the order they apply: bearer tokens, Basic
+// credentials, credentials in URLs, API keys of well-known shapes, cookies, key=value secrets,
+// then email addresses.
 func Builtin() []Rule {
+	const secret = "${1}${2}[REDACTED:secret]" // the key stays, so a reader knows what was there
 	return []Rule{
-		{"bearer", regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`)},
-		{"api_key", regexp.MustCompile(`\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // OpenAI, Anthropic, Stripe
+		{Name: "bearer", Pattern: regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`)},
+		// "Basic" then base64: redacted only when it decodes to user:password, which "basic
+		// authentication", "Basic LinkedIn" or "basic 20240101" do not.
+		{Name: "basic", Pattern: regexp.MustCompile(`(?i)\bbasic\s+[A-Za-z0-9+/]{6,}={0,2}`), Valid: isBasicCredential},
+		// The userinfo of a URL that carries a password, whole: the user may be the token
+		// (https://TOKEN:x-oauth-basic@github.com). Up to the last @ of the authority, as URL
+		// parsers split it, so a password with an unescaped @ is not cut in two; not across
+		// characters no URL holds (white space, quotes, <>). A user without a password
+		// (ssh://git@host) is an account, not a credential, and stays.
+		{Name: "userinfo", Pattern: regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@:"'<>\\^{|}\x60]*:[^\s/?#"'<>\\^{|}\x60]+@`),
+			Replacement: "${1}[REDACTED:userinfo]@"},
+		{Name: "api_key", Pattern: regexp.MustCompile(`\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // OpenAI, Anthropic, Stripe
 			`|\bAKIA[0-9A-Z]{16}\b` + // AWS access key id
 			`|\bgh[pousr]_[A-Za-z0-9]{36,}` + // GitHub tokens
 			`|\bgithub_pat_[A-Za-z0-9_]{22,}` +
 			`|\bxox[abposr]-[A-Za-z0-9-]{10,}` + // Slack
 			`|\bAIza[0-9A-Za-z_\-]{35}` + // Google API key
 			`|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)}, // JWT
+		// A Cookie or Set-Cookie header's name=value pairs (a Set-Cookie's attributes with
+		// them), as a header line or a member of a JSON document; the header name stays. A
+		// value may be quoted, its quotes JSON-escaped. "cookie: oatmeal" has no pair: it stays.
+		{Name: "cookie", Pattern: regexp.MustCompile(`(?i)\b((?:set-)?cookie["']?\s*:\s*["']?)` + cookiePair + `(?:;\s*` + cookiePair + `)*`),
+			Replacement: "${1}[REDACTED:cookie]"},
 		// key=value secrets: a quoted value up to its closing quote (the quote stays), else
 		// a bare one up to white space or punctuation. The three rules share their name.
-		{"secret", regexp.MustCompile(secretName + `(["']?\s*[:=]\s*")(?:[^"\\\n]|\\.)+`)},
-		{"secret", regexp.MustCompile(secretName + `(["']?\s*[:=]\s*')(?:[^'\\\n]|\\.)+`)},
-		{"secret", regexp.MustCompile(secretName + `(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`)},
-		{"email", regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)},
+		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*")(?:[^"\\\n]|\\.)+`), Replacement: secret},
+		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*')(?:[^'\\\n]|\\.)+`), Replacement: secret},
+		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret},
+		{Name: "email", Pattern: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)},
 	}
+}
+
+// cookiePair is a cookie's name=value: a value of cookie octets (no white space, quote, comma,
+// semicolon or backslash), or one in quotes, plain or JSON-escaped (\"abc\").
+const cookiePair = `[^\s;,="'\\]+=(?:\\?"[^\s;,"\\]*\\?"|[^\s;,"'\\]*)`
+
+// isBasicCredential reports whether a "Basic" match's base64 is what clients send (RFC 7617):
+// padded, at least 8 characters, decoding to user:password in printable ASCII. A word that
+// happens to be valid base64 seldom decodes to printable ASCII with a colon, and a number never
+// does (digits decode to bytes over 0x7f). A credential in another charset is not recognized.
+func isBasicCredential(match string) bool {
+	f := strings.Fields(match)
+	tok := f[len(f)-1]
+	if len(tok) < 8 || len(tok)%4 != 0 {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(tok)
+	if err != nil || bytes.IndexByte(b, ':') < 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // secretNames are the names of key=value secrets, with any prefix ending in '_' or '-':
@@ -65,7 +117,8 @@ func hasSecretWord(s string) bool {
 // DefaultFields are field paths redacted whatever their value: members that by their name hold
 // credentials, at any depth.
 var defaultFields = []string{"**.password", "**.passwd", "**.api_key", "**.apikey", "**.authorization",
-	"**.secret", "**.client_secret", "**.access_token", "**.refresh_token", "**.private_key"}
+	"**.secret", "**.client_secret", "**.access_token", "**.refresh_token", "**.private_key",
+	"**.cookie", "**.set-cookie"}
 
 // DefaultFields returns the field paths redacted unless Config.NoDefaults is set.
 func DefaultFields() []string { return slices.Clone(defaultFields) }
@@ -101,15 +154,23 @@ type rule struct {
 	repl   string
 	expand bool // repl refers to submatches
 	may    func(string) bool
+	valid  func(string) bool
 }
 
 // mayMatch are the built-in rules' cheap tests: what any match of the pattern must contain,
 // and the fewest bytes it spans.
 var mayMatch = map[string]func(string) bool{
 	"bearer": func(s string) bool { return len(s) >= 15 && containsFoldASCII(s, "bearer") },
+	"basic":  func(s string) bool { return len(s) >= 14 && containsFoldASCII(s, "basic") },
+	"userinfo": func(s string) bool {
+		return len(s) >= 7 && strings.Contains(s, "://") && strings.IndexByte(s, '@') >= 0
+	},
 	"api_key": func(s string) bool {
 		return len(s) >= 15 && (strings.ContainsAny(s, "-_") || strings.Contains(s, "AKIA") ||
 			strings.Contains(s, "AIza") || strings.Contains(s, "eyJ"))
+	},
+	"cookie": func(s string) bool {
+		return len(s) >= 9 && strings.IndexByte(s, '=') >= 0 && containsFoldASCII(s, "cookie")
 	},
 	"secret": func(s string) bool { return len(s) >= 8 && strings.ContainsAny(s, ":=") && hasSecretWord(s) }, // token:"x
 	"email":  func(s string) bool { return len(s) >= 6 && strings.IndexByte(s, '@') >= 0 },
@@ -138,10 +199,9 @@ func New(cfg Config) (*Redactor, error) {
 	fields := cfg.Fields
 	if !cfg.NoDefaults {
 		for _, b := range Builtin() {
-			ru := rule{re: b.Pattern, repl: "[REDACTED:" + b.Name + "]", may: mayMatch[b.Name]}
-			if b.Name == "secret" {
-				// Keep the name of the secret so a reader knows what was there.
-				ru.repl, ru.expand = "${1}${2}"+ru.repl, true
+			ru := rule{re: b.Pattern, repl: b.Replacement, expand: true, may: mayMatch[b.Name], valid: b.Valid}
+			if ru.repl == "" {
+				ru.repl, ru.expand = "[REDACTED:"+b.Name+"]", false
 			}
 			r.rules = append(r.rules, ru)
 		}
@@ -191,13 +251,38 @@ func (r *Redactor) String(s string) string {
 		if ru.may != nil && !ru.may(s) || !ru.re.MatchString(s) {
 			continue // MatchString allocates nothing; a replacement does
 		}
-		if ru.expand {
+		switch {
+		case ru.valid != nil:
+			s = ru.replaceValid(s)
+		case ru.expand:
 			s = ru.re.ReplaceAllString(s, ru.repl)
-		} else {
+		default:
 			s = ru.re.ReplaceAllLiteralString(s, ru.repl)
 		}
 	}
 	return s
+}
+
+// replaceValid replaces the matches ru.valid confirms and leaves the others as they are.
+func (ru *rule) replaceValid(s string) string {
+	var b []byte
+	last := 0
+	for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+		if !ru.valid(s[m[0]:m[1]]) {
+			continue
+		}
+		b = append(b, s[last:m[0]]...)
+		if ru.expand {
+			b = ru.re.ExpandString(b, ru.repl, s, m)
+		} else {
+			b = append(b, ru.repl...)
+		}
+		last = m[1]
+	}
+	if last == 0 {
+		return s // nothing confirmed (no match is empty, so none ends at 0)
+	}
+	return string(append(b, s[last:]...))
 }
 
 // Value returns a redacted deep copy of a JSON value (as encoding/json decodes it: maps,

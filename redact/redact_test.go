@@ -2,6 +2,7 @@ package redact_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -136,11 +137,18 @@ func FuzzString(f *testing.F) {
 	// The reference: every built-in pattern applied in turn, with no shortcut.
 	reference := func(s string) string {
 		for _, rule := range redact.Builtin() {
-			if rule.Name == "secret" {
-				s = rule.Pattern.ReplaceAllString(s, "${1}${2}[REDACTED:secret]")
-			} else {
-				s = rule.Pattern.ReplaceAllLiteralString(s, "[REDACTED:"+rule.Name+"]")
+			repl := rule.Replacement
+			if repl == "" {
+				repl = "[REDACTED:" + rule.Name + "]"
 			}
+			s = rule.Pattern.ReplaceAllStringFunc(s, func(m string) string {
+				if rule.Valid != nil && !rule.Valid(m) {
+					return m
+				}
+				// The match alone, as the pattern saw it in s: each built-in one matches
+				// itself whole, its submatches included.
+				return rule.Pattern.ReplaceAllString(m, repl)
+			})
 		}
 		return s
 	}
@@ -148,6 +156,9 @@ func FuzzString(f *testing.F) {
 	f.Add("token=abcd")
 	f.Add("BeArEr 12345678")
 	f.Add("AIza" + strings.Repeat("z", 35))
+	f.Add("Authorization: Basic dXNlcjpwYXNz")
+	f.Add("postgres://app:hunter2@db:5432/x")
+	f.Add("Cookie: sid=abc; theme=dark")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := r.String(s)
 		if want := reference(s); out != want {
@@ -252,5 +263,65 @@ func TestValueTypedContainers(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `"scores":[0.5,1]`) {
 		t.Errorf("numbers changed: %s", out)
+	}
+}
+
+// Credentials that are not key=value: a Basic Authorization value, the userinfo of a URL, a
+// cookie. Each is redacted by its shape, and ordinary text that shares a word with it stays.
+func TestCredentialsByShape(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	tests := []struct{ name, in, want string }{
+		{"basic header", "Authorization: Basic dXNlcjpwYXNz", "Authorization: [REDACTED:basic]"}, // user:pass
+		{"basic in any case", "authorization: BASIC YWxhZGRpbjpvcGVuIHNlc2FtZQ==", "authorization: [REDACTED:basic]"},
+		{"basic with padding", "Basic dXNlcjpwdw== next", "[REDACTED:basic] next"}, // user:pw
+		{"basic with an empty password", "Basic Zm9vOg==", "[REDACTED:basic]"},     // foo:
+		{"basic as a member", `{"Proxy-Authorization": "Basic dXNlcjpwYXNz"}`, `{"Proxy-Authorization": "[REDACTED:basic]"}`},
+		{"basic in a sentence", "basic authentication is not enough", "basic authentication is not enough"},
+		{"basic before a word that is base64", "a Basic LinkedIn profile, the basic idea", "a Basic LinkedIn profile, the basic idea"},
+		{"basic base64 without a colon", "Basic dGVzdGluZzEy", "Basic dGVzdGluZzEy"}, // testing12: no user:password
+		{"basic and a number", "Basic 20240101, basic 1234567890123456", "Basic 20240101, basic 1234567890123456"},
+		{"url password", "postgres://app:hunter2@localhost:5432/db", "postgres://[REDACTED:userinfo]@localhost:5432/db"},
+		{"url token as user", "git clone https://TOKEN123:x-oauth-basic@github.com/o/r.git", "git clone https://[REDACTED:userinfo]@github.com/o/r.git"},
+		{"url password only", "redis://:s3cret@cache:6379/0", "redis://[REDACTED:userinfo]@cache:6379/0"},
+		{"url password with an unescaped @", "https://u:p@ss@host.example/x", "https://[REDACTED:userinfo]@host.example/x"},
+		{"url in JSON", `{"url":"https://bob:pw%21@example.com/a"}`, `{"url":"https://[REDACTED:userinfo]@example.com/a"}`},
+		{"url without credentials", "https://example.com:8443/p/@me?q=a@b#f", "https://example.com:8443/p/@me?q=a@b#f"},
+		{"url with a user only", "ssh://git@localhost/repo", "ssh://git@localhost/repo"},
+		{"url then an address", "see http://host:8080 or user@example.com", "see http://host:8080 or [REDACTED:email]"},
+		{"url then an address in JSON", `["http://host:1","b@example.io"]`, `["http://host:1","[REDACTED:email]"]`},
+		{"cookie header", "Cookie: sid=abc123; theme=dark\nHost: x", "Cookie: [REDACTED:cookie]\nHost: x"},
+		{"set-cookie header", "set-cookie: session=eyJhYmMi; Path=/; HttpOnly", "set-cookie: [REDACTED:cookie]; HttpOnly"},
+		{"cookie quoted value", `Cookie: sid="abc123"; x=1`, "Cookie: [REDACTED:cookie]"},
+		{"cookie as a member", `{"Cookie": "sid=abc123", "n": 1}`, `{"Cookie": "[REDACTED:cookie]", "n": 1}`},
+		{"cookie JSON-escaped quotes", `{"h":"Cookie: sid=\"abc123\""}`, `{"h":"Cookie: [REDACTED:cookie]"}`},
+		{"cookie in a sentence", "I ate a cookie: it was good, cookie_policy=strict", "I ate a cookie: it was good, cookie_policy=strict"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.String(tt.in)
+			if got != tt.want {
+				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if again := r.String(got); again != got {
+				t.Errorf("not idempotent: %q → %q", got, again)
+			}
+		})
+	}
+}
+
+// Cookie and Set-Cookie members are redacted whole, as Authorization is: in a decoded document
+// and in the http.Header a program logs.
+func TestValueCookies(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	in := map[string]any{
+		"cookie":  "sid=abc123",
+		"headers": http.Header{"Set-Cookie": {"session=xyz789; Path=/"}, "Accept": {"text/plain"}},
+	}
+	want := map[string]any{
+		"cookie":  "[REDACTED]",
+		"headers": map[string]any{"Set-Cookie": "[REDACTED]", "Accept": []any{"text/plain"}},
+	}
+	if diff := cmp.Diff(want, r.Value(in)); diff != "" {
+		t.Errorf("Value (-want +got):\n%s", diff)
 	}
 }

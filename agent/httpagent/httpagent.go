@@ -2,6 +2,7 @@ package httpagent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -11,8 +12,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/internal/wire"
@@ -28,7 +33,8 @@ const (
 // Config configures an HTTP agent. Only URL is required. Secrets never appear in a Config: they
 // are named by environment variable and read once, by New. Nor do they appear in errors: a
 // service that echoes one back (a 401 quoting the token) has it replaced by "[redacted]" in
-// what the error quotes.
+// what the error quotes — as it was sent, JSON-escaped (by encoding/json or an ASCII-only
+// encoder), Go-quoted or percent-encoded.
 type Config struct {
 	// URL is where each dispatch is POSTed; http or https.
 	URL string
@@ -69,7 +75,7 @@ type Agent struct {
 	max     int64
 	client  *http.Client
 	agents  troupe.AgentSet
-	secrets []string // the values read from the environment, scrubbed from what errors quote
+	secrets []string // every spelling of the values read from the environment, scrubbed from what errors quote
 }
 
 // New validates cfg, reads the secrets it names from the environment and returns the agent.
@@ -122,6 +128,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.header.Set("Authorization", "Bearer "+v)
 	}
+	a.secrets = spellings(a.secrets)
 	a.header.Set("Content-Type", "application/json")
 	a.header.Set("Accept", "application/json")
 	if a.client == nil {
@@ -213,6 +220,49 @@ func (a *Agent) scrub(s string) string {
 		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
 	return s
+}
+
+// spellings returns the ways text a service sends back, or an error quoting it, can spell the
+// secrets vs, longest first so that a spelling holding another is replaced whole: as sent;
+// JSON-escaped as encoding/json writes it (", \ and control characters escaped; <, > and & as
+// \u003c, \u003e, \u0026, or as they are with SetEscapeHTML(false); other non-ASCII as it is)
+// and as ASCII-only encoders do (non-ASCII as \u00e9 — Python's json.dumps — and / as \/ too —
+// PHP's json_encode); Go-quoted, as a validation message quotes a value (%q); and
+// percent-encoded, as a redirect's Location carries it in a query or a path.
+func spellings(vs []string) []string {
+	inner := func(quoted string) string { return quoted[1 : len(quoted)-1] }
+	var out []string
+	for _, v := range vs {
+		html, _ := json.Marshal(v) // a string always encodes
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.Encode(v)
+		plain := inner(strings.TrimSuffix(b.String(), "\n"))
+		ascii := asciiJSON(plain)
+		out = append(out, v, inner(string(html)), plain, ascii, strings.ReplaceAll(ascii, "/", `\/`),
+			inner(strconv.Quote(v)), url.QueryEscape(v), url.PathEscape(v))
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return slices.Compact(out)
+}
+
+// asciiJSON writes the non-ASCII characters of JSON text as \u escapes (a surrogate pair beyond
+// the Basic Multilingual Plane), with lower-case hex digits as Python and PHP write them.
+func asciiJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
 
 // scrubError scrubs an invalid result's error (its message, the output it quotes, its cause).

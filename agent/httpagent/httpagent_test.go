@@ -11,6 +11,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -332,6 +333,75 @@ func TestEchoedSecretsAreScrubbedFromErrors(t *testing.T) {
 				t.Errorf("error and details: %s", all)
 			}
 		})
+	}
+}
+
+// A secret with characters that get escaped is echoed in the escaped spelling: JSON as
+// encoding/json writes it (with and without HTML escaping) and as ASCII-only encoders do,
+// Go-quoted in a validation message, percent-encoded in a redirect. Every spelling is scrubbed.
+// The soft hyphen (U+00AD) sets Go quoting apart from JSON: Go writes it \u00ad, JSON as it is;
+// the key, beyond the Basic Multilingual Plane, is a surrogate pair to an ASCII-only encoder.
+func TestEchoedSecretsAreScrubbedInEveryEscaping(t *testing.T) {
+	const token = "tok\"ECHO\\<&é\u00ad🔑/9"
+	goJSON := func(escapeHTML bool, v any) string {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(escapeHTML)
+		enc.Encode(v)
+		return b.String()
+	}
+	plain := goJSON(false, map[string]string{"error": "bad token " + token})
+	python := strings.NewReplacer("é", `\u00e9`, "\u00ad", `\u00ad`, "🔑", `\ud83d\udd11`).Replace(plain) // json.dumps
+	for _, tc := range []struct {
+		name, body, location string
+		code                 int
+		want                 string
+	}{
+		{"encoding/json, <, > and & escaped", goJSON(true, map[string]string{"error": "bad token " + token}), "", 401, "status 401"},
+		{"encoding/json without HTML escaping", plain, "", 401, "status 401"},
+		{"non-ASCII as \\u escapes", python, "", 401, "status 401"},
+		{"and / as \\/", strings.ReplaceAll(python, "/", `\/`), "", 401, "status 401"}, // PHP's json_encode
+		{"Go-quoted in the invalid result's message", goJSON(true, map[string]any{"agent_result": map[string]any{}, "status": token}), "", 200, "is not one of"},
+		{"percent-encoded in a redirect's query", "", "/login?token=" + url.QueryEscape(token), 302, "status 302"},
+		{"percent-encoded in a redirect's path", "", "/login/" + url.PathEscape(token), 302, "status 302"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if got := r.Header.Get("Authorization"); got != "Bearer "+token {
+					t.Errorf("sent %q", got)
+				}
+				if tc.location != "" {
+					w.Header().Set("Location", tc.location)
+				}
+				w.WriteHeader(tc.code)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			a := newAgent(t, httpagent.Config{URL: srv.URL, BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": token})})
+			_, err := a.Run(t.Context(), dispatch("q"))
+			var ae *troupe.AgentError
+			if !errors.As(err, &ae) {
+				t.Fatalf("Run = %v", err)
+			}
+			all := fmt.Sprintf("%v %+v %v", err, ae.Details, ae.Cause)
+			if strings.Contains(all, "ECHO") || !strings.Contains(all, "[redacted]") || !strings.Contains(all, tc.want) {
+				t.Errorf("error and details: %s", all)
+			}
+		})
+	}
+}
+
+// A secret that holds another (a key, and a token that starts with it) is scrubbed whole, not
+// cut where the shorter one was: "[redacted]-5678" would leak the token's end.
+func TestASecretHoldingAnotherIsScrubbedWhole(t *testing.T) {
+	const key, token = "abcd-1234", "abcd-1234-5678"
+	srv := httptest.NewServer(status(http.StatusUnauthorized, nil, "bad token "+token))
+	defer srv.Close()
+	a := newAgent(t, httpagent.Config{URL: srv.URL, BearerTokenEnv: "TOK", HeadersFromEnv: map[string]string{"X-Api-Key": "KEY"},
+		LookupEnv: env(map[string]string{"TOK": token, "KEY": key})})
+	_, err := a.Run(t.Context(), dispatch("q"))
+	if err == nil || strings.Contains(err.Error(), "5678") || !strings.Contains(err.Error(), "bad token [redacted]") {
+		t.Errorf("Run = %v", err)
 	}
 }
 
