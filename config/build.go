@@ -68,7 +68,7 @@ func (b *Builder) Agent(ctx context.Context, name string) (troupe.Agent, error) 
 	} else if f := b.kinds[decl.Kind]; f != nil {
 		a, err = f(ctx, b, decl)
 	} else {
-		err = fmt.Errorf("config: kind %s is not supported by this program", decl.Kind)
+		err = decl.Field(fmt.Errorf("kind %s is not supported by this program", decl.Kind), "kind")
 	}
 	if err != nil {
 		return nil, err
@@ -78,16 +78,20 @@ func (b *Builder) Agent(ctx context.Context, name string) (troupe.Agent, error) 
 }
 
 func (b *Builder) builtin(decl *Agent) (troupe.Agent, error) {
+	// The Go agent's name is builtin.name, else the agent's own: its key, where Build places
+	// an error without a field.
 	name := decl.Name
+	fail := func(err error) error { return fmt.Errorf("config: %w", err) }
 	if decl.Builtin != nil && decl.Builtin.Name != "" {
 		name = decl.Builtin.Name
+		fail = func(err error) error { return decl.Field(err, "builtin", "name") }
 	}
 	if b.Builtins == nil {
-		return nil, fmt.Errorf("config: builtin agent %q: this program registers no builtin agents", name)
+		return nil, fail(fmt.Errorf("builtin agent %q: this program registers no builtin agents", name))
 	}
 	spec, ok := b.Builtins.Spec(name)
 	if !ok {
-		return nil, fmt.Errorf("config: no builtin agent %q; this program has %s", name, strings.Join(b.Builtins.Names(), ", "))
+		return nil, fail(fmt.Errorf("no builtin agent %q; this program has %s", name, strings.Join(b.Builtins.Names(), ", ")))
 	}
 	return spec.Agent, nil
 }
@@ -127,28 +131,24 @@ func (b *Builder) Path(p string) string {
 
 // Build builds every agent of f and registers it with what it declares: description, reads,
 // writes, after, timeout, and its input and output schemas, which the engine enforces. Agents are
-// registered in file order. Errors name the agent and its place in the file.
+// registered in file order. It returns Errors, each at the field at fault when the error a
+// factory returned is or wraps a FieldError, else at the agent; a problem met through several
+// agents (a member of two composites, a server two agents use) is reported once.
 func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error) {
 	b := &Builder{File: f, Builtins: opts.Builtins, kinds: opts.Factories, built: map[string]troupe.Agent{}, building: map[string]bool{}}
 	reg := troupe.NewRegistry()
 	var errs Errors
-	fail := func(n string, err error) {
-		ptr := pointer("agents", n)
-		line, col := f.Position(ptr)
-		errs = append(errs, &Error{File: f.Path, Line: line, Column: col, Path: displayPath(ptr), Problem: strings.TrimPrefix(err.Error(), "config: ")})
-	}
 	for _, n := range f.Order {
 		a, opts, err := b.Declared(ctx, n)
-		if err != nil {
-			fail(n, err)
-			continue
+		if err == nil {
+			err = reg.Add(n, a, opts...)
 		}
-		if err := reg.Add(n, a, opts...); err != nil {
-			fail(n, err)
+		if err != nil {
+			errs = append(errs, f.errorOf(pointer("agents", n), err))
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, sortErrors(errs)
 	}
 	return reg, nil
 }
@@ -161,7 +161,7 @@ func Catalog(f *File) (*troupe.Registry, error) {
 	for _, n := range f.Order {
 		opts, err := specOptions(f, f.Agents[n], nil)
 		if err != nil {
-			return nil, fmt.Errorf("config: agents.%s: %w", n, err)
+			return nil, err
 		}
 		name := n
 		unbuilt := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
@@ -186,8 +186,9 @@ func specOptions(f *File, a *Agent, builtins *troupe.Registry) ([]troupe.Option,
 		}
 	}
 	opts := []troupe.Option{troupe.Describe(desc)}
-	if len(a.Reads) > 0 {
-		opts = append(opts, troupe.Reads(a.Reads...))
+	reads, input, inputOf := f.needs(a)
+	if len(reads) > 0 {
+		opts = append(opts, troupe.Reads(reads...))
 	}
 	if len(a.Writes) > 0 {
 		opts = append(opts, troupe.Writes(a.Writes...))
@@ -200,21 +201,49 @@ func specOptions(f *File, a *Agent, builtins *troupe.Registry) ([]troupe.Option,
 	}
 	// The engine (and flow, for members of composites) checks these: an input that does not
 	// meet its schema fails with INVALID_INPUT, an output with INVALID_OUTPUT.
-	if len(a.InputSchema) > 0 {
-		b, err := schemaBytes(f.Dir, a.InputSchema)
+	if len(input) > 0 {
+		b, err := schemaBytes(f.Dir, input)
 		if err != nil {
-			return nil, fmt.Errorf("input_schema: %w", err)
+			return nil, inputOf.Field(err, "input_schema")
 		}
 		opts = append(opts, troupe.InputSchema(b))
 	}
 	if len(a.OutputSchema) > 0 {
 		b, err := schemaBytes(f.Dir, a.OutputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("output_schema: %w", err)
+			return nil, a.Field(err, "output_schema")
 		}
 		opts = append(opts, troupe.OutputSchema(b))
 	}
 	return opts, nil
+}
+
+// needs returns what the agent a needs of a dispatch: the session state keys it reads and the
+// input schema it must meet, with the agent declaring that schema. A bundle's replicates are
+// dispatches of its agent with the bundle's own input and state, so a bundle reads what its
+// agent reads, and takes its agent's input schema when it declares none itself (Load refuses
+// both declaring one); the planner orders it after the writers of those keys, and the engine
+// checks them before the bundle runs, as it would for the agent alone.
+func (f *File) needs(a *Agent) (reads []string, input json.RawMessage, inputOf *Agent) {
+	reads, input, inputOf = slices.Clone(a.Reads), a.InputSchema, a
+	seen := map[*Agent]bool{a: true} // a bundle of itself is refused by Load, not looped on here
+	for a.Bundle != nil {
+		sub := f.Agents[a.Bundle.Agent]
+		if sub == nil || seen[sub] {
+			break
+		}
+		seen[sub] = true
+		for _, k := range sub.Reads {
+			if !slices.Contains(reads, k) {
+				reads = append(reads, k)
+			}
+		}
+		if len(input) == 0 {
+			input, inputOf = sub.InputSchema, sub
+		}
+		a = sub
+	}
+	return reads, input, inputOf
 }
 
 // schemaBytes returns an agent's schema: inline (an object or a boolean), or read from a path

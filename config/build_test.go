@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
@@ -79,9 +80,10 @@ agents:
 		t.Errorf("factory calls %v", built)
 	}
 
-	// What the program does not have is an error naming the agent.
+	// What the program does not have is an error at the field naming it, or at the agent when
+	// its name is the agent's own.
 	_, err = config.Build(t.Context(), f, config.Options{Builtins: troupe.NewRegistry()})
-	for _, want := range []string{`testdata/t.yaml:4:3: agents.judge: no builtin agent "judge_v2"`, "testdata/t.yaml:6:3: agents.pair: kind sequential is not supported by this program"} {
+	for _, want := range []string{`testdata/t.yaml:4:42: agents.judge.builtin.name: no builtin agent "judge_v2"`, `testdata/t.yaml:5:3: agents.other: no builtin agent "other"`, "testdata/t.yaml:6:16: agents.pair.kind: kind sequential is not supported by this program"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
@@ -281,4 +283,81 @@ agents:
 	spec, _ := reg.Spec("greet")
 	fmt.Println(reg.Names(), spec.Writes)
 	// Output: [greet both] [greeting]
+}
+
+// A bundle's replicates are dispatches of its agent with the bundle's own input and state, so
+// the bundle reads what its agent reads and takes its agent's input schema: the planner runs it
+// after the agent writing those keys, and the engine refuses an input the agent's schema
+// refuses before any replicate runs, as it would for the agent alone.
+func TestBundleTakesWhatItsAgentNeeds(t *testing.T) {
+	t.Parallel()
+	f := mustParse(t, `
+version: 1
+agents:
+  ask:
+    kind: builtin
+    writes: [question]
+  judge:
+    kind: builtin
+    reads: [question]
+    input_schema: {type: object, required: [intent], properties: {intent: {enum: [check]}}}
+  jury:
+    kind: bundle
+    reads: [topic]
+    bundle: {agent: judge, replicates: 3}
+`)
+	cat, err := config.Catalog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jury, _ := cat.Spec("jury")
+	judge, _ := cat.Spec("judge")
+	if diff := cmp.Diff([]string{"topic", "question"}, jury.Reads); diff != "" {
+		t.Errorf("jury's reads (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(string(judge.InputSchema), string(jury.InputSchema)); diff != "" || jury.InputSchema == nil {
+		t.Errorf("jury's input schema is not judge's (-judge +jury):\n%s", diff)
+	}
+	p, err := f.Planner().Plan(&troupe.Request{Query: "q"}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(p.ExecutionPlan()); got != "[[ask] [jury]]" {
+		t.Errorf("plan %s, want [[ask] [jury]]: jury's replicates read what ask writes", got)
+	}
+
+	builtins := troupe.NewRegistry()
+	builtins.MustAdd("ask", echo(map[string]any{"question": "which?"}))
+	builtins.MustAdd("judge", echo(nil))
+	bundle := func(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+		return b.Agent(ctx, a.Bundle.Agent) // one replicate stands for all here
+	}
+	reg, err := config.Build(t.Context(), f, config.Options{Builtins: builtins, Factories: config.Factories{config.KindBundle: bundle}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for intent, want := range map[string]string{"check": "", "other": troupe.CodeInvalidInput} {
+		eng, err := engine.New(engine.Config{Registry: reg, Planner: f.Planner(), Policy: troupe.ErrorPolicy{OnError: troupe.Continue}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *troupe.Result
+		req := troupe.Request{Query: "q", ParsedQuery: map[string]any{"intent": intent}, State: map[string]any{"topic": "t"}}
+		for ev, err := range eng.Run(t.Context(), req) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, ok := ev.Data.(*troupe.Result); ok && ev.Agent == "jury" {
+				got = r
+			}
+		}
+		switch {
+		case got == nil:
+			t.Errorf("intent %s: jury did not run", intent)
+		case want == "" && got.Status != troupe.StatusCompleted:
+			t.Errorf("intent %s: jury %+v, want completed", intent, got)
+		case want != "" && (len(got.Errors) == 0 || got.Errors[0].Code != want):
+			t.Errorf("intent %s: jury %+v, want %s", intent, got, want)
+		}
+	}
 }

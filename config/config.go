@@ -39,26 +39,26 @@ type File struct {
 	Parser      *Parser      `json:"parser,omitempty"`
 	Examples    []Example    `json:"examples,omitempty"`
 
-	// where maps a field's JSON pointer to its place in the file, for errors found after
-	// loading (building an agent).
-	where map[string]pos
+	// where are the places of the file's fields, for errors found after loading (building an
+	// agent).
+	where places
 }
 
 // Position returns the line and column of the field at ptr (a JSON pointer such as
-// "/agents/fetch"), or of the nearest field enclosing it; 0, 0 for a File not loaded from
-// YAML.
+// "/agents/fetch") — of its key, for a member of a mapping, as that is where people look for
+// it — or of the nearest field enclosing it; 0, 0 for a File not loaded from YAML.
 func (f *File) Position(ptr string) (line, col int) {
-	for f.where != nil {
-		if p, ok := f.where[ptr]; ok {
-			return p.line, p.col
-		}
-		i := strings.LastIndexByte(ptr, '/')
-		if i < 0 {
-			break
-		}
-		ptr = ptr[:i]
+	p := f.place(ptr, true)
+	return p.line, p.col
+}
+
+// place is where the field at ptr is, as places.position says; the zero pos for a File not
+// loaded from YAML.
+func (f *File) place(ptr string, key bool) pos {
+	if f.where.vals == nil {
+		return pos{}
 	}
-	return 0, 0
+	return f.where.position(ptr, key)
 }
 
 // Example is a query the configuration is meant to answer, shown by "troupe agents" and

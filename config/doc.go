@@ -62,15 +62,20 @@
 // are errors), then what the schema cannot say: that every agent named in after, composites,
 // routing, pairs, coordinator, fallbacks and the parser, and every MCP server named, is
 // declared; that no composite contains itself and after has no
-// cycle; that input and output schemas compile; that routing and coordinator are not both
-// given; and finally the planner's, router's and error policy's own validation.
+// cycle; that input and output schemas compile; that a bundle and the agent it replicates do
+// not both declare an input schema; that no mcp agent's timeout is longer than its server's
+// call_timeout; that routing and coordinator are not both given; and finally the planner's,
+// router's and error policy's own validation.
 //
 // # Building
 //
 // Load only reads. Build turns a file into a troupe.Registry through Factories, one per
 // kind, that the program passes in: this package builds builtin agents itself (from the
 // program's registry) and nothing else, so it depends on no transport; cmd/troupe wires the
-// exec, http, llm, mcp and composite kinds. Catalog registers the agents' declarations without
-// building them, which is all planning needs. PlanRules, RouteRules, Planner, Router and
+// exec, http, llm, mcp and composite kinds. What building finds wrong is reported as Errors
+// too: at the field at fault when the error is a FieldError (a factory says which field with
+// one), else at the agent. Catalog registers the agents' declarations without building them,
+// which is all planning needs; a bundle's declaration includes what its agent reads and its
+// agent's input schema, as its replicates are dispatches of that agent. PlanRules, RouteRules, Planner, Router and
 // Policy give the file's rules as the runtime's types.
 package config

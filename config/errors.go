@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,6 +33,50 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(e.Problem)
 	return b.String()
+}
+
+// FieldError is a problem of one field of a file found after loading it, while its agents are
+// built: a Factory returns it, or an error wrapping it, so that Build reports the problem at the
+// field's own line and path, as Load does, rather than at the agent's. Path is the field's
+// path from the file's root, a key or a list index each element: {"agents", "fetch", "exec",
+// "dir"}, {"mcp_servers", "files", "env", "TOKEN"}; an agent's own field is most easily named
+// with Agent.Field. Err is the problem.
+type FieldError struct {
+	Path []string
+	Err  error
+}
+
+// Error is the field's path, as Error shows it, then the problem.
+func (e *FieldError) Error() string {
+	problem := strings.TrimPrefix(e.Err.Error(), "config: ")
+	if len(e.Path) == 0 {
+		return "config: " + problem
+	}
+	return "config: " + displayPath(pointer(e.Path...)) + ": " + problem
+}
+
+// Unwrap returns the problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Field returns err as a problem of the agent's field at path, under the agent ("exec",
+// "dir"), or nil when err is nil.
+func (a *Agent) Field(err error, path ...string) error {
+	if err == nil {
+		return nil
+	}
+	return &FieldError{Path: append([]string{"agents", a.Name}, path...), Err: err}
+}
+
+// errorOf is err as a problem of the file f: at the value of the field a FieldError in its chain
+// names, as Load places a field's problems; else at the key of member, the JSON pointer of the
+// agent (or section) the caller was building.
+func (f *File) errorOf(member string, err error) *Error {
+	ptr, key := member, true
+	if fe, ok := errors.AsType[*FieldError](err); ok {
+		ptr, key, err = pointer(fe.Path...), false, fe.Err
+	}
+	p := f.place(ptr, key)
+	return &Error{File: f.Path, Line: p.line, Column: p.col, Path: displayPath(ptr), Problem: strings.TrimPrefix(err.Error(), "config: ")}
 }
 
 // Errors is every problem found in one file, in file order. Loading reports all of them at

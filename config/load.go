@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/troupehq/troupe"
 )
@@ -95,9 +96,7 @@ func Parse(name string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %s: %w", name, err)
 	}
-	f := &File{Path: name, Dir: filepath.Dir(name), where: map[string]pos{}}
-	maps.Copy(f.where, t.vals)
-	maps.Copy(f.where, t.keys) // a member's key is where people look for it
+	f := &File{Path: name, Dir: filepath.Dir(name), where: t.places}
 	if len(schemaErrs) == 0 {
 		// The schema and the Go types describe the same format; a strict decode catches
 		// any drift between them.
@@ -133,7 +132,7 @@ func backstop(t *tree, f *File) Errors {
 	var errs Errors
 	cat, err := Catalog(f)
 	if err != nil {
-		return Errors{t.errorAt("/agents", err.Error())}
+		return Errors{f.errorOf("/agents", err)}
 	}
 	for _, v := range []struct {
 		ptr      string
@@ -195,10 +194,23 @@ func check(t *tree, f *File) Errors {
 			}
 		case a.MCP != nil:
 			c.server(base+"/mcp/server", a.MCP.Server)
+			c.callTimeout(a)
 		case a.Bundle != nil:
 			c.ref(base+"/bundle/agent", a.Bundle.Agent)
 			if b := a.Bundle; b.MinReplicates > b.Replicates {
 				c.add(base+"/bundle/min_replicates", fmt.Sprintf("min_replicates %d is more than replicates %d", b.MinReplicates, b.Replicates))
+			}
+			if sub := f.Agents[a.Bundle.Agent]; sub != nil && sub != a && len(a.InputSchema) > 0 {
+				// The bundle takes its agent's input schema (see needs); with one of its own
+				// as well, one of the two would be ignored.
+				if _, in, of := f.needs(sub); len(in) > 0 && of != a {
+					whose := "declares an input_schema"
+					if of != sub {
+						whose = "takes " + of.Name + "'s input_schema"
+					}
+					c.add(base+"/input_schema", fmt.Sprintf("%s, the agent this bundle replicates, %s (line %d), which the bundle takes too, as a replicate's input is the bundle's: declare the schema on one of them",
+						sub.Name, whose, c.line(pointer("agents", of.Name, "input_schema"))))
+				}
 			}
 		}
 		for _, s := range []struct {
@@ -322,6 +334,43 @@ type checker struct {
 }
 
 func (c *checker) add(ptr, problem string) { c.errs = append(c.errs, c.t.errorAt(ptr, problem)) }
+
+// mcpCallTimeout is how long a call to an MCP server whose call_timeout is absent may take:
+// mcptool.DefaultCallTimeout, which this package does not import (its tests check they agree).
+const mcpCallTimeout = time.Minute
+
+// callTimeout reports an mcp agent whose timeout is longer than its server's call_timeout (or
+// the default, when the server gives none): each dispatch of the agent is one call, which the
+// server's bound cuts off first, so the agent's timeout would never be reached. Which of the two
+// the file means cannot be told, so neither is picked in silence.
+func (c *checker) callTimeout(a *Agent) {
+	s := c.f.MCPServers[a.MCP.Server]
+	if s == nil || a.Timeout <= 0 {
+		return
+	}
+	timeout, bound := time.Duration(a.Timeout), time.Duration(s.CallTimeout)
+	field := pointer("mcp_servers", a.MCP.Server, "call_timeout")
+	switch {
+	case bound == 0 && timeout > mcpCallTimeout:
+		c.add(pointer("agents", a.Name, "timeout"), fmt.Sprintf("timeout %s is longer than %s, %s when absent as here, which cuts off every call to the server first: set call_timeout to %s or more on the server, or shorten timeout",
+			shortDuration(timeout), displayPath(field), shortDuration(mcpCallTimeout), shortDuration(timeout)))
+	case bound > 0 && timeout > bound:
+		c.add(pointer("agents", a.Name, "timeout"), fmt.Sprintf("timeout %s is longer than %s, %s (line %d), which cuts off every call to the server first: raise call_timeout to %s or more, or shorten timeout",
+			shortDuration(timeout), displayPath(field), shortDuration(bound), c.line(field), shortDuration(timeout)))
+	}
+}
+
+// shortDuration writes d as a file would: 1m, not 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
 
 // line returns the line of the value at ptr.
 func (c *checker) line(ptr string) int { return c.t.position(ptr, false).line }

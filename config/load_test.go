@@ -94,6 +94,12 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:4:52: agents.b.bundle.replicates: maximum: got 100, want 32`,
 			`t.yaml:4:73: agents.b.bundle.min_replicates: minimum: got 1, want 2`,
 		}},
+		{"bundle and its agent declare input schemas", "version: 1\nagents:\n  j:\n    kind: builtin\n    input_schema: {type: object}\n  inner: {kind: bundle, bundle: {agent: j, replicates: 2}}\n  b:\n    kind: bundle\n    bundle: {agent: inner, replicates: 3}\n    input_schema: {required: [intent]}\n", []string{
+			`t.yaml:10:19: agents.b.input_schema: inner, the agent this bundle replicates, takes j's input_schema (line 5), which the bundle takes too, as a replicate's input is the bundle's: declare the schema on one of them`,
+		}},
+		{"bundle and its agent declare input schemas, directly", "version: 1\nagents:\n  j: {kind: builtin, input_schema: {type: object}}\n  b: {kind: bundle, bundle: {agent: j, replicates: 2}, input_schema: true}\n", []string{
+			`t.yaml:4:70: agents.b.input_schema: j, the agent this bundle replicates, declares an input_schema (line 3), which the bundle takes too, as a replicate's input is the bundle's: declare the schema on one of them`,
+		}},
 		{"routing and coordinator", "version: 1\nagents: {a: {kind: builtin}}\nrouting: {intents: [{intent: x, primary: [a]}]}\ncoordinator: {default: a}\n", []string{
 			`t.yaml:4:14: coordinator: routing and coordinator are exclusive: a file either plans stages of agents (routing) or routes each request to one agent (coordinator)`,
 		}},

@@ -3,8 +3,10 @@ package config_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe/agent/mcptool"
 	"github.com/troupehq/troupe/config"
 )
 
@@ -88,6 +90,10 @@ func TestMCPErrors(t *testing.T) {
 			[]string{`t.yaml:3:42: agents.w.llm.tools[0]: 'mcp:' does not match pattern '^([A-Za-z][A-Za-z0-9_-]*|mcp:[A-Za-z][A-Za-z0-9_-]*(/.+)?)$'`}},
 		{"env value is a name", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {command: x, env: {T: \"secret value\"}}\n",
 			[]string{`t.yaml:5:29: mcp_servers.fs.env.T: 'secret value' does not match pattern '^[A-Za-z_][A-Za-z0-9_]*$'`}},
+		{"timeout longer than call_timeout", head + "  s:\n    kind: mcp\n    timeout: 5m\n    mcp: {server: fs, tool: read}\nmcp_servers:\n  fs:\n    command: x\n    call_timeout: 30s\n",
+			[]string{`t.yaml:5:14: agents.s.timeout: timeout 5m is longer than mcp_servers.fs.call_timeout, 30s (line 10), which cuts off every call to the server first: raise call_timeout to 5m or more, or shorten timeout`}},
+		{"timeout longer than the default call_timeout", head + "  s:\n    kind: mcp\n    timeout: 90s\n    mcp: {server: fs, tool: read}\nmcp_servers:\n  fs: {command: x}\n",
+			[]string{`t.yaml:5:14: agents.s.timeout: timeout 1m30s is longer than mcp_servers.fs.call_timeout, 1m when absent as here, which cuts off every call to the server first: set call_timeout to 1m30s or more on the server, or shorten timeout`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +101,31 @@ func TestMCPErrors(t *testing.T) {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// An mcp agent's dispatch is one call to its server, which the server's call_timeout (absent:
+// mcptool.DefaultCallTimeout) cuts off: a timeout of the agent's up to it is accepted, a longer
+// one refused (TestMCPErrors), whatever the budget's default_timeout, which agents without
+// their own take, and whatever the bound of an llm agent calling the server's tools, each call
+// of which the server bounds.
+func TestMCPTimeoutWithinCallTimeout(t *testing.T) {
+	t.Parallel()
+	const server = "mcp_servers:\n  fs: {command: x}\n  slow: {command: x, call_timeout: 10m}\n"
+	ok := map[string]string{
+		"the default":           fmt.Sprintf("  s: {kind: mcp, timeout: %s, mcp: {server: fs, tool: t}}\n", mcptool.DefaultCallTimeout),
+		"the server's":          "  s: {kind: mcp, timeout: 10m, mcp: {server: slow, tool: t}}\n",
+		"budget default":        "  s: {kind: mcp, mcp: {server: fs, tool: t}}\nbudget: {default_timeout: 1h}\n",
+		"llm agent using tools": "  w: {kind: llm, timeout: 1h, llm: {model: m, tools: [\"mcp:fs\"]}}\n",
+	}
+	for name, agent := range ok {
+		if errs := parseErrs(t, "version: 1\nagents:\n"+agent+server); errs != nil {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	over := fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, timeout: %s, mcp: {server: fs, tool: t}}\n%s", mcptool.DefaultCallTimeout+time.Second, server)
+	if errs := parseErrs(t, over); len(errs) != 1 {
+		t.Errorf("a timeout a second longer than mcptool.DefaultCallTimeout: %v, want one problem", errs)
 	}
 }
 

@@ -36,12 +36,18 @@ const (
 // pos is a place in the file.
 type pos struct{ line, col int }
 
+// places are where a document's values and mapping keys are, by JSON pointer
+// ("/agents/a/kind"): what errors found in loading, and after it in building, are placed by.
+type places struct {
+	vals map[string]pos // pointer → where its value starts
+	keys map[string]pos // pointer of a member → where its key is
+}
+
 // tree is a YAML document as JSON values (map[string]any, []any, string, json.Number, bool,
-// nil) with the place of every value and every mapping key, by JSON pointer ("/agents/a/kind").
+// nil) with the place of every value and every mapping key.
 type tree struct {
 	value any
-	vals  map[string]pos // pointer → where its value starts
-	keys  map[string]pos // pointer of a member → where its key is
+	places
 	order map[string][]string
 	errs  []*Error
 	path  string              // the file's name, for errors
@@ -56,7 +62,7 @@ type tree struct {
 // parseYAML reads data as one YAML document. A syntax error is returned alone; every other
 // problem (a merge key, a non-JSON number, a duplicate key) is collected in the tree's errs.
 func parseYAML(name string, data []byte) (*tree, error) {
-	t := &tree{vals: map[string]pos{}, keys: map[string]pos{}, order: map[string][]string{}, path: name}
+	t := &tree{places: places{vals: map[string]pos{}, keys: map[string]pos{}}, order: map[string][]string{}, path: name}
 	tokens := lexer.Tokenize(string(data))
 	if p, problem := tooComplex(tokens); problem != "" {
 		return nil, &Error{File: name, Line: p.line, Column: p.col, Problem: problem}
@@ -322,16 +328,16 @@ func (t *tree) membersNamed(key string) []string {
 	return t.byKey[key]
 }
 
-// position returns where the value at ptr is, or, when it is absent, where the nearest
-// enclosing value is.
-func (t *tree) position(ptr string, key bool) pos {
+// position returns where the value at ptr is (its key, for a member, when key is true), or,
+// when it is absent, where the nearest enclosing value is.
+func (ps places) position(ptr string, key bool) pos {
 	for {
 		if key {
-			if p, ok := t.keys[ptr]; ok {
+			if p, ok := ps.keys[ptr]; ok {
 				return p
 			}
 		}
-		if p, ok := t.vals[ptr]; ok {
+		if p, ok := ps.vals[ptr]; ok {
 			return p
 		}
 		if ptr == "" {

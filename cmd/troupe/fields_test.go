@@ -194,17 +194,17 @@ func TestLLMCallTimeoutIsTheAgentsTimeout(t *testing.T) {
 }
 
 // A working directory that is not there is an error of the file, found when it is validated and
-// naming the field, not a failure to start the program at the first dispatch.
+// reported at the field's own line, not a failure to start the program at the first dispatch.
 func TestMissingWorkingDirectory(t *testing.T) {
 	dir := writeConfig(t, "version: 1\nagents:\n  a:\n    kind: exec\n    exec: {command: [cat], dir: nowhere}\n")
 	code, _, stderr := invoke(t, "validate", dir)
-	want := filepath.Join(dir, "troupe.yaml") + ":3:3: agents.a: exec.dir: no such directory: " + filepath.Join(dir, "nowhere")
+	want := filepath.Join(dir, "troupe.yaml") + ":5:33: agents.a.exec.dir: no such directory: " + filepath.Join(dir, "nowhere")
 	if code != exitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
 	}
 	dir = writeConfig(t, "version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: echo}}\nmcp_servers:\n  ev: {command: cat, dir: nowhere}\n")
 	code, _, stderr = invoke(t, "validate", dir)
-	if want := "agents.s: mcp s: MCP server ev: dir: no such directory: "; code != exitUsage || !strings.Contains(stderr, want) {
+	if want := filepath.Join(dir, "troupe.yaml") + ":5:27: mcp_servers.ev.dir: MCP server ev: no such directory: "; code != exitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
 	}
 }

@@ -433,7 +433,7 @@ func TestValidateBuildErrors(t *testing.T) {
 	}
 	for _, want := range []string{
 		`testdata/unbuildable.yaml:4:3: agents.oracle: no builtin agent "oracle"; this program has scope_definer,`,
-		`testdata/unbuildable.yaml:6:3: agents.helper: no program to run: exec: `,
+		`testdata/unbuildable.yaml:8:21: agents.helper.exec.command: no program to run: exec: `,
 		"missing.sh",
 	} {
 		if !strings.Contains(stderr, want) {

@@ -55,14 +55,14 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 	cmd := append([]string(nil), a.Exec.Command...)
 	prog, err := program(b, cmd[0])
 	if err != nil {
-		return nil, err
+		return nil, a.Field(err, "exec", "command")
 	}
 	cmd[0] = prog
 	dir := b.File.Dir
 	if a.Exec.Dir != "" {
 		dir = b.Path(a.Exec.Dir)
 		if err := isDir(dir); err != nil {
-			return nil, fmt.Errorf("exec.dir: %w", err)
+			return nil, a.Field(err, "exec", "dir")
 		}
 	}
 	var env []string
@@ -275,20 +275,20 @@ func (s *mcpServers) client(ctx context.Context, b *config.Builder, name string)
 	if decl.Command != "" {
 		prog, err := program(b, decl.Command)
 		if err != nil {
-			return nil, fmt.Errorf("MCP server %s: %w", name, err)
+			return nil, serverField(name, err, "command")
 		}
 		cfg.Command = append([]string{prog}, decl.Args...)
 		cfg.Dir = b.File.Dir
 		if decl.Dir != "" {
 			cfg.Dir = b.Path(decl.Dir)
 			if err := isDir(cfg.Dir); err != nil {
-				return nil, fmt.Errorf("MCP server %s: dir: %w", name, err)
+				return nil, serverField(name, err, "dir")
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(decl.Env)) {
 			v, ok := os.LookupEnv(decl.Env[k])
 			if !ok {
-				return nil, fmt.Errorf("MCP server %s: env %s: the environment variable %s is not set", name, k, decl.Env[k])
+				return nil, serverField(name, fmt.Errorf("the environment variable %s is not set", decl.Env[k]), "env", k)
 			}
 			cfg.Env = append(cfg.Env, k+"="+v)
 		}
@@ -301,7 +301,7 @@ func (s *mcpServers) client(ctx context.Context, b *config.Builder, name string)
 	defer cancel()
 	c, err := mcptool.Connect(cctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %s: %w", name, err)
+		return nil, serverField(name, err)
 	}
 	s.clients[name] = c
 	return c, nil
@@ -340,9 +340,16 @@ func (s *mcpServers) buildMCP(ctx context.Context, b *config.Builder, a *config.
 	}
 	t, err := serverTool(c, a.MCP.Server, a.MCP.Tool)
 	if err != nil {
-		return nil, fmt.Errorf("mcp %s: %w", a.Name, err)
+		return nil, a.Field(err, "mcp", "tool")
 	}
 	return mcptool.Agent(t), nil
+}
+
+// serverField is err as a problem of the field path of MCP server name's declaration (of the
+// declaration itself, with no path): reported at that field's line, once however many agents
+// use the server.
+func serverField(name string, err error, path ...string) error {
+	return &config.FieldError{Path: append([]string{"mcp_servers", name}, path...), Err: fmt.Errorf("MCP server %s: %w", name, err)}
 }
 
 // Close closes every server connected, waiting for their processes to end; later builds

@@ -167,7 +167,7 @@ mcp_servers:
 	wantText(t, results, "The sum of 2 and 40 is 42")
 }
 
-// Building fails, with the agent and server named, when a file names a tool the server does
+// Building fails, at the line of the field at fault, when a file names a tool the server does
 // not have or a server that cannot start; validate reports it and leaves no process behind.
 func TestMCPBuildErrors(t *testing.T) {
 	bin := peers.Bin(t, "mcp-server-everything")
@@ -175,15 +175,17 @@ func TestMCPBuildErrors(t *testing.T) {
 		name, cfg, want string
 	}{
 		{"no such tool", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: get-summ}}\nmcp_servers:\n  ev: {command: %s, args: [stdio], stop_timeout: 200ms}\n", bin),
-			`mcp s: MCP server ev has no tool "get-summ" (it offers `},
+			`troupe.yaml:3:42: agents.s.mcp.tool: MCP server ev has no tool "get-summ" (it offers `},
 		// The names offered are the ones to write after the server's name, not the prefixed
 		// ones an llm agent's model sees.
 		{"no such tool, prefixed", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: get-summ}}\nmcp_servers:\n  ev: {command: %s, args: [stdio], stop_timeout: 200ms, prefix: ev_}\n", bin),
-			`mcp s: MCP server ev has no tool "get-summ" (it offers echo, `},
+			`troupe.yaml:3:42: agents.s.mcp.tool: MCP server ev has no tool "get-summ" (it offers echo, `},
 		{"no such program", "version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: t}}\nmcp_servers:\n  ev: {command: ./not-there}\n",
-			"mcp s: MCP server ev: no program to run: "},
+			"troupe.yaml:5:17: mcp_servers.ev.command: MCP server ev: no program to run: "},
 		{"unset variable", fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, mcp: {server: ev, tool: echo}}\nmcp_servers:\n  ev: {command: %s, env: {TOKEN: TROUPE_TEST_UNSET_VARIABLE}}\n", bin),
-			"mcp s: MCP server ev: env TOKEN: the environment variable TROUPE_TEST_UNSET_VARIABLE is not set"},
+			// at the variable's name: the column after the server's program, whose path varies
+			fmt.Sprintf("troupe.yaml:5:%d: mcp_servers.ev.env.TOKEN: MCP server ev: the environment variable TROUPE_TEST_UNSET_VARIABLE is not set",
+				len("  ev: {command: ")+len(bin)+len(", env: {TOKEN: ")+1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
