@@ -174,7 +174,9 @@ func bound(n, def int) int {
 }
 
 // nested is the runtime of a dispatch a composite runs itself: state from its view, events to
-// the enclosing runtime's Emitter with Parent set, questions to the enclosing runtime.
+// the enclosing runtime's Emitter with Parent set, questions to the enclosing runtime. Once cut
+// is closed (the composite abandoned a member past its timeout), it reaches none of them: what
+// the member does then belongs to no run. Its ids and execution context stay readable.
 type nested struct {
 	outer    troupe.DispatchRuntime // the enclosing dispatch's runtime; nil outside a run
 	em       troupe.Emitter         // outer as an Emitter, or nil
@@ -189,6 +191,7 @@ type nested struct {
 	// planned composite, the members and tool callers down to this dispatch's parent. An agent
 	// tool refuses to call one of them (a cycle), however the nesting came about.
 	enclosing []string
+	cut       *cutoff // nil for a member without a timeout, which is never abandoned
 }
 
 // enclosingOf is the chain of agents whose dispatches enclose a dispatch nested in d, d's own
@@ -204,17 +207,33 @@ func enclosingOf(d *troupe.Dispatch) []string {
 	return append(chain[:len(chain):len(chain)], d.TargetAgent)
 }
 
-func (n *nested) State(key string) (any, bool) { return n.st.get(key) }
+func (n *nested) State(key string) (any, bool) {
+	if !n.cut.enter() {
+		return nil, false
+	}
+	defer n.cut.leave()
+	return n.st.get(key)
+}
 
 func (n *nested) Progress(kind string, data any) {
+	if !n.cut.enter() {
+		return
+	}
+	defer n.cut.leave()
 	n.emit(troupe.Event{Kind: troupe.KindAgentProgress, DispatchID: n.id, Agent: n.agent, Data: &troupe.Progress{Kind: kind, Data: data}})
 }
 
 // Ask asks through the enclosing dispatch. The question belongs to this nested dispatch: its
 // id is derived from this dispatch's id and how many it asked, so a resumed run, which may take
 // other members' results from the log instead of running them (and asking what they asked),
-// still matches each recorded answer to its question.
+// still matches each recorded answer to its question. A member abandoned past its timeout asks
+// nobody; one that asked before it was abandoned is answered as the enclosing runtime answers
+// (the question is not held under the cut's lock: a person may take long to answer).
 func (n *nested) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+	if !n.cut.enter() {
+		return troupe.Answer{}, errAbandoned
+	}
+	n.cut.leave()
 	if n.outer == nil {
 		return troupe.Answer{}, fmt.Errorf("%w: dispatch is not attached to a run", troupe.ErrPaused)
 	}
@@ -228,6 +247,10 @@ func (n *nested) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, err
 // Admit asks the enclosing dispatch whether a composite nested in this one may start another
 // member (troupe.Admitter): the run's budgets hold at every depth.
 func (n *nested) Admit() error {
+	if !n.cut.enter() {
+		return errAbandoned
+	}
+	defer n.cut.leave()
 	if a, ok := n.outer.(troupe.Admitter); ok {
 		return a.Admit()
 	}
@@ -237,6 +260,10 @@ func (n *nested) Admit() error {
 // Recorded passes a composite nested in this one the results the run's log recorded for its
 // members (troupe.Recorder).
 func (n *nested) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if !n.cut.enter() {
+		return nil, false
+	}
+	defer n.cut.leave()
 	if r, ok := n.outer.(troupe.Recorder); ok {
 		return r.Recorded(d)
 	}
@@ -246,6 +273,10 @@ func (n *nested) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
 // RunGuardrails passes the run's guardrails on to composites nested in this one
 // (troupe.Guarder).
 func (n *nested) RunGuardrails() []troupe.Guardrail {
+	if !n.cut.enter() {
+		return nil
+	}
+	defer n.cut.leave()
 	if g, ok := n.outer.(troupe.Guarder); ok {
 		return g.RunGuardrails()
 	}
@@ -257,6 +288,10 @@ func (n *nested) Partial(map[string]any) {}
 
 // Emit records an event of an agent nested in this one (a composite inside a composite).
 func (n *nested) Emit(ev troupe.Event) {
+	if !n.cut.enter() {
+		return
+	}
+	defer n.cut.leave()
 	if ev.Parent == "" {
 		ev.Parent = n.id
 	}
@@ -286,6 +321,7 @@ func (n *nested) TraceID() string {
 func (n *nested) NextChild() uint64 { return n.children.Add(1) - 1 }
 
 // emit records one of this dispatch's own events: its context, the enclosing dispatch as parent.
+// The composite records its member's dispatch events with it, whether or not cut is closed.
 func (n *nested) emit(ev troupe.Event) {
 	if n.em == nil {
 		return
@@ -343,10 +379,13 @@ type frame struct {
 	outer troupe.DispatchRuntime
 	em    troupe.Emitter
 	tc    troupe.Context
+	// strays are the composite's members abandoned past their timeout, still running: its
+	// Teardown waits for them.
+	strays *tracker
 }
 
-func frameOf(d *troupe.Dispatch) frame {
-	f := frame{d: d, outer: d.Runtime()}
+func frameOf(d *troupe.Dispatch, strays *tracker) frame {
+	f := frame{d: d, outer: d.Runtime(), strays: strays}
 	if f.em = d.Emitter(); f.em != nil {
 		f.tc = f.em.ExecutionContext()
 	}
@@ -396,6 +435,9 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	if f.em != nil {
 		rt.tc = f.tc.Child()
 	}
+	if m.spec.Timeout > 0 {
+		rt.cut = new(cutoff)
+	}
 	d.Bind(rt)
 	rt.emit(troupe.Event{Kind: troupe.KindDispatchStarted, DispatchID: in.id, Agent: m.spec.Name, Data: &d})
 
@@ -408,21 +450,22 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	}
 	pre, err := f.prepare(ctx, m, &d, st, guards)
 	var out *troupe.Result
-	if err == nil {
-		actx, cancel := ctx, context.CancelFunc(nil)
-		if m.spec.Timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, m.spec.Timeout)
-		}
-		out, err = invoke(actx, m.spec.Agent, &d)
-		if err != nil && actx.Err() != nil && ctx.Err() == nil {
-			err = &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
-				Message: fmt.Sprintf("%s did not finish within %v", m.spec.Name, m.spec.Timeout), Cause: err}
-		}
-		if cancel != nil {
-			cancel()
-		}
+	gone := false
+	switch {
+	case err != nil:
+	case m.spec.Timeout > 0:
+		// A timeout holds even against an agent that ignores its context: the member runs on
+		// a goroutine of its own, which the composite leaves behind if it must.
+		out, gone, err = f.invokeTimed(ctx, m, &d, rt)
+	default:
+		out, err = invoke(ctx, m.spec.Agent, &d) // inline: no goroutine for a member without a timeout
 	}
 	res := result(ctx, m, &d, out, err, start)
+	if gone && res.Status == troupe.StatusCancelled {
+		// Cancelled rather than timed out, and it did not stop either.
+		res.Errors[len(res.Errors)-1].Message += fmt.Sprintf("; %s did not stop within %v and was abandoned", m.spec.Name, abandonGrace)
+		res.Errors[len(res.Errors)-1].Details = map[string]any{"abandoned": true}
+	}
 	if pre != nil {
 		// What the member's guardrails said before it ran comes first.
 		res.Warnings = append(slices.Clip(pre.Warnings), res.Warnings...)
@@ -646,16 +689,16 @@ func errorOf(what string, res *troupe.Result) *troupe.AgentError {
 
 // warnUnfinished adds to r, the result of a composite that succeeded anyway (ContinueOnError,
 // CollectAll, a vote, a first success), a warning for each member that failed or timed out:
-// "lint: failed: exit status 1", "slow: timeout". The failure is then in the composite's own
-// result, not only in the nested events. Branches cancelled because another won are not
-// failures.
+// "lint: failed: exit status 1", "slow: timeout" (with its message when it was abandoned past
+// its timeout). The failure is then in the composite's own result, not only in the nested
+// events. Branches cancelled because another won are not failures.
 func warnUnfinished(r *troupe.Result, rs []*troupe.Result) {
 	for _, x := range rs {
 		if x == nil || x.Status == troupe.StatusCompleted || x.Status == troupe.StatusCancelled {
 			continue
 		}
 		w := x.AgentName + ": " + string(x.Status)
-		if len(x.Errors) > 0 && x.Status == troupe.StatusFailed {
+		if len(x.Errors) > 0 && (x.Status == troupe.StatusFailed || x.Errors[0].Details["abandoned"] == true) {
 			if m := strings.TrimSpace(x.Errors[0].Message); m != "" {
 				w += ": " + m
 			} else {

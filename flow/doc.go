@@ -61,11 +61,21 @@
 // composite up for a run sets up every member inside it, through any nesting.
 //
 // Cancelling the context a composite runs with — the run's, when the engine runs it — cancels
-// every member, and a composite returns only once all of its members have returned. A
-// member's WithTimeout is the deadline of the context it runs with: a member that ignores its
-// context runs past it, and holds its composite with it. The deadline that holds against such
-// an agent is the enclosing planned dispatch's, which the engine keeps whatever the agent
-// does; give the composite a timeout of its own when a member may ignore its context.
-// (Package evidence, which runs its replicates on goroutines of their own, holds each
-// replicate's timeout against it.)
+// every member, and a composite returns once its members have returned, but for one that
+// overstays its WithTimeout. A member's timeout holds even against an agent that ignores its
+// context: a member with one runs on a goroutine of its own, with the timeout as its context's
+// deadline (a member without one runs on the composite's goroutine, at no extra cost). When
+// that context ends — the deadline passes, or the composite is cancelled — and the member has
+// not returned 250 ms later, the composite stops waiting for it. Its result is recorded as
+// timed out (status timeout, code TIMEOUT, a message saying it did not finish within its
+// timeout and was abandoned, details {"abandoned": true}; cancelled instead when the
+// composite was cancelled first), with its dispatch_failed event, and the composite goes on as
+// it does after any timed-out member. The abandoned member is left running: what it returns
+// later is dropped, and its runtime reaches nothing any more — it reads no session state,
+// records no event, asks nobody and starts no nested member. Its goroutine still has an
+// owner: the composite's Teardown, which the engine calls when the run ends, waits for the
+// composite's abandoned members (until Teardown's context ends) before it tears the members
+// down; an agent tool's Teardown waits for its abandoned calls. A member without a timeout
+// that ignores its context still holds its composite; the deadline that holds against it is
+// the enclosing planned dispatch's, which the engine keeps whatever the agent does.
 package flow

@@ -15,15 +15,22 @@ import (
 // it, not once per member dispatch or loop cycle, so a member that opens a connection in Setup
 // has it for every dispatch the composite makes in that run. Members nest: a composite member
 // forwards to its own members.
+//
+// Teardown first waits for the members the composite abandoned past their timeout (see
+// WithTimeout in the package doc) to return, until ctx ends, so that no member is torn down
+// while one of its dispatches still runs; then it tears the members down whatever the
+// abandoned ones do, and reports those still running in its error.
 
 // Setup sets up the sequence's members (troupe.Setupper).
 func (s *SequentialAgent) Setup(ctx context.Context) error {
 	return setUp(ctx, "sequential", s.agents)
 }
 
-// Teardown tears down the members Setup sets up, the last first (troupe.Teardowner).
+// Teardown waits for abandoned members, then tears down the members Setup sets up, the last
+// first (troupe.Teardowner).
 func (s *SequentialAgent) Teardown(ctx context.Context) error {
-	return tearDown(ctx, "sequential", s.agents)
+	waited := s.strays.wait(ctx, "sequential")
+	return errors.Join(waited, tearDown(ctx, "sequential", s.agents))
 }
 
 // Setup sets up the group's members (troupe.Setupper).
@@ -31,9 +38,11 @@ func (p *ParallelAgent) Setup(ctx context.Context) error {
 	return setUp(ctx, "parallel", p.agents)
 }
 
-// Teardown tears down the members Setup sets up, the last first (troupe.Teardowner).
+// Teardown waits for abandoned members, then tears down the members Setup sets up, the last
+// first (troupe.Teardowner).
 func (p *ParallelAgent) Teardown(ctx context.Context) error {
-	return tearDown(ctx, "parallel", p.agents)
+	waited := p.strays.wait(ctx, "parallel")
+	return errors.Join(waited, tearDown(ctx, "parallel", p.agents))
 }
 
 // Setup sets up the loop's agent (troupe.Setupper).
@@ -41,9 +50,11 @@ func (l *LoopAgent) Setup(ctx context.Context) error {
 	return setUp(ctx, "loop", l.agent)
 }
 
-// Teardown tears down the loop's agent when Setup sets it up (troupe.Teardowner).
+// Teardown waits for abandoned cycles, then tears down the loop's agent when Setup sets it up
+// (troupe.Teardowner).
 func (l *LoopAgent) Teardown(ctx context.Context) error {
-	return tearDown(ctx, "loop", l.agent)
+	waited := l.strays.wait(ctx, "loop")
+	return errors.Join(waited, tearDown(ctx, "loop", l.agent))
 }
 
 // setUp calls Setup on the members that have it, in order. When one fails or panics, the

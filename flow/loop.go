@@ -47,9 +47,10 @@ func (it Iteration) State(key string) (any, bool) { return it.st.get(key) }
 // bound is reached (seed 003's MasteryLoop). It is a troupe.Agent and safe for concurrent use;
 // build it with Loop.
 type LoopAgent struct {
-	cfg   LoopConfig
-	agent []*troupe.AgentSpec
-	lazy  lazy
+	cfg    LoopConfig
+	agent  []*troupe.AgentSpec
+	lazy   lazy
+	strays tracker // cycles abandoned past their timeout; Teardown waits for them
 }
 
 // Loop returns a loop over agent (build it with Named).
@@ -86,7 +87,7 @@ func (l *LoopAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*LoopOutco
 		d = troupe.NewDispatch()
 	}
 	limit := bound(l.cfg.MaxIterations, DefaultMaxIterations)
-	f := frameOf(d)
+	f := frameOf(d, &l.strays)
 	st := over(d)
 	out := &LoopOutcome{}
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]

@@ -72,6 +72,7 @@ type ParallelAgent struct {
 	cfg    ParallelConfig
 	agents []*troupe.AgentSpec
 	lazy   lazy
+	strays tracker // members abandoned past their timeout; Teardown waits for them
 }
 
 // Parallel returns a parallel group of agents (build each with Named). Configuration problems
@@ -184,7 +185,7 @@ func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 		d = troupe.NewDispatch()
 	}
 	limit := bound(p.cfg.MaxConcurrent, DefaultMaxConcurrent)
-	f := frameOf(d)
+	f := frameOf(d, &p.strays)
 	f.peers = ms
 	base := &frozen{below: dispatchState{d}}
 	views := make([]*overlay, len(ms))

@@ -40,6 +40,7 @@ type SequentialAgent struct {
 	cfg    SequentialConfig
 	agents []*troupe.AgentSpec
 	lazy   lazy
+	strays tracker // members abandoned past their timeout; Teardown waits for them
 }
 
 // Sequential returns a sequence of agents (build each with Named). Problems with the agents —
@@ -96,7 +97,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 	if d == nil {
 		d = troupe.NewDispatch()
 	}
-	f := frameOf(d)
+	f := frameOf(d, &s.strays)
 	f.peers = ms
 	st := over(d)
 	out := &SequenceOutcome{}

@@ -40,6 +40,11 @@ var defaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{
 // the Usage of ctx (see WithUsage), for the calling agent to count in its own result; with no
 // Usage in ctx they are counted nowhere. Its agent_result alone is what the tool returns.
 //
+// With WithTimeout, the call returns a TIMEOUT error once the timeout has passed even when the
+// agent ignores its context: one still running 250 ms after its timeout is left running, and
+// its late answer is dropped. The tool is a troupe.Teardowner whose Teardown waits for such
+// calls to return; whoever owns the tool calls it before letting go of it.
+//
 // The tool is safe for concurrent use.
 func AsTool(name string, a troupe.Agent, opts ...troupe.Option) troupe.Tool {
 	t := &agentTool{spec: Named(name, a, opts...)}
@@ -62,9 +67,18 @@ type agentTool struct {
 	salt  uint64
 	lazy  lazy
 	calls atomic.Uint64 // ordinals of calls whose caller's runtime has none to give
+	// strays are calls abandoned past the agent's timeout, still running: Teardown waits for
+	// them.
+	strays tracker
 }
 
 func (t *agentTool) Info() troupe.ToolInfo { return t.info }
+
+// Teardown waits for calls abandoned past the agent's timeout to return, or until ctx ends
+// (troupe.Teardowner). It does not tear the agent down: the tool never sets it up.
+func (t *agentTool) Teardown(ctx context.Context) error {
+	return t.strays.wait(ctx, t.info.Name)
+}
 
 type stackKey struct{}
 
@@ -127,7 +141,7 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	} else {
 		ordinal = t.calls.Add(1) - 1
 	}
-	f := frameOf(caller)
+	f := frameOf(caller, &t.strays)
 	in := input{id: childID(caller.DispatchID, saltTool, t.salt, ordinal), query: query, parsed: parsed, mode: troupe.Sequential,
 		reason: "called as tool " + t.info.Name}
 	if len(stack) > 0 {

@@ -1,0 +1,169 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupehq/troupe"
+)
+
+// abandonGrace is how long a member with a timeout (WithTimeout) has to return once its context
+// ends — its deadline passes or its composite is cancelled — before the composite stops
+// waiting for it. A member that honours its context returns well within it, and its own result
+// (with what it spent) is recorded; one that ignores its context holds its composite at most
+// this long past its deadline. It is package evidence's grace for its replicates, so a member
+// is held to the same bound there and here, and a quarter of the local executor's cancel grace,
+// so a composite that abandons a member still has time to finish inside a planned dispatch's
+// deadline.
+const abandonGrace = 250 * time.Millisecond
+
+// errAbandoned is what an abandoned member's runtime answers once its composite has gone on
+// without it.
+var errAbandoned = fmt.Errorf("flow: the member was abandoned past its timeout and reaches nothing: %w", troupe.ErrTimeout)
+
+// A timed member's goroutine is running, has returned (its outcome is on its way to the
+// composite) or was abandoned (the composite went on; the straggler tracker counts it).
+const (
+	running int32 = iota
+	returned
+	abandoned
+)
+
+// outcome is what a timed member's Run returned.
+type outcome struct {
+	out *troupe.Result
+	err error
+}
+
+// invokeTimed runs member m, which has a timeout, on a goroutine of its own, and waits for it
+// until its context has ended and abandonGrace has passed. A member that has not returned by
+// then is abandoned: its runtime rt is cut off from the run (so nothing it does later reaches
+// the composite or the run), its goroutine is left to f.strays, which the composite's
+// Teardown waits for, and invokeTimed returns a TIMEOUT error with gone true. What the member
+// returns later is dropped.
+func (f *frame) invokeTimed(ctx context.Context, m *member, d *troupe.Dispatch, rt *nested) (out *troupe.Result, gone bool, err error) {
+	actx, cancel := context.WithTimeout(ctx, m.spec.Timeout)
+	defer cancel()
+	var state atomic.Int32
+	ret := make(chan outcome, 1) // the goroutine's last act; buffered, so it never blocks
+	strays := f.strays
+	go func() {
+		out, err := invoke(actx, m.spec.Agent, d)
+		if !state.CompareAndSwap(running, returned) {
+			strays.done() // abandoned: what it says now comes too late
+			return
+		}
+		ret <- outcome{out, err}
+	}()
+	var o outcome
+	select {
+	case o = <-ret:
+	case <-actx.Done():
+		grace := time.NewTimer(abandonGrace)
+		select {
+		case o = <-ret:
+			grace.Stop()
+		case <-grace.C:
+			// Counted before it is marked, so that the goroutine, seeing the mark, never
+			// counts itself out before it was counted in.
+			strays.add()
+			if state.CompareAndSwap(running, abandoned) {
+				rt.cut.close()
+				return nil, true, &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
+					Message: fmt.Sprintf("%s did not finish within %v and was abandoned, still running %v after its context ended", m.spec.Name, m.spec.Timeout, abandonGrace),
+					Details: map[string]any{"abandoned": true}, Cause: context.Cause(actx)}
+			}
+			strays.done()
+			o = <-ret // it returned as the grace ran out
+		}
+	}
+	if o.err != nil && actx.Err() != nil && ctx.Err() == nil {
+		o.err = &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
+			Message: fmt.Sprintf("%s did not finish within %v", m.spec.Name, m.spec.Timeout), Cause: o.err}
+	}
+	return o.out, false, o.err
+}
+
+// cutoff stops a member its composite abandoned from reaching the run through its runtime:
+// once closed, the runtime reads no state, records no event and asks nobody. Calls that reach
+// the enclosing runtime hold the read lock, so close waits for those in flight: nothing the
+// member says reaches the run after the composite records it as abandoned. A nil *cutoff (a
+// member without a timeout, never abandoned) is always open.
+type cutoff struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter reports whether the runtime may still reach the run; when it may, the caller calls
+// leave once it is done.
+func (c *cutoff) enter() bool {
+	if c == nil {
+		return true
+	}
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (c *cutoff) leave() {
+	if c != nil {
+		c.mu.RUnlock()
+	}
+}
+
+func (c *cutoff) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// tracker counts abandoned members' goroutines and says when none is left: a sync.WaitGroup
+// whose wait can end with a context. The zero value is ready; it is safe for concurrent use.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	if t.n--; t.n == 0 {
+		close(t.idle)
+	}
+	t.mu.Unlock()
+}
+
+// wait waits until no abandoned member is left running, or until ctx ends; what names the
+// composite in the error.
+func (t *tracker) wait(ctx context.Context, what string) error {
+	t.mu.Lock()
+	n, idle := t.n, t.idle
+	t.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		t.mu.Lock()
+		n = t.n
+		t.mu.Unlock()
+		return fmt.Errorf("flow: %s: %d abandoned members still running past their timeout: %w", what, n, context.Cause(ctx))
+	}
+}
