@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/examples/tutor"
 	"github.com/troupehq/troupe/route"
@@ -130,13 +132,16 @@ func cloneMap(m map[string]any) map[string]any {
 
 // FuzzRoute: whatever the message, state and parsed query, Route neither panics nor changes
 // its mind, only picks available agents, and fails only with troupe.ErrUnknownAgent. A
-// pattern always finds itself between other words.
+// pattern always finds itself between other words, and a message routes as its NFC, NFD,
+// NFKC and NFKD forms do.
 func FuzzRoute(f *testing.F) {
 	f.Add("anyway, quiz me", []byte(`{"quiz_paused":true}`), "causal", "NRx", "what's next")
 	f.Add("What’s next?", []byte(`{"quiz_complete":true,"last_routed_to":"quiz"}`), "comparative", "MAU", "why")
 	f.Add("resume", []byte(`{"quiz_paused":1}`), "", "", "  ")
 	f.Add("\xff\xfe teach\u00a0me", []byte(`[1,2]`), "trend", "data_freshness", "\u212a")
 	f.Add("", []byte(`{"quiz_paused":true,"x":{"y":[null,1e308]}}`), "ml_training", "TRx", "straẞe")
+	f.Add("un cafe\u0301 noir", []byte(`{}`), "", "", "café")
+	f.Add("ｑｕｉｚ　ｍｅ", []byte(`{"quiz_paused":false}`), "", "", "ﬁnd")
 
 	coordinator := tutor.Coordinator()
 	rules := analytics()
@@ -199,6 +204,16 @@ func FuzzRoute(f *testing.F) {
 		in = troupe.RouteInput{Query: message, State: state, Available: []string{"state", "hit", "miss"}}
 		if a, b := decisionJSON(t, self, in, ctx), decisionJSON(t, self, cloneInput(in), ctx); !bytes.Equal(a, b) {
 			t.Fatalf("pattern rules are not deterministic:\n%s\n%s", a, b)
+		}
+
+		// Unicode-equivalent spellings of the message route alike.
+		want := decisionJSON(t, self, in, ctx)
+		for _, form := range []norm.Form{norm.NFC, norm.NFD, norm.NFKC, norm.NFKD} {
+			eq := cloneInput(in)
+			eq.Query = form.String(message)
+			if got := decisionJSON(t, self, eq, ctx); !bytes.Equal(got, want) {
+				t.Fatalf("message %q and its form %q route differently:\n%s\n%s", message, eq.Query, want, got)
+			}
 		}
 	})
 }

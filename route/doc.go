@@ -9,7 +9,8 @@
 //     with the task's reason.
 //  2. Triggers, in order (seed 003's coordinator table): a trigger fires when every When key
 //     is in the session state with a JSON-equal value and, if it has Patterns, one of them
-//     occurs in the message as whole words, ignoring case and apostrophe style.
+//     occurs in the message as whole words, ignoring case, apostrophe style and Unicode
+//     spelling (composed or decomposed accents, full-width and compatibility forms: NFKC).
 //  3. Intent (seed 000's INTENT_ROUTING_RULES): the candidates listed for
 //     ParsedQuery["intent"], in order.
 //  4. KPIs (seed 000's KPI_ROUTING_MAP): for each of ParsedQuery["kpis"] in order, the agents

@@ -2,17 +2,38 @@ package route
 
 import (
 	"encoding/json"
-	"github.com/troupehq/troupe/internal/jsonvalue"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
-// normalize prepares text for pattern matching: every rune is case-folded (to the smallest
-// rune of its Unicode fold orbit, so "K", "k" and the Kelvin sign are one letter), apostrophe
-// look-alikes become ', and runs of white space become one space, trimmed at both ends. The
-// result is valid UTF-8 even when s is not.
+// normalize prepares text for pattern matching. Non-ASCII text is first brought to Unicode
+// NFKC, so that a decomposed "cafe\u0301" is the composed "café", and full-width "ｑｕｉｚ",
+// the ligature "ﬁ" and a no-break space are "quiz", "fi" and a space. NFKC rather than NFC
+// because a trigger is a search for what someone typed, not an identity: the forms NFKC
+// merges are the same words to a reader, and phones, input methods and PDF copies produce
+// them (Unicode recommends NFKC with case folding for such caseless matching, UAX #31). What
+// NFKC loses — "x²" reads as "x2" — does not matter to a trigger. Then every rune is
+// case-folded (so "K", "k" and the Kelvin sign are one letter), apostrophe look-alikes become
+// ', and runs of white space become one space, trimmed at both ends. The result is valid
+// UTF-8 even when s is not.
+//
+// Patterns and messages pass through the same function once each, so text that is
+// canonically or compatibly equivalent normalizes to the same bytes; the result is not
+// itself guaranteed to be NFKC (folding can yield a combining mark), and need not be.
+//
+// ASCII text is already NFKC, so it skips norm entirely; ASCII text that is already
+// normalized, as most written patterns are, is returned as is, without allocating.
 func normalize(s string) string {
+	if ascii, normal := scanASCII(s); normal {
+		return s
+	} else if !ascii {
+		s = norm.NFKC.String(s) // returns s itself when it is already NFKC
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
@@ -35,6 +56,23 @@ func normalize(s string) string {
 	return b.String()
 }
 
+// scanASCII reports whether s is ASCII and whether it is also already normalized: no
+// upper-case letter, no white space but single ' ' between other characters.
+func scanASCII(s string) (ascii, normal bool) {
+	normal = len(s) == 0 || (s[0] != ' ' && s[len(s)-1] != ' ')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return false, false
+		case 'A' <= c && c <= 'Z', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			normal = false
+		case c == ' ' && i > 0 && s[i-1] == ' ':
+			normal = false
+		}
+	}
+	return true, normal
+}
+
 // isApostrophe reports whether r is typed for an apostrophe: phones and word processors turn
 // "what's" into "what’s", and a trigger for one must match the other.
 func isApostrophe(r rune) bool {
@@ -45,10 +83,22 @@ func isApostrophe(r rune) bool {
 	return false
 }
 
+// fold maps r to one representative of its Unicode simple-fold orbit: the lower-case
+// letter for an orbit holding an ASCII letter (so ASCII text folds without a lookup, and
+// the Kelvin sign and long s become k and s), else the orbit's smallest rune.
 func fold(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		return r
+	}
 	least := r
 	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 		least = min(least, f)
+	}
+	if 'A' <= least && least <= 'Z' {
+		least += 'a' - 'A'
 	}
 	return least
 }

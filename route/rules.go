@@ -15,9 +15,11 @@ import (
 // state holds every When value and, if Patterns is not empty, the message contains one of
 // the patterns (seed 003's "Trigger Patterns" column).
 //
-// Patterns match whole words, ignoring case, runs of white space and the apostrophe's
-// spelling: "why" does not fire on "anyway" or "somewhy", "what's next" fires on
-// "What’s next?". Word characters are letters, digits, marks and '_'; an apostrophe ends a
+// Patterns match whole words, ignoring case, runs of white space, the apostrophe's
+// spelling and how Unicode spells the text (both sides are brought to NFKC): "why" does
+// not fire on "anyway" or "somewhy", "what's next" fires on "What’s next?", "café" on
+// "cafe" followed by a combining acute accent, "quiz me" on full-width "ｑｕｉｚ ｍｅ".
+// Word characters are letters, digits, marks and '_'; an apostrophe ends a
 // word, so "don" fires on "don't". When values compare as JSON: 1 equals 1.0, true does not equal "true".
 // A trigger with neither Patterns nor When fires on everything.
 //
@@ -216,6 +218,10 @@ func (t *Trigger) match(message string, state map[string]any) (pattern string, o
 		return "", true
 	}
 	for _, p := range t.Patterns {
+		// Normalized here rather than once per table: Rules is plain data that callers build
+		// as a literal and compare field by field, so it has nowhere to keep a compiled copy.
+		// A pattern written in lower-case ASCII, as most are, is already normal and costs a
+		// scan, no allocation.
 		if containsWords(message, normalize(p)) {
 			return p, true
 		}

@@ -332,7 +332,7 @@ func TestRouteNoCandidate(t *testing.T) {
 }
 
 // TestPatterns covers how trigger patterns meet messages: whole words, any case, any
-// apostrophe, any white space.
+// apostrophe, any white space, any Unicode-equivalent spelling.
 func TestPatterns(t *testing.T) {
 	tests := []struct {
 		pattern, message string
@@ -367,6 +367,24 @@ func TestPatterns(t *testing.T) {
 		{"   ", "anything", false},
 		{"x", "", false},
 		{"\xff", "a\xffb", true}, // invalid UTF-8 reads as U+FFFD, a symbol, so no word boundary is needed
+		{"ſ", "S", true},         // long s folds with s
+
+		// Canonically equivalent spellings match each other (NFC)...
+		{"café", "un cafe\u0301 noir", true},
+		{"cafe\u0301", "un café noir", true},
+		{"ÉTÉ", "un e\u0301te\u0301 chaud", true},
+		{"ṩ", "s\u0323\u0307", true},                         // marks in either order
+		{"ṩ", "s\u0307\u0323", true},                         // are canonically reordered
+		{"한국", "\u1112\u1161\u11ab\u1100\u116e\u11a8", true}, // conjoining jamo compose to syllables
+		{"cafe", "un cafe\u0301 noir", false},                // the accent is part of the word
+		{"cafe", "un café noir", false},
+		// ...and so do compatibility forms (NFKC).
+		{"quiz me", "ｑｕｉｚ　ｍｅ!", true},
+		{"ｑｕｉｚ ｍｅ", "Quiz me", true},
+		{"teach me", "TEACH ME", true},
+		{"find", "ﬁnd the area", true},
+		{"teach me", "teach\u00a0me", true},
+		{"x2", "solve x² = 4", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern+"|"+tt.message, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package llmroute
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,7 +61,8 @@ type Config struct {
 	// Timeout bounds one classification, within the run's context (cancelling the run
 	// stops the classification); 0 means DefaultTimeout.
 	Timeout time.Duration
-	// CacheSize bounds the classifications remembered; 0 means DefaultCacheSize.
+	// CacheSize bounds the classifications remembered; 0 means DefaultCacheSize. When the
+	// cache is full, the least recently used classification is forgotten.
 	CacheSize int
 }
 
@@ -74,10 +76,18 @@ type Router struct {
 	timeout time.Duration
 
 	mu    sync.Mutex
-	cache map[string]string // input key → intent
-	order []string          // keys, oldest first, for eviction
-	limit int
-	asks  map[string]*inflight // input key → the classification under way
+	cache map[string]*list.Element // input key → its entry in recent
+	// recent holds the cached classifications (*cached), most recently used first: a hit
+	// moves its entry to the front and eviction takes the back, so a query asked again and
+	// again stays cached however many one-off queries pass through.
+	recent *list.List
+	limit  int
+	asks   map[string]*inflight // input key → the classification under way
+}
+
+// cached is one remembered classification.
+type cached struct {
+	key, intent string
 }
 
 // inflight is one classification under way, which concurrent callers with the same inputs
@@ -112,13 +122,13 @@ func New(cfg Config) (*Router, error) {
 		cfg.CacheSize = DefaultCacheSize
 	}
 	labels := make([]string, len(cfg.Intents))
-	var list strings.Builder
+	var menu strings.Builder
 	for i, in := range cfg.Intents {
 		if in.Name == "" || slices.Contains(labels[:i], in.Name) {
 			return nil, fmt.Errorf("llmroute: config: intents[%d]: empty or repeated name %q", i, in.Name)
 		}
 		labels[i] = in.Name
-		fmt.Fprintf(&list, "- %s: %s\n", in.Name, in.Description)
+		fmt.Fprintf(&menu, "- %s: %s\n", in.Name, in.Description)
 	}
 	l := cfg.LLM
 	if l.Temperature == nil {
@@ -132,7 +142,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	l.Tools, l.Stream = nil, false
 	if l.System == "" {
-		l.System = "You classify a user's message by its intent. Choose exactly one of these intents:\n" + list.String() +
+		l.System = "You classify a user's message by its intent. Choose exactly one of these intents:\n" + menu.String() +
 			`Answer with a JSON object {"intent": "<one of the intents above>"} and nothing else.`
 	}
 	if l.Prompt == "" {
@@ -150,7 +160,7 @@ func New(cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("llmroute: %w", err)
 	}
 	return &Router{rules: cfg.Rules, agent: a, labels: labels, timeout: cfg.Timeout,
-		cache: make(map[string]string), limit: cfg.CacheSize, asks: make(map[string]*inflight)}, nil
+		cache: make(map[string]*list.Element), recent: list.New(), limit: cfg.CacheSize, asks: make(map[string]*inflight)}, nil
 }
 
 // Route asks the rule router first. When it matched something other than its default, that
@@ -243,7 +253,9 @@ func (r *Router) classify(ctx context.Context, in troupe.RouteInput) (string, us
 	}
 	for {
 		r.mu.Lock()
-		if intent, ok := r.cache[key]; ok {
+		if e, ok := r.cache[key]; ok {
+			r.recent.MoveToFront(e)
+			intent := e.Value.(*cached).intent
 			r.mu.Unlock()
 			return intent, usage{}, nil // a cached classification costs nothing
 		}
@@ -301,17 +313,18 @@ func (r *Router) ask(ctx context.Context, key string, in troupe.RouteInput, a *i
 	return intent, spent, nil
 }
 
-// remember caches key's intent; r.mu is held.
+// remember caches key's intent as the most recently used, forgetting the least recently
+// used when the cache is full; r.mu is held.
 func (r *Router) remember(key, intent string) {
-	if _, ok := r.cache[key]; ok {
+	if e, ok := r.cache[key]; ok {
+		r.recent.MoveToFront(e)
 		return
 	}
-	if len(r.order) >= r.limit {
-		delete(r.cache, r.order[0])
-		r.order = r.order[1:]
+	if r.recent.Len() >= r.limit {
+		oldest := r.recent.Back()
+		delete(r.cache, r.recent.Remove(oldest).(*cached).key)
 	}
-	r.cache[key] = intent
-	r.order = append(r.order, key)
+	r.cache[key] = r.recent.PushFront(&cached{key: key, intent: intent})
 }
 
 // cacheKey identifies what the model sees: the message and the parsed query (encoding/json

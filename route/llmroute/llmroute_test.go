@@ -189,6 +189,53 @@ func TestSameInputsSameDecision(t *testing.T) {
 	}
 }
 
+// TestCacheKeepsWhatIsUsed: the cache forgets the least recently used classification, so a
+// query asked again and again stays cached while more one-off queries than the cache holds
+// pass through, and a query not asked since it was cached is what goes.
+func TestCacheKeepsWhatIsUsed(t *testing.T) {
+	const size = 4
+	table := map[string]string{}
+	query := func(i int) string { return fmt.Sprintf("how did region %d do", i) }
+	for i := range 3 * size {
+		table[query(i)] = `{"intent":"trend"}`
+	}
+	cl := &classifier{table: table}
+	srv := httptest.NewServer(cl)
+	t.Cleanup(srv.Close)
+	rt, err := llmroute.New(llmroute.Config{Rules: rules(), CacheSize: size,
+		LLM: llmagent.Config{BaseURL: srv.URL + "/v1", Model: "router-model", APIKeyEnv: "LLMROUTE_TEST_KEY", MaxRetries: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(q string) {
+		t.Helper()
+		if dec, err := rt.Route(t.Context(), input(q), troupe.Context{}); err != nil || dec.Target != "drift_monitor" {
+			t.Fatalf("Route(%q) = %+v, %v", q, dec, err)
+		}
+	}
+
+	hot, cold := query(0), query(1)
+	for i := range size { // fill the cache; the hot query is the oldest entry
+		ask(query(i))
+	}
+	for i := size; i < 3*size; i++ { // twice the cache's size in new queries
+		before := cl.requests()
+		ask(hot)
+		if n := cl.requests(); n != before {
+			t.Fatalf("after %d new queries the hot query asked the model again: it was evicted", i-size)
+		}
+		ask(query(i))
+		if n := cl.requests(); n != before+1 {
+			t.Fatalf("new query %d: %d model requests, want 1", i, n-before)
+		}
+	}
+	before := cl.requests()
+	ask(cold)
+	if n := cl.requests(); n != before+1 {
+		t.Errorf("a query not used since the cache filled is still cached: the cache is not bounded")
+	}
+}
+
 func TestFallsBackToDefault(t *testing.T) {
 	tests := []struct {
 		name, answer, reason string
