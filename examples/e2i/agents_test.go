@@ -567,6 +567,32 @@ func TestEveryAgent(t *testing.T) {
 	}
 }
 
+// Every agent that reads the data refuses a brand the data does not hold, alone or beside one
+// it holds, as invalid input naming the brands it does hold; none answers about another brand.
+func TestUnknownBrandIsInvalidInput(t *testing.T) {
+	reg := registry(t)
+	for _, name := range reg.Names() {
+		switch name {
+		case "explainer", "feedback_learner", "observability_connector":
+			continue // they read upstream results, not the data
+		}
+		for _, brands := range [][]string{{"Ozempic"}, {"Kisqali", "Ozempic"}} {
+			t.Run(name+"/"+strings.Join(brands, "+"), func(t *testing.T) {
+				spec, _ := reg.Spec(name)
+				parsed := map[string]any{"intent": "causal", "brands": brands, "kpis": []string{"NRx"}}
+				r, err := spec.Agent.Run(t.Context(), newDispatch(name, parsed))
+				var ae *troupe.AgentError
+				if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidInput {
+					t.Fatalf("brands %v: result %+v, error %v; want %s", brands, r, err, troupe.CodeInvalidInput)
+				}
+				if want := "no data for brand Ozempic: the data holds Kisqali, Fabhalta and Verzenio"; ae.Message != want {
+					t.Errorf("message %q, want %q", ae.Message, want)
+				}
+			})
+		}
+	}
+}
+
 // Agents of one parallel stage reach the explainer in the order they happened to finish; the
 // answer must not depend on it.
 func TestExplainerOrderIsStable(t *testing.T) {

@@ -143,7 +143,10 @@ func (e *did) record() map[string]any {
 // most significant. Its confidence is the estimate's (see diffInDiff) times the
 // rule-of-succession share of placebo regions whose |t| it exceeds.
 func (ds *Dataset) causalImpact(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	candidates := s.regions
 	if len(candidates) == 0 {
 		candidates = ds.Regions()
@@ -216,7 +219,10 @@ func segments() []segment { return []segment{{"low", 1, 3}, {"mid", 4, 7}, {"hig
 // effort pays most — and its confidence is the probability that the most affected segment is
 // affected more than the least affected one.
 func (ds *Dataset) heterogeneousOptimizer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	region, changeWeek := s.region(), 0
 	if ce, ok := causalEffect(d); ok {
 		if w, ok := lookupNumber(ce, "change_week"); ok {

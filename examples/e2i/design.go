@@ -69,7 +69,10 @@ func (ds *Dataset) experimentDesigner(ctx context.Context, d *troupe.Dispatch) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	pq := d.ParsedQuery
 	alpha, power := DefaultAlpha, DefaultPower
 	if a, ok := number(pq["alpha"]); ok && a > 0 && a < 1 {
@@ -127,7 +130,10 @@ func (ds *Dataset) predictionSynthesizer(ctx context.Context, d *troupe.Dispatch
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	region := s.region()
 	start := Weeks - max(s.window, 6) + 1
 	basis := s.period

@@ -20,6 +20,12 @@
 // restriction in the Midwest cuts Kisqali NRx by about 12% — more among heavy prescribers —
 // while the other regions keep growing. The agents are not told; they find it.
 //
+// A question about a brand the data does not hold ("… for Ozempic …") is not answered about
+// another: every agent that reads the data fails with INVALID_INPUT, "no data for brand
+// Ozempic: the data holds Kisqali, Fabhalta and Verzenio", and so does the run. A question
+// that names none of them is about Kisqali, the data's first; the agents' warnings and the
+// explainer's answer say so.
+//
 // # A run
 //
 // Seed 000's example question, "What caused the drop in NRx for Kisqali in Midwest?", parses

@@ -270,7 +270,8 @@ func sortedByValue(m map[string]any) []string {
 }
 
 // explainer composes the run's answer from its upstream results only: for each agent it knows,
-// sentences built from that agent's numbers; for any other, the agent's own summary. It writes
+// sentences built from that agent's numbers; for any other, the agent's own summary. When the
+// question names no brand, the answer opens by saying which brand the agents analysed. It writes
 // the answer as agent_result "explanation" (which troupe's aggregation takes as the run's
 // synthesis), the numbers it used as "evidence" and the confidence of each source. Its own
 // confidence is the lowest of theirs: an explanation is no surer than what it explains.
@@ -327,6 +328,13 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 	if len(sentences) == 0 {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: "upstream results hold nothing to explain"}
 	}
+	if len(stringsOf(d.ParsedQuery["brands"])) == 0 {
+		// The agents analysed a brand the question did not name (or named as no gazetteer
+		// and no capital marks it); the answer must say which.
+		if b := brandOf(upstream); b != "" {
+			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The question names none of the brands in the data, so %s is analysed where a brand is needed.", b))
+		}
+	}
 	explanation := strings.Join(sentences, " ")
 	out := map[string]any{
 		"explanation":      explanation,
@@ -336,6 +344,18 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 	}
 	summary := fmt.Sprintf("Explained %d upstream results from %d of their numbers", len(sources), len(c.evidence))
 	return completed(summary, conf, out, nil), nil
+}
+
+// brandOf returns the brand the first upstream result that analysed one reports, or "".
+func brandOf(upstream []troupe.UpstreamResult) string {
+	for _, u := range upstream {
+		for _, path := range [][]string{{"brand"}, {"causal_effect", "brand"}, {"trained_model", "brand"}} {
+			if b := lookupString(u.Result, path...); b != "" {
+				return b
+			}
+		}
+	}
+	return ""
 }
 
 // minSignalsForOptimization is seed 000's min_signals_for_optimization: the hub triggers an

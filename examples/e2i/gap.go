@@ -71,7 +71,10 @@ func (ds *Dataset) gapAnalyzer(ctx context.Context, d *troupe.Dispatch) (*troupe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	rt := ds.rates(s.brand, s.kpi, s.window)
 	region := s.region()
 	ce, haveEffect := causalEffect(d)
@@ -151,7 +154,10 @@ func (ds *Dataset) resourceOptimizer(ctx context.Context, d *troupe.Dispatch) (*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	budget := float64(DefaultBudget)
 	if b, ok := number(d.ParsedQuery["budget"]); ok && b > 0 {
 		budget = b

@@ -23,19 +23,31 @@ type scope struct {
 	warnings []string
 }
 
-func (ds *Dataset) scope(d *troupe.Dispatch) scope {
+// scope resolves what d asks about. A brand the data does not hold is invalid input: an
+// answer about another brand would answer a question nobody asked. A query that names no
+// brand is about the data's first brand, Kisqali, and the scope's warnings say so.
+func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 	pq := d.ParsedQuery
 	s := scope{brand: ds.brands[0], kpi: "NRx", period: "recent"}
-	if brands := stringsOf(pq["brands"]); len(brands) > 0 {
-		known := slices.DeleteFunc(slices.Clone(brands), func(b string) bool { return ds.brandIndex(b) < 0 })
-		switch {
-		case len(known) == 0:
-			s.warnings = append(s.warnings, fmt.Sprintf("no data for %s; analysed %s", strings.Join(brands, ", "), s.brand))
-		default:
-			s.brand = known[0]
-			if len(brands) > 1 {
-				s.warnings = append(s.warnings, fmt.Sprintf("analysed %s of %s", s.brand, strings.Join(brands, ", ")))
-			}
+	brands := stringsOf(pq["brands"])
+	if unknown := slices.DeleteFunc(slices.Clone(brands), func(b string) bool { return ds.brandIndex(b) >= 0 }); len(unknown) > 0 {
+		what := "brand"
+		if len(unknown) > 1 {
+			what = "brands"
+		}
+		return scope{}, &troupe.AgentError{
+			Code:           troupe.CodeInvalidInput,
+			Message:        fmt.Sprintf("no data for %s %s: the data holds %s", what, list(unknown), list(ds.brands)),
+			FallbackAction: "ask about " + orList(ds.brands),
+		}
+	}
+	switch {
+	case len(brands) == 0:
+		s.warnings = append(s.warnings, fmt.Sprintf("the question names none of the brands in the data (%s); analysed %s", list(ds.brands), s.brand))
+	default:
+		s.brand = brands[0]
+		if len(brands) > 1 {
+			s.warnings = append(s.warnings, fmt.Sprintf("analysed %s of %s", s.brand, strings.Join(brands, ", ")))
 		}
 	}
 	for _, r := range stringsOf(pq["regions"]) {
@@ -57,7 +69,7 @@ func (ds *Dataset) scope(d *troupe.Dispatch) scope {
 		s.period = p
 	}
 	s.window = windowWeeks(s.period)
-	return s
+	return s, nil
 }
 
 // region returns the first region asked about, or "" when none was.
@@ -243,6 +255,14 @@ func list(names []string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// orList joins names as alternatives: "a", "a or b", "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return list(names)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // plural formats a count of things: "1 week", "3 weeks".

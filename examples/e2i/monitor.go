@@ -49,7 +49,10 @@ func (ds *Dataset) decileMix(brand, region, kpi string, from, to int) []float64 
 // significant at 5% or the PSI reaches 0.1. Its confidence is the mean, over regions, of the
 // probability that the shift has the direction estimated.
 func (ds *Dataset) driftMonitor(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	regions := s.regions
 	if len(regions) == 0 {
 		regions = ds.Regions()
@@ -108,7 +111,10 @@ func (ds *Dataset) healthScore(ctx context.Context, d *troupe.Dispatch) (*troupe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := ds.scope(d)
+	s, err := ds.scope(d)
+	if err != nil {
+		return nil, err
+	}
 	brands := stringsOf(d.ParsedQuery["brands"])
 	brands = slices.DeleteFunc(slices.Clone(brands), func(b string) bool { return ds.brandIndex(b) < 0 })
 	if len(brands) == 0 {

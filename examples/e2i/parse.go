@@ -177,7 +177,10 @@ const MaxQueryBytes = 4096
 //     gaps under another intent;
 //   - "brands", "kpis", "regions": names from gazetteers, matched on whole words, longest
 //     phrase first ("Mid-West" is the Midwest, not the West), in the order the query mentions
-//     them; absent when there are none;
+//     them; absent when there are none. "brands" also holds, as written, a capitalised name
+//     the gazetteer does not know that stands where a brand would ("for Ozempic", "Ozempic
+//     NRx", "Kisqali and Ozempic"), so that the agents report it as a brand the data does not
+//     hold rather than answer about another; see brandNames for what reads as a name;
 //   - "time_period": "recent" unless the query names one ("last quarter", "past 6 weeks", …);
 //   - "budget" (dollars, from "$2.5M"), "change_pct" (from "10%") and "effect_size" (from
 //     "effect size 0.3" or "d = 0.3") when the query states them, and "preferred_agents" when
@@ -193,13 +196,14 @@ func ParseQuery(q string) map[string]any {
 
 // Parse turns a question into a parsed query by these rules, as ParseQuery describes: the
 // intent, secondary intents and preferred agents from keyword rules, an entity list per
-// gazetteer, and the time period, budget, change and effect size the question states. It is
+// gazetteer (the one keyed "brands" also keeping names it does not know, as ParseQuery
+// says), and the time period, budget, change and effect size the question states. It is
 // deterministic and safe for concurrent use.
 func (r *ParserRules) Parse(q string) map[string]any {
 	if len(q) > MaxQueryBytes {
 		q = q[:MaxQueryBytes]
 	}
-	toks := tokenize(q)
+	toks, written := tokenize(q)
 	out := map[string]any{"intent": r.DefaultIntent, "time_period": timePeriod(toks)}
 	for _, ir := range r.Intents {
 		if ir.match(toks) {
@@ -216,8 +220,16 @@ func (r *ParserRules) Parse(q string) map[string]any {
 	if len(secondary) > 0 {
 		out["secondary_intents"] = secondary
 	}
-	for _, g := range r.Gazetteers {
-		if names := gazetteer(toks, g.Terms); len(names) > 0 {
+	claims := make([][]string, len(r.Gazetteers)) // per gazetteer, token → the name that claimed it
+	for i, g := range r.Gazetteers {
+		claims[i] = claim(toks, g.Terms)
+	}
+	for i, g := range r.Gazetteers {
+		names := firstSeen(claims[i])
+		if g.Key == "brands" {
+			names = r.brandNames(toks, written, claims)
+		}
+		if len(names) > 0 {
 			out[g.Key] = names
 		}
 	}
@@ -259,37 +271,47 @@ func (r *ParserRules) Parse(q string) map[string]any {
 	return out
 }
 
-// tokenize splits q into lower-case words and the symbols $, % and =.
-func tokenize(q string) []string {
-	var toks []string
-	var word []rune
+// tokenize splits q into lower-case words and the symbols $, % and =. For each token, written
+// holds the word as q spells it when it starts with a capital letter and does not start a
+// sentence (a name, most likely), else "".
+func tokenize(q string) (toks, written []string) {
+	var word, orig []rune
+	sentence := true // the next word starts a sentence
 	flush := func() {
 		if len(word) > 0 {
 			toks = append(toks, string(word))
-			word = word[:0]
+			w := ""
+			if !sentence && unicode.IsUpper(orig[0]) {
+				w = string(orig)
+			}
+			written = append(written, w)
+			word, orig, sentence = word[:0], orig[:0], false
 		}
 	}
 	rs := []rune(q)
 	for i, r := range rs {
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			word = append(word, unicode.ToLower(r))
+			word, orig = append(word, unicode.ToLower(r)), append(orig, r)
 		case r == '.' && len(word) == 0 && i+1 < len(rs) && unicode.IsDigit(rs[i+1]):
-			word = append(word, '0', '.') // .5 is 0.5
+			word, orig = append(word, '0', '.'), append(orig, '0', '.') // .5 is 0.5
 		case (r == '.' || r == ',') && len(word) > 0 && unicode.IsDigit(word[len(word)-1]) &&
 			i+1 < len(rs) && unicode.IsDigit(rs[i+1]):
 			if r == '.' {
-				word = append(word, r)
+				word, orig = append(word, r), append(orig, r)
 			} // a thousands separator is dropped: 1,000 is 1000
 		default:
 			flush()
-			if r == '$' || r == '%' || r == '=' {
-				toks = append(toks, string(r))
+			switch r {
+			case '$', '%', '=':
+				toks, written = append(toks, string(r)), append(written, "")
+			case '.', '!', '?':
+				sentence = true
 			}
 		}
 	}
 	flush()
-	return toks
+	return toks, written
 }
 
 // timePeriod finds the first time span the words name: "last|past|previous|prior|this" with
@@ -350,9 +372,9 @@ func amount(tok, next string) (float64, bool) {
 	return v, true
 }
 
-// gazetteer returns the names of the terms the words mention, in the order they mention them.
-// Longer phrases claim their words first, so "mid west" is never also "west".
-func gazetteer(toks []string, terms []Term) []string {
+// claim returns, for each word, the name of the term that mentions it there, or "". Longer
+// phrases claim their words first, so "mid west" is never also "west".
+func claim(toks []string, terms []Term) []string {
 	type phrase struct {
 		words []string
 		name  string
@@ -374,6 +396,11 @@ func gazetteer(toks []string, terms []Term) []string {
 			}
 		}
 	}
+	return claimed
+}
+
+// firstSeen returns the names claimed, each once, in the order the words mention them.
+func firstSeen(claimed []string) []string {
 	var names []string
 	for _, n := range claimed {
 		if n != "" && !slices.Contains(names, n) {
@@ -381,4 +408,136 @@ func gazetteer(toks []string, terms []Term) []string {
 		}
 	}
 	return names
+}
+
+// brandNames returns the brands the question names, in the order it names them: those of the
+// brands gazetteer, and also a name the gazetteer does not know standing where a brand would
+// — "for Ozempic", "of Ozempic", "Kisqali versus Ozempic", "Kisqali and Ozempic", "Ozempic
+// NRx" — as the question spells it. Dropping such a name would leave a question about a brand
+// nobody has data for to be answered about another; kept, it is reported as not in the data.
+//
+// A name is a word written with a capital that does not start a sentence, that no gazetteer
+// claims, and that is neither one of the rules' keywords nor a common word (notName) nor has
+// a digit ("Q3"), so that a question in title case names no brand by its capitals alone. In
+// a question all in lower case, or one that starts with the brand, nothing marks a name and
+// an unknown brand is missed: the agents then say which brand they assumed.
+func (r *ParserRules) brandNames(toks, written []string, claims [][]string) []string {
+	owner := func(i int, key string) string { // the name a gazetteer of key claims word i for
+		for g, c := range claims {
+			if r.Gazetteers[g].Key == key && c[i] != "" {
+				return c[i]
+			}
+		}
+		return ""
+	}
+	claimed := func(i int) bool {
+		return slices.ContainsFunc(claims, func(c []string) bool { return c[i] != "" })
+	}
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	brand := make([]bool, len(toks)) // word i names a brand, known or not
+	for i, t := range toks {
+		if n := owner(i, "brands"); n != "" {
+			brand[i] = true
+			add(n)
+			continue
+		}
+		w := written[i]
+		if w == "" || claimed(i) || strings.ContainsFunc(w, unicode.IsDigit) || notName(t) || r.keyword(t) {
+			continue
+		}
+		if i+1 < len(toks) && segmentNoun(toks[i+1]) { // "for Medicare patients": a segment
+			continue
+		}
+		prev := ""
+		if i > 0 {
+			prev = toks[i-1]
+		}
+		if brandAfter(prev) || // "for Ozempic"
+			i+1 < len(toks) && owner(i+1, "kpis") != "" || // "Ozempic NRx"
+			(prev == "and" || prev == "or") && i >= 2 && brand[i-2] { // "Kisqali and Ozempic"
+			brand[i] = true
+			add(w)
+		}
+	}
+	return names
+}
+
+// brandAfter reports whether a name after word stands where a brand would: "for Ozempic".
+func brandAfter(word string) bool {
+	switch word {
+	case "for", "of", "about", "versus", "vs", "against", "brand":
+		return true
+	}
+	return false
+}
+
+// segmentNoun reports whether word, after a name, makes the name a segment of patients,
+// prescribers or accounts rather than a brand: "for Medicare patients", "for Oncology
+// prescribers", "for Kaiser accounts".
+func segmentNoun(word string) bool {
+	switch word {
+	case "patient", "patients", "prescriber", "prescribers", "physician", "physicians", "doctor", "doctors",
+		"hcp", "hcps", "plan", "plans", "payer", "payers", "member", "members", "lives", "segment", "segments",
+		"channel", "channels", "account", "accounts", "customer", "customers", "practice", "practices",
+		"clinic", "clinics", "hospital", "hospitals", "pharmacy", "pharmacies", "specialty", "specialties":
+		return true
+	}
+	return false
+}
+
+// notName reports whether word is a common word that a question may capitalise ("For The
+// West", "NRx for All brands"), or a proper name of this market that is never a brand: a
+// payer or channel ("for Medicare"), a specialty ("for Oncology"), a prescriber type ("for
+// HCPs"), a month or a day ("for March").
+func notName(word string) bool {
+	switch word {
+	case "medicare", "medicaid", "commercial", "tricare", "va", "part", "managed", "government", "cash",
+		"retail", "specialty", "mail", "ltc", "340b", "idn", "idns", "gpo", "gpos", "pbm", "pbms",
+		"oncology", "hematology", "cardiology", "nephrology", "dermatology", "rheumatology", "endocrinology",
+		"hcp", "hcps", "np", "nps", "pa", "pas", "kol", "kols", "md", "mds",
+		"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+		"november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+		"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday":
+		return true
+	}
+	switch word {
+	case "a", "an", "the", "all", "any", "each", "every", "both", "this", "that", "these", "those",
+		"our", "my", "your", "their", "its", "it", "us", "me", "we", "you", "them", "i",
+		"of", "for", "in", "on", "at", "by", "to", "from", "with", "about", "and", "or", "versus", "vs", "against",
+		"is", "are", "was", "were", "be", "did", "do", "does", "has", "have", "had", "can", "could", "will", "would", "should",
+		"what", "why", "how", "where", "when", "which", "who", "show", "tell", "give", "find", "list",
+		"next", "last", "past", "previous", "prior", "current",
+		"week", "weeks", "month", "months", "quarter", "year", "ytd",
+		"brand", "brands", "region", "regions", "market", "markets",
+		"prescriber", "prescribers", "patients", "data", "model", "models":
+		return true
+	}
+	return false
+}
+
+// keyword reports whether word is one of the rules' keywords: equal to a word, starting with
+// a stem or part of a phrase of an intent, secondary intent or preferred agent rule.
+func (r *ParserRules) keyword(word string) bool {
+	var all []Keywords
+	for _, ik := range r.Intents {
+		all = append(all, ik.Keywords)
+	}
+	for _, ik := range r.Secondary {
+		all = append(all, ik.Keywords)
+	}
+	for _, ak := range r.Prefer {
+		all = append(all, ak.Keywords)
+	}
+	for _, k := range all {
+		if slices.Contains(k.Words, word) || slices.ContainsFunc(k.Stems, func(s string) bool { return strings.HasPrefix(word, s) }) ||
+			slices.ContainsFunc(k.Phrases, func(p string) bool { return slices.Contains(strings.Fields(p), word) }) {
+			return true
+		}
+	}
+	return false
 }

@@ -71,6 +71,40 @@ func TestParseQuery(t *testing.T) {
 		{"Trends in Westfield and midwestern strain", map[string]any{
 			"intent": "trend", "regions": []string{"Midwest"}, "time_period": "recent",
 		}},
+		// A brand the gazetteer does not know is kept, as written, where a brand would stand,
+		// so that it is reported as not in the data rather than answered as Kisqali.
+		{"What caused the drop in NRx for Ozempic in Midwest?", map[string]any{
+			"intent": "causal", "brands": []string{"Ozempic"}, "kpis": []string{"NRx"},
+			"regions": []string{"Midwest"}, "time_period": "recent",
+		}},
+		{"Compare Kisqali and Ozempic versus Mounjaro", map[string]any{
+			"intent": "comparative", "brands": []string{"Kisqali", "Ozempic", "Mounjaro"}, "time_period": "recent",
+		}},
+		{"Is Ozempic NRx holding up?", map[string]any{
+			"intent": "exploratory", "brands": []string{"Ozempic"}, "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
+		// Capitals alone name no brand: a sentence's first word, title case, keywords, common
+		// words, words with digits, and names where no brand stands.
+		{"Ozempic? Why did NRx drop In Westfield", map[string]any{
+			"intent": "causal", "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
+		{"What Caused The Drop Of NRx For The West In Q3?", map[string]any{
+			"intent": "causal", "kpis": []string{"NRx"}, "regions": []string{"West"}, "time_period": "last quarter",
+		}},
+		{"Trends For All Brands Of Prescribers, For Growth", map[string]any{
+			"intent": "trend", "time_period": "recent",
+		}},
+		// Payers, channels, specialties, prescriber types and months are not brands, nor is a
+		// name that describes a segment.
+		{"Why did NRx drop for Medicare patients?", map[string]any{
+			"intent": "causal", "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
+		{"Why did NRx drop for HCPs in Oncology since March?", map[string]any{
+			"intent": "causal", "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
+		{"How did Kisqali NRx do for Kaiser accounts versus Commercial plans?", map[string]any{
+			"intent": "comparative", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {

@@ -39,8 +39,11 @@ type mlScope struct {
 	resolved   int // of those, the ones the data holds
 }
 
-func (ds *Dataset) mlScope(d *troupe.Dispatch) mlScope {
-	s := ds.scope(d)
+func (ds *Dataset) mlScope(d *troupe.Dispatch) (mlScope, error) {
+	s, err := ds.scope(d)
+	if err != nil {
+		return mlScope{}, err
+	}
 	sc := mlScope{brand: s.brand, kpi: s.kpi, regions: ds.Regions(), trainTo: Weeks - holdoutWeeks, warnings: s.warnings}
 	if len(s.regions) >= 2 {
 		sc.regions = s.regions // region effects need at least two regions
@@ -71,7 +74,7 @@ func (ds *Dataset) mlScope(d *troupe.Dispatch) mlScope {
 			sc.trainTo = int(t)
 		}
 	}
-	return sc
+	return sc, nil
 }
 
 // obs is one region-week of the modelling table.
@@ -204,7 +207,10 @@ func (ds *Dataset) scopeDefiner(ctx context.Context, d *troupe.Dispatch) (*troup
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sc := ds.mlScope(d)
+	sc, err := ds.mlScope(d)
+	if err != nil {
+		return nil, err
+	}
 	present := 0
 	for _, r := range sc.regions {
 		for w := 1; w <= Weeks; w++ {
@@ -244,7 +250,10 @@ func (ds *Dataset) dataPreparer(ctx context.Context, d *troupe.Dispatch) (*troup
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sc := ds.mlScope(d)
+	sc, err := ds.mlScope(d)
+	if err != nil {
+		return nil, err
+	}
 	var present, partial, dropped int
 	for _, r := range sc.regions {
 		for w := 1; w <= Weeks; w++ {
@@ -293,7 +302,10 @@ func (ds *Dataset) dataPreparer(ctx context.Context, d *troupe.Dispatch) (*troup
 // lowest mean absolute percentage error on the holdout. Its confidence is one minus that
 // error.
 func (ds *Dataset) modelSelector(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	sc := ds.mlScope(d)
+	sc, err := ds.mlScope(d)
+	if err != nil {
+		return nil, err
+	}
 	cands := map[string]any{}
 	var best *trained
 	var parts []string
@@ -329,7 +341,10 @@ func (ds *Dataset) modelTrainer(ctx context.Context, d *troupe.Dispatch) (*troup
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sc := ds.mlScope(d)
+	sc, err := ds.mlScope(d)
+	if err != nil {
+		return nil, err
+	}
 	model := "trend_region"
 	if up, ok := upstream(d, "model_selector"); ok {
 		if m := lookupString(up, "selected_model"); slices.Contains(models(), m) {
@@ -359,7 +374,10 @@ func (ds *Dataset) featureAnalyzer(ctx context.Context, d *troupe.Dispatch) (*tr
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sc := ds.mlScope(d)
+	sc, err := ds.mlScope(d)
+	if err != nil {
+		return nil, err
+	}
 	model := "trend_region"
 	if up, ok := upstream(d, "model_trainer"); ok {
 		if m := lookupString(up, "trained_model", "model"); slices.Contains(models(), m) {
@@ -432,7 +450,10 @@ func (ds *Dataset) modelDeployer(ctx context.Context, d *troupe.Dispatch) (*trou
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sc := ds.mlScope(d)
+	sc, err := ds.mlScope(d)
+	if err != nil {
+		return nil, err
+	}
 	var rec map[string]any
 	var warnings []string
 	if up, ok := upstream(d, "model_trainer"); ok {

@@ -190,3 +190,43 @@ func TestRunInsignificantEffectSaysSo(t *testing.T) {
 		t.Errorf("the planted drop reads as not significant:\n%s", agg.Synthesis)
 	}
 }
+
+// A question about a brand the data does not hold is not answered about another: the run
+// fails with invalid input saying which brand is missing and which brands the data holds.
+func TestRunUnknownBrandFails(t *testing.T) {
+	evs := runQuery(t, "What caused the drop in NRx for Ozempic in Midwest?")
+	const want = "no data for brand Ozempic: the data holds Kisqali, Fabhalta and Verzenio"
+	last := evs[len(evs)-1]
+	if last.Kind != troupe.KindRunFailed {
+		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
+	}
+	if o := last.Data.(*troupe.Outcome); o.Error == nil || o.Error.Code != troupe.CodeInvalidInput || !strings.Contains(o.Error.Message, want) {
+		t.Errorf("outcome error %+v, want %s saying %q", o.Error, troupe.CodeInvalidInput, want)
+	}
+	for _, r := range dataOf[*troupe.Result](evs, troupe.KindDispatchCompleted) {
+		t.Errorf("%s answered a question about a brand with no data: %s", r.AgentName, r.Summary())
+	}
+}
+
+// A question that names no brand is answered about Kisqali, and says so: in the warnings of
+// each result that analysed it, and in the answer.
+func TestRunNoBrandSaysWhichItAssumed(t *testing.T) {
+	evs := runQuery(t, "Why did NRx drop in the Midwest?")
+	if last := evs[len(evs)-1]; last.Kind != troupe.KindRunCompleted {
+		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
+	}
+	for _, r := range dataOf[*troupe.Result](evs, troupe.KindDispatchCompleted) {
+		if r.AgentName == "explainer" {
+			continue
+		}
+		if !slices.ContainsFunc(r.Warnings, func(w string) bool {
+			return strings.Contains(w, "none of the brands in the data") && strings.HasSuffix(w, "analysed Kisqali")
+		}) {
+			t.Errorf("%s: warnings %q do not say Kisqali was assumed", r.AgentName, r.Warnings)
+		}
+	}
+	agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]
+	if !strings.HasPrefix(agg.Synthesis, "The question names none of the brands in the data, so Kisqali is analysed") {
+		t.Errorf("the answer does not say which brand it assumed:\n%s", agg.Synthesis)
+	}
+}
