@@ -61,13 +61,14 @@ func TestArchImportArrows(t *testing.T) {
 		"troupetest":         {""},
 		"engine":             {"", "plan", "aggregate", "policy", "store/memory", "executor/local", "internal/schema", "internal/jsonvalue"},
 		"internal/schema":    {},
+		"internal/stray":     {},
 		// Composite agents run their members themselves: the contracts and pure helpers only,
 		// never the engine, an executor or a store.
-		"flow": {"", "internal/jsonvalue", "internal/schema", "policy", "aggregate"},
+		"flow": {"", "internal/jsonvalue", "internal/schema", "internal/stray", "policy", "aggregate"},
 		// Evidence bundles: pure statistics, and the agent that replicates and decides.
 		"bundle":   {"internal/jsonvalue"},
 		"redact":   {},
-		"evidence": {"", "bundle", "redact"},
+		"evidence": {"", "bundle", "redact", "internal/stray"},
 		// Adapters reach the outside world; they know the contracts and the composites they
 		// nest in, never the engine, an executor or a store.
 		"agent/internal/wire": {""},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/bundle"
+	"github.com/troupehq/troupe/internal/stray"
 )
 
 // Event kinds the bundle emits through Dispatch.Progress (seed 004). Every payload is a
@@ -63,7 +64,7 @@ type Agent struct {
 	s   *settings
 	// stragglers are replicates left running past their deadline (a sub-agent that ignores
 	// its context): Teardown waits for them.
-	stragglers tracker
+	stragglers stray.Tracker
 }
 
 // New validates cfg and returns the bundle agent over sub.
@@ -104,8 +105,8 @@ func (a *Agent) Setup(ctx context.Context) error {
 // it when a run ends; a program that runs the agent itself calls it before it exits.
 func (a *Agent) Teardown(ctx context.Context) error {
 	var waited error
-	if err := a.stragglers.wait(ctx); err != nil {
-		waited = fmt.Errorf("evidence: %d replicates still running past their deadline: %w", a.stragglers.count(), err)
+	if n, err := a.stragglers.Wait(ctx); err != nil {
+		waited = fmt.Errorf("evidence: %d replicates still running past their deadline: %w", n, err)
 	}
 	if t, ok := a.sub.(troupe.Teardowner); ok {
 		return errors.Join(waited, t.Teardown(ctx)) // torn down whatever the stragglers do
@@ -116,54 +117,7 @@ func (a *Agent) Teardown(ctx context.Context) error {
 // abandonGrace is how long a replicate past its deadline (or cancelled) has to return before
 // it is recorded as it would be had it returned, and left running: a sub-agent that honours
 // its context returns within it, and its own result (with what it spent) is recorded.
-const abandonGrace = 250 * time.Millisecond
-
-// tracker counts goroutines and says when none is left: a sync.WaitGroup whose wait can end
-// with a context.
-type tracker struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0
-}
-
-func (t *tracker) add() {
-	t.mu.Lock()
-	if t.n == 0 {
-		t.idle = make(chan struct{})
-	}
-	t.n++
-	t.mu.Unlock()
-}
-
-func (t *tracker) done() {
-	t.mu.Lock()
-	if t.n--; t.n == 0 {
-		close(t.idle)
-	}
-	t.mu.Unlock()
-}
-
-func (t *tracker) count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.n
-}
-
-func (t *tracker) wait(ctx context.Context) error {
-	t.mu.Lock()
-	if t.n == 0 {
-		t.mu.Unlock()
-		return nil
-	}
-	idle := t.idle
-	t.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
+const abandonGrace = stray.Grace
 
 var (
 	errStraggler = errors.New("evidence: straggler cancelled")
@@ -422,7 +376,7 @@ func (r *run) exit(i int) {
 	close(r.exits[i])
 	r.mu.Unlock()
 	if abandoned {
-		r.a.stragglers.done()
+		r.a.stragglers.Done()
 	}
 }
 
@@ -437,7 +391,7 @@ func (r *run) abandonIfRunning(i int) bool {
 	default:
 	}
 	r.abandoned[i] = true
-	r.a.stragglers.add()
+	r.a.stragglers.Add()
 	return true
 }
 

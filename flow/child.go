@@ -16,6 +16,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/internal/jsonvalue"
 	"github.com/troupehq/troupe/internal/schema"
+	"github.com/troupehq/troupe/internal/stray"
 )
 
 // Named returns the spec of a member of a composite: the agent, its name (which the composite's
@@ -381,10 +382,10 @@ type frame struct {
 	tc    troupe.Context
 	// strays are the composite's members abandoned past their timeout, still running: its
 	// Teardown waits for them.
-	strays *tracker
+	strays *stray.Tracker
 }
 
-func frameOf(d *troupe.Dispatch, strays *tracker) frame {
+func frameOf(d *troupe.Dispatch, strays *stray.Tracker) frame {
 	f := frame{d: d, outer: d.Runtime(), strays: strays}
 	if f.em = d.Emitter(); f.em != nil {
 		f.tc = f.em.ExecutionContext()

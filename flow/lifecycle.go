@@ -29,7 +29,7 @@ func (s *SequentialAgent) Setup(ctx context.Context) error {
 // Teardown waits for abandoned members, then tears down the members Setup sets up, the last
 // first (troupe.Teardowner).
 func (s *SequentialAgent) Teardown(ctx context.Context) error {
-	waited := s.strays.wait(ctx, "sequential")
+	waited := waitStrays(ctx, &s.strays, "sequential")
 	return errors.Join(waited, tearDown(ctx, "sequential", s.agents))
 }
 
@@ -41,7 +41,7 @@ func (p *ParallelAgent) Setup(ctx context.Context) error {
 // Teardown waits for abandoned members, then tears down the members Setup sets up, the last
 // first (troupe.Teardowner).
 func (p *ParallelAgent) Teardown(ctx context.Context) error {
-	waited := p.strays.wait(ctx, "parallel")
+	waited := waitStrays(ctx, &p.strays, "parallel")
 	return errors.Join(waited, tearDown(ctx, "parallel", p.agents))
 }
 
@@ -53,7 +53,7 @@ func (l *LoopAgent) Setup(ctx context.Context) error {
 // Teardown waits for abandoned cycles, then tears down the loop's agent when Setup sets it up
 // (troupe.Teardowner).
 func (l *LoopAgent) Teardown(ctx context.Context) error {
-	waited := l.strays.wait(ctx, "loop")
+	waited := waitStrays(ctx, &l.strays, "loop")
 	return errors.Join(waited, tearDown(ctx, "loop", l.agent))
 }
 

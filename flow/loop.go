@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/stray"
 )
 
 // DefaultMaxIterations bounds a loop whose config names no bound (seed 003's MasteryLoop
@@ -50,7 +51,7 @@ type LoopAgent struct {
 	cfg    LoopConfig
 	agent  []*troupe.AgentSpec
 	lazy   lazy
-	strays tracker // cycles abandoned past their timeout; Teardown waits for them
+	strays stray.Tracker // cycles abandoned past their timeout; Teardown waits for them
 }
 
 // Loop returns a loop over agent (build it with Named).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/internal/jsonvalue"
+	"github.com/troupehq/troupe/internal/stray"
 )
 
 // Strategy is how a parallel group turns its branches' results into one (seed 002's
@@ -72,7 +73,7 @@ type ParallelAgent struct {
 	cfg    ParallelConfig
 	agents []*troupe.AgentSpec
 	lazy   lazy
-	strays tracker // members abandoned past their timeout; Teardown waits for them
+	strays stray.Tracker // members abandoned past their timeout; Teardown waits for them
 }
 
 // Parallel returns a parallel group of agents (build each with Named). Configuration problems

@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/stray"
 )
 
 // ErrorMode says what a sequence does when one of its agents fails (seed 002's ErrorPolicy).
@@ -40,7 +41,7 @@ type SequentialAgent struct {
 	cfg    SequentialConfig
 	agents []*troupe.AgentSpec
 	lazy   lazy
-	strays tracker // members abandoned past their timeout; Teardown waits for them
+	strays stray.Tracker // members abandoned past their timeout; Teardown waits for them
 }
 
 // Sequential returns a sequence of agents (build each with Named). Problems with the agents —

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/stray"
 )
 
 // abandonGrace is how long a member with a timeout (WithTimeout) has to return once its context
@@ -18,7 +19,7 @@ import (
 // is held to the same bound there and here, and a quarter of the local executor's cancel grace,
 // so a composite that abandons a member still has time to finish inside a planned dispatch's
 // deadline.
-const abandonGrace = 250 * time.Millisecond
+const abandonGrace = stray.Grace
 
 // errAbandoned is what an abandoned member's runtime answers once its composite has gone on
 // without it.
@@ -53,7 +54,7 @@ func (f *frame) invokeTimed(ctx context.Context, m *member, d *troupe.Dispatch, 
 	go func() {
 		out, err := invoke(actx, m.spec.Agent, d)
 		if !state.CompareAndSwap(running, returned) {
-			strays.done() // abandoned: what it says now comes too late
+			strays.Done() // abandoned: what it says now comes too late
 			return
 		}
 		ret <- outcome{out, err}
@@ -69,14 +70,14 @@ func (f *frame) invokeTimed(ctx context.Context, m *member, d *troupe.Dispatch, 
 		case <-grace.C:
 			// Counted before it is marked, so that the goroutine, seeing the mark, never
 			// counts itself out before it was counted in.
-			strays.add()
+			strays.Add()
 			if state.CompareAndSwap(running, abandoned) {
 				rt.cut.close()
 				return nil, true, &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
 					Message: fmt.Sprintf("%s did not finish within %v and was abandoned, still running %v after its context ended", m.spec.Name, m.spec.Timeout, abandonGrace),
 					Details: map[string]any{"abandoned": true}, Cause: context.Cause(actx)}
 			}
-			strays.done()
+			strays.Done()
 			o = <-ret // it returned as the grace ran out
 		}
 	}
@@ -123,47 +124,11 @@ func (c *cutoff) close() {
 	c.mu.Unlock()
 }
 
-// tracker counts abandoned members' goroutines and says when none is left: a sync.WaitGroup
-// whose wait can end with a context. The zero value is ready; it is safe for concurrent use.
-type tracker struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0
-}
-
-func (t *tracker) add() {
-	t.mu.Lock()
-	if t.n == 0 {
-		t.idle = make(chan struct{})
+// waitStrays waits until no member abandoned by composite what is left running, or until ctx
+// ends.
+func waitStrays(ctx context.Context, strays *stray.Tracker, what string) error {
+	if n, err := strays.Wait(ctx); err != nil {
+		return fmt.Errorf("flow: %s: %d abandoned members still running past their timeout: %w", what, n, err)
 	}
-	t.n++
-	t.mu.Unlock()
-}
-
-func (t *tracker) done() {
-	t.mu.Lock()
-	if t.n--; t.n == 0 {
-		close(t.idle)
-	}
-	t.mu.Unlock()
-}
-
-// wait waits until no abandoned member is left running, or until ctx ends; what names the
-// composite in the error.
-func (t *tracker) wait(ctx context.Context, what string) error {
-	t.mu.Lock()
-	n, idle := t.n, t.idle
-	t.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		t.mu.Lock()
-		n = t.n
-		t.mu.Unlock()
-		return fmt.Errorf("flow: %s: %d abandoned members still running past their timeout: %w", what, n, context.Cause(ctx))
-	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/stray"
 )
 
 // ToolPrefix starts the name of every agent tool (seed 002: "delegate_to_{agentName}").
@@ -69,7 +70,7 @@ type agentTool struct {
 	calls atomic.Uint64 // ordinals of calls whose caller's runtime has none to give
 	// strays are calls abandoned past the agent's timeout, still running: Teardown waits for
 	// them.
-	strays tracker
+	strays stray.Tracker
 }
 
 func (t *agentTool) Info() troupe.ToolInfo { return t.info }
@@ -77,7 +78,7 @@ func (t *agentTool) Info() troupe.ToolInfo { return t.info }
 // Teardown waits for calls abandoned past the agent's timeout to return, or until ctx ends
 // (troupe.Teardowner). It does not tear the agent down: the tool never sets it up.
 func (t *agentTool) Teardown(ctx context.Context) error {
-	return t.strays.wait(ctx, t.info.Name)
+	return waitStrays(ctx, &t.strays, t.info.Name)
 }
 
 type stackKey struct{}
