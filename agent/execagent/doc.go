@@ -32,6 +32,18 @@
 // testdata/agent.py, testdata/agent.sh (POSIX sh and sed) and testdata/goagent are complete
 // agents.
 //
+// # Secrets
+//
+// A program may print what it was given in Config.Env (a CLI echoing its token when it
+// fails). Every Config.Env value of at least 4 bytes, whatever its key, is replaced by
+// "[redacted]" in every spelling — as it is, JSON-escaped, Go-quoted, percent-encoded — in
+// the progress events, the stderr tail, errors and their details, also where a bound cuts it
+// in two. Values are scrubbed without looking at names, as httpagent scrubs every value it
+// reads from the environment: a rule on names would miss DATABASE_URL=postgres://app:pw@db.
+// Values under 4 bytes would blank unrelated text and are left alone, as are the variables
+// inherited from the parent's environment. A valid result's agent_result is the program's
+// answer and is passed on unchanged.
+//
 // # Stopping
 //
 // Each process runs in its own process group. When the dispatch's context ends — Config.Timeout,

@@ -41,7 +41,9 @@ type Config struct {
 	Dir string
 	// Env is added to the parent's environment ("KEY=value"; a later entry wins). The agent
 	// also gets TROUPE_DISPATCH_ID, TROUPE_AGENT and, inside a run, TROUPE_TRACE_ID and
-	// TRACEPARENT.
+	// TRACEPARENT. Every value of at least 4 bytes, whatever its key, may be a secret: it is
+	// replaced by "[redacted]", in every spelling, in what the agent records of the process's
+	// stderr and stdout (progress events, errors and their details).
 	Env []string
 	// Timeout bounds one dispatch; 0 means DefaultTimeout. A shorter deadline on the context
 	// (the dispatch's timeout_seconds, the run's budget) wins.
@@ -66,8 +68,9 @@ type Config struct {
 // Agent runs a command per dispatch. It is immutable and safe for concurrent use: each Run
 // starts its own process. The zero value is not usable; build one with New.
 type Agent struct {
-	cfg  Config
-	name string // the command, quoted, for messages
+	cfg     Config
+	name    string        // the command, quoted, for messages
+	secrets *wire.Secrets // the values of Config.Env, scrubbed from what the agent records
 }
 
 // New validates cfg and returns the agent.
@@ -75,10 +78,13 @@ func New(cfg Config) (*Agent, error) {
 	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 		return nil, errors.New("execagent: Config.Command is empty")
 	}
+	values := make([]string, 0, len(cfg.Env))
 	for i, e := range cfg.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+		k, v, ok := strings.Cut(e, "=")
+		if !ok || k == "" {
 			return nil, fmt.Errorf("execagent: Config.Env[%d] %q is not KEY=value", i, e)
 		}
+		values = append(values, v)
 	}
 	for _, b := range []struct {
 		name string
@@ -97,7 +103,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg.StderrTail = or(cfg.StderrTail, DefaultStderrTail)
 	cfg.MaxProgress = or(cfg.MaxProgress, DefaultMaxProgress)
 	cfg.MaxLineBytes = or(cfg.MaxLineBytes, DefaultMaxLineBytes)
-	return &Agent{cfg: cfg, name: commandName(cfg.Command)}, nil
+	return &Agent{cfg: cfg, name: commandName(cfg.Command), secrets: wire.NewSecrets(values...)}, nil
 }
 
 func or[T comparable](v, def T) T {
@@ -113,6 +119,17 @@ func or[T comparable](v, def T) T {
 // are done; on timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after
 // KillGrace.
 func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	out := &capped{max: a.cfg.MaxOutputBytes}
+	res, err := a.run(ctx, d, out)
+	if err != nil {
+		// A failing program may print a value of Config.Env (a CLI echoing its token); what the
+		// error quotes of its output is quoted again from the scrubbed output.
+		return nil, a.secrets.Error(err, out.buf.Bytes())
+	}
+	return res, nil
+}
+
+func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*troupe.Result, error) {
 	in, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("execagent: encoding the dispatch: %w", err)
@@ -128,8 +145,8 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		cmd.Env = append(cmd.Env, "TROUPE_TRACE_ID="+tid, "TRACEPARENT="+wire.Traceparent(tid, d.DispatchID))
 	}
 	cmd.Stdin = bytes.NewReader(in)
-	out := &capped{max: a.cfg.MaxOutputBytes}
-	errw := &stderr{d: d, tail: wire.Tail{Max: a.cfg.StderrTail}, maxEvents: a.cfg.MaxProgress, maxLine: a.cfg.MaxLineBytes}
+	errw := &stderr{d: d, tail: wire.Tail{Max: a.cfg.StderrTail, Scrub: a.secrets.Tail}, maxEvents: a.cfg.MaxProgress,
+		maxLine: a.cfg.MaxLineBytes, secrets: a.secrets}
 	cmd.Stdout, cmd.Stderr = out, errw
 	// Its own process group, so a timeout reaches whatever the agent started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -235,8 +252,8 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 // stderr splits the agent's stderr into lines, each a progress event (bounded in number and
-// length), and keeps its tail for error messages. os/exec calls Write from one goroutine that
-// Wait waits for; flush runs after Wait.
+// length, secrets scrubbed), and keeps its tail for error messages. os/exec calls Write from
+// one goroutine that Wait waits for; flush runs after Wait.
 type stderr struct {
 	d         *troupe.Dispatch
 	tail      wire.Tail
@@ -246,6 +263,7 @@ type stderr struct {
 	dropped   int
 	maxEvents int
 	maxLine   int
+	secrets   *wire.Secrets
 }
 
 func (s *stderr) Write(p []byte) (int, error) {
@@ -271,8 +289,13 @@ func (s *stderr) Write(p []byte) (int, error) {
 }
 
 func (s *stderr) emit() {
-	line := strings.ToValidUTF8(strings.TrimSuffix(string(s.line), "\r"), "")
-	if s.n > len(s.line) {
+	cut := s.n > len(s.line)
+	line := s.secrets.Head(strings.TrimSuffix(string(s.line), "\r"), cut)
+	if len(line) > s.maxLine { // "[redacted]" is longer than the secret it replaced
+		line, cut = line[:s.maxLine], true
+	}
+	line = strings.ToValidUTF8(line, "")
+	if cut {
 		line += "…"
 	}
 	s.line, s.n = s.line[:0], 0

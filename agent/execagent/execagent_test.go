@@ -2,12 +2,14 @@ package execagent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -405,6 +407,74 @@ func TestAFailedResultIsPassedOn(t *testing.T) {
 	want := []troupe.ErrorInfo{{Code: troupe.CodeRAGEmpty, Message: "no documents"}}
 	if d := cmp.Diff(want, res.Errors); d != "" || res.Status != troupe.StatusFailed {
 		t.Errorf("status %s, errors (-want +got):\n%s", res.Status, d)
+	}
+}
+
+// TestEnvValuesAreScrubbed: a program may print a value of Config.Env (a CLI echoing its
+// token), whole, JSON-escaped, or cut by the agent's own bounds; none of it reaches the error,
+// its details or the progress events.
+func TestEnvValuesAreScrubbed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		token    string
+		script   string
+		cfg      execagent.Config
+		piece    int  // when set, no piece of the token this long may survive either
+		redacted bool // "[redacted]" must show where the token was
+	}{
+		{"echoed on stderr", "tok-abcdef123456",
+			`cat >/dev/null; echo "auth failed for $TOKEN" >&2; exit 1`, execagent.Config{}, 0, true},
+		// The first line is cut at 20 bytes inside the token, the tail's 30 bytes start inside it.
+		{"split by the line and tail bounds", "tok-0123456789abcdefghijklmnopqrstuvwxyz",
+			`cat >/dev/null; printf 'line: %s\n' "$TOKEN" >&2; printf '%s end\n' "$TOKEN" >&2; exit 1`,
+			execagent.Config{MaxLineBytes: 20, StderrTail: 30}, 6, false},
+		{"JSON-escaped in an invalid result", `tok-"quoted"-secret`,
+			`cat >/dev/null; printf '{"agent_result":{"echo":"%s"},"confidence":7}' "$(printf '%s' "$TOKEN" | sed 's/"/\\"/g')"`,
+			execagent.Config{}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Command = []string{"sh", "-c", tc.script}
+			cfg.Env = []string{"TOKEN=" + tc.token}
+			rt := &runtime{}
+			_, err := newAgent(t, cfg).Run(t.Context(), dispatch("q", nil, rt))
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			ae := agentError(t, err)
+			texts := map[string]string{"Error()": err.Error(), "Message": ae.Message}
+			if s, ok := ae.Details["stderr_tail"].(string); ok {
+				texts["stderr_tail"] = s
+			}
+			if s, ok := ae.Details["output"].(string); ok {
+				// The excerpt is Go-quoted: unquoted, it is what the program printed.
+				out, uerr := strconv.Unquote(strings.TrimSuffix(s, "…"))
+				if uerr != nil {
+					t.Fatalf("output detail %s: %v", s, uerr)
+				}
+				texts["output"] = out
+			}
+			for i, p := range rt.lines() {
+				texts[fmt.Sprintf("progress %d", i)] = fmt.Sprint(p.Data)
+			}
+			escaped, _ := json.Marshal(tc.token)
+			forbidden := []string{tc.token, string(escaped[1 : len(escaped)-1])}
+			for i := 0; tc.piece > 0 && i+tc.piece <= len(tc.token); i++ {
+				forbidden = append(forbidden, tc.token[i:i+tc.piece])
+			}
+			all := ""
+			for where, text := range texts {
+				all += text
+				for _, f := range forbidden {
+					if strings.Contains(text, f) {
+						t.Errorf("%s holds %q: %q", where, f, text)
+					}
+				}
+			}
+			if tc.redacted && !strings.Contains(all, "[redacted]") {
+				t.Errorf("no [redacted] where the token was: %q", texts)
+			}
+		})
 	}
 }
 

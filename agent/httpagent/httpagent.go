@@ -2,7 +2,6 @@ package httpagent
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -12,12 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/internal/wire"
@@ -75,7 +69,7 @@ type Agent struct {
 	max     int64
 	client  *http.Client
 	agents  troupe.AgentSet
-	secrets []string // every spelling of the values read from the environment, scrubbed from what errors quote
+	secrets *wire.Secrets // the values read from the environment, scrubbed from what errors quote
 }
 
 // New validates cfg, reads the secrets it names from the environment and returns the agent.
@@ -104,14 +98,13 @@ func New(cfg Config) (*Agent, error) {
 	for k, v := range cfg.Headers {
 		a.header.Set(k, v)
 	}
+	var secrets []string
 	env := func(what, name string) (string, error) {
 		v, ok := lookup(name)
 		if !ok || v == "" {
 			return "", fmt.Errorf("httpagent: %s: environment variable %s is not set", what, name)
 		}
-		if len(v) >= minSecret {
-			a.secrets = append(a.secrets, v)
-		}
+		secrets = append(secrets, v)
 		return v, nil
 	}
 	for h, name := range cfg.HeadersFromEnv {
@@ -128,7 +121,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.header.Set("Authorization", "Bearer "+v)
 	}
-	a.secrets = spellings(a.secrets)
+	a.secrets = wire.NewSecrets(secrets...)
 	a.header.Set("Content-Type", "application/json")
 	a.header.Set("Accept", "application/json")
 	if a.client == nil {
@@ -196,7 +189,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	// The status first: a 503's error page over the bound is still a 503, recoverable, and
 	// its excerpt needs only the start of the body.
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, a.statusError(resp, []byte(a.scrub(string(data))), details)
+		// A service may echo the token it was sent (a 401 quoting it): scrubbed before the
+		// excerpt is cut, which would split it.
+		return nil, a.statusError(resp, []byte(a.secrets.String(string(data))), details)
 	}
 	if int64(len(data)) > a.max {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
@@ -204,95 +199,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	}
 	res, err := wire.DecodeResult("httpagent: POST "+a.url, data, d, a.agents, details)
 	if err != nil {
-		return nil, a.scrubError(err, data)
+		return nil, a.secrets.Error(err, data)
 	}
 	return res, nil
-}
-
-// minSecret is the shortest environment value scrubbed from errors; shorter ones would blank
-// unrelated text.
-const minSecret = 4
-
-// scrub replaces the agent's secrets in text a service sent back: a service that echoes the
-// token it was sent (a 401 quoting it) must not put it in the run's events.
-func (a *Agent) scrub(s string) string {
-	for _, v := range a.secrets {
-		s = strings.ReplaceAll(s, v, "[redacted]")
-	}
-	return s
-}
-
-// spellings returns the ways text a service sends back, or an error quoting it, can spell the
-// secrets vs, longest first so that a spelling holding another is replaced whole: as sent;
-// JSON-escaped as encoding/json writes it (", \ and control characters escaped; <, > and & as
-// \u003c, \u003e, \u0026, or as they are with SetEscapeHTML(false); other non-ASCII as it is)
-// and as ASCII-only encoders do (non-ASCII as \u00e9 — Python's json.dumps — and / as \/ too —
-// PHP's json_encode); Go-quoted, as a validation message quotes a value (%q); and
-// percent-encoded, as a redirect's Location carries it in a query or a path.
-func spellings(vs []string) []string {
-	inner := func(quoted string) string { return quoted[1 : len(quoted)-1] }
-	var out []string
-	for _, v := range vs {
-		html, _ := json.Marshal(v) // a string always encodes
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		enc.Encode(v)
-		plain := inner(strings.TrimSuffix(b.String(), "\n"))
-		ascii := asciiJSON(plain)
-		out = append(out, v, inner(string(html)), plain, ascii, strings.ReplaceAll(ascii, "/", `\/`),
-			inner(strconv.Quote(v)), url.QueryEscape(v), url.PathEscape(v))
-	}
-	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	return slices.Compact(out)
-}
-
-// asciiJSON writes the non-ASCII characters of JSON text as \u escapes (a surrogate pair beyond
-// the Basic Multilingual Plane), with lower-case hex digits as Python and PHP write them.
-func asciiJSON(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < utf8.RuneSelf:
-			b.WriteRune(r)
-		case r > 0xFFFF:
-			r1, r2 := utf16.EncodeRune(r)
-			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	return b.String()
-}
-
-// scrubError scrubs an invalid result's error (its message, the output it quotes, its cause).
-// The output is quoted again from the scrubbed data: scrubbing the quote would miss a secret
-// the quote cuts in two.
-func (a *Agent) scrubError(err error, data []byte) error {
-	var ae *troupe.AgentError
-	if len(a.secrets) == 0 || !errors.As(err, &ae) {
-		return err
-	}
-	ae.Message = a.scrub(ae.Message)
-	if _, ok := ae.Details["output"]; ok {
-		ae.Details["output"] = wire.Head([]byte(a.scrub(string(data))), wire.OutputExcerpt)
-	}
-	for k, v := range ae.Details {
-		switch x := v.(type) {
-		case string:
-			ae.Details[k] = a.scrub(x)
-		case []string:
-			for i := range x {
-				x[i] = a.scrub(x[i])
-			}
-		}
-	}
-	if ae.Cause != nil {
-		if msg := ae.Cause.Error(); a.scrub(msg) != msg {
-			ae.Cause = errors.New(a.scrub(msg))
-		}
-	}
-	return err
 }
 
 func (a *Agent) statusError(resp *http.Response, data []byte, details map[string]any) error {
@@ -307,7 +216,7 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 		details["retry_after_seconds"] = se.RetryAfter.Seconds()
 	}
 	if loc := resp.Header.Get("Location"); code >= 300 && code < 400 && loc != "" {
-		details["location"] = a.scrub(loc)
+		details["location"] = a.secrets.String(loc)
 	}
 	errCode := troupe.CodeAgentError
 	if code == http.StatusRequestTimeout || code == http.StatusGatewayTimeout {

@@ -72,6 +72,9 @@ func (u *usage) dollars() float64 { return u.cost + u.tools.Cost() }
 func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	c := a.c
 	key := os.Getenv(c.cfg.APIKeyEnv)
+	// A server may echo the key back, in any spelling (a 401 quoting it): it is scrubbed from
+	// every error the calls return.
+	secrets := wire.NewSecrets(key)
 	data := c.promptData(d)
 	system, err := render(c.system, data)
 	if err != nil {
@@ -113,19 +116,19 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			return u.result(c, nil), err
 		}
 		params.Messages = msgs
-		t, err := a.complete(ctx, d, params, opts, key)
+		t, err := a.complete(ctx, d, params, opts, secrets)
 		if t != nil {
 			u.add(c, t)
 		}
 		if err != nil {
-			return u.result(c, nil), redact(err, key)
+			return u.result(c, nil), secrets.Error(err, nil)
 		}
 		if len(t.toolCalls) > 0 {
 			msgs = append(msgs, t.assistant())
 			for _, tc := range t.toolCalls {
 				out, err := a.callTool(ctx, d, tc)
 				if err != nil {
-					return u.result(c, nil), redact(err, key)
+					return u.result(c, nil), secrets.Error(err, nil)
 				}
 				msgs = append(msgs, openai.ToolMessage(out, tc.id))
 			}
@@ -336,23 +339,6 @@ func compact(v any) string {
 	return string(b)
 }
 
-// redact removes the API key from an error's text; a server may echo it back.
-func redact(err error, key string) error {
-	if key == "" || !strings.Contains(err.Error(), key) {
-		return err
-	}
-	var ae *troupe.AgentError
-	if errors.As(err, &ae) {
-		cp := *ae
-		cp.Message = strings.ReplaceAll(cp.Message, key, "[redacted]")
-		if cp.Cause != nil && strings.Contains(cp.Cause.Error(), key) {
-			cp.Cause = errors.New(strings.ReplaceAll(cp.Cause.Error(), key, "[redacted]"))
-		}
-		return &cp
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
-}
-
 // attempts reports every HTTP attempt the server refused as an "http_error" progress event
 // (status and Retry-After, never headers or bodies, which may echo the key), so a run's log
 // shows the retries the SDK makes.
@@ -377,9 +363,9 @@ func attempts(d *troupe.Dispatch) option.Middleware {
 // response, if any: the status decides even when the SDK could not decode the body (Ollama's
 // {"error": "…"} is a string), and the body is quoted as the server sent it when it is not
 // OpenAI's error object. The status and Retry-After go into the details, so the run's error
-// policy waits as long as the server asked. key, the API key, is redacted from the body before
-// the body is cut to length: cut first, a key echoed across the cut would leave its start.
-func apiError(model, key string, err error, res *http.Response) error {
+// policy waits as long as the server asked. The API key (secrets) is scrubbed from the body
+// before the body is cut to length: cut first, a key echoed across the cut would leave its start.
+func apiError(model string, secrets *wire.Secrets, err error, res *http.Response) error {
 	status, body := 0, ""
 	var ae *openai.Error
 	if errors.As(err, &ae) {
@@ -397,10 +383,7 @@ func apiError(model, key string, err error, res *http.Response) error {
 		}
 		recoverable := status == http.StatusTooManyRequests || status >= 500 || status == http.StatusRequestTimeout
 		msg := fmt.Sprintf("llmagent: %s: HTTP %d", model, status)
-		if key != "" {
-			body = strings.ReplaceAll(body, key, "[redacted]")
-		}
-		if body = strings.TrimSpace(body); body != "" {
+		if body = strings.TrimSpace(secrets.String(body)); body != "" {
 			msg += ": " + cut(body, 500)
 		}
 		details := map[string]any{"http_status": status}

@@ -88,7 +88,10 @@ type Config struct {
 
 	// Tools the model may call. A tool's error goes back to the model as the tool's answer,
 	// except an error with a Fatal() bool method that returns true (the cycle and depth
-	// guards of agents-as-tools), which fails the dispatch.
+	// guards of agents-as-tools), which fails the dispatch. The agent's Setup sets up the
+	// tools that implement troupe.Setupper, in order, tearing down those already set up if
+	// one fails; its Teardown tears down those that implement troupe.Teardowner, the last
+	// first, and joins the errors. A tool shared by two agents is set up by each.
 	Tools []troupe.Tool
 	// MaxTurns bounds the completions of one dispatch (each tool round trip is one);
 	// 0 means DefaultMaxTurns.
@@ -128,6 +131,7 @@ type compiled struct {
 	rawSch  map[string]any
 	tools   map[string]troupe.Tool
 	toolDef []troupe.ToolInfo
+	held    []troupe.Tool // the tools with Setup or Teardown, in order
 	base    openai.ChatCompletionNewParams
 }
 
@@ -208,6 +212,7 @@ func compile(cfg Config) (*compiled, error) {
 		return nil, fmt.Errorf("llmagent: config: %s", strings.Join(problems, "; "))
 	}
 	c.base = c.params()
+	c.held = held(cfg.Tools)
 	return c, nil
 }
 

@@ -32,10 +32,16 @@
 //     progress events. A call still refused fails with http_status (and retry_after_seconds
 //     when the server sent Retry-After) in the error's details, so the run's error policy
 //     waits as asked; the status decides whatever shape the error body has.
+//   - Lifecycle: the agent's Setup sets up the Config.Tools that implement troupe.Setupper,
+//     in order, tearing down those already set up if one fails; its Teardown tears down those
+//     that implement troupe.Teardowner, the last first, and joins the errors. A tool shared
+//     by two agents is set up by each.
 //
 // The API key is read on each call from the environment variable Config.APIKeyEnv names; it
 // is never part of the configuration, and an error that echoes it is redacted before it
-// reaches a result or an event.
+// reaches a result or an event — in every spelling a server may echo it in: as sent,
+// JSON-escaped, URL-escaped or Go-quoted. A key shorter than 4 bytes is not redacted: it
+// would blank unrelated text.
 //
 // The answer becomes agent_result: the validated object of a structured answer, or
 // {"text": ...}; analysis_summary is its "summary" member, or its first 200 characters; a

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -619,6 +621,59 @@ func TestAPIKeyEchoedAtTheCutNeverLeaks(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), testKey[:6]) {
 		t.Errorf("the start of the API key leaked: %v", err)
+	}
+}
+
+// TestAPIKeyEchoedInAnySpellingNeverLeaks: a server may quote the key as its JSON encoder,
+// its URL library or its logger spells it; the error must hold none of those spellings.
+func TestAPIKeyEchoedInAnySpellingNeverLeaks(t *testing.T) {
+	// Each of é, /, +, ", <, & and > is written differently by some spelling.
+	const key = `sk-tést/ké+y"<&>`
+	jsonEscaped := `sk-tést/ké+y\"\u003c\u0026\u003e`
+	asciiJSON := `sk-t\u00e9st/k\u00e9+y\"<&>`
+	asciiJSONSlash := `sk-t\u00e9st\/k\u00e9+y\"<&>`
+	goQuoted := strconv.Quote(key)
+	spellings := []string{key, jsonEscaped, asciiJSON, asciiJSONSlash, goQuoted[1 : len(goQuoted)-1],
+		url.QueryEscape(key), url.PathEscape(key)}
+	for _, tc := range []struct {
+		name string
+		echo func(string) string
+	}{
+		{"JSON-escaped", func(k string) string { b, _ := json.Marshal(k); return string(b[1 : len(b)-1]) }},
+		{"ASCII-only JSON", func(string) string { return asciiJSON }},
+		{"ASCII-only JSON with escaped slashes", func(string) string { return asciiJSONSlash }},
+		{"query-escaped", url.QueryEscape},
+		{"path-escaped", url.PathEscape},
+		{"Go-quoted", func(k string) string { q := strconv.Quote(k); return q[1 : len(q)-1] }},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				srv := newCompletionServer(t, reply{status: 401, echo: tc.echo,
+					body: `{"error":{"message":"Incorrect API key provided: $KEY","type":"invalid_request_error"}}`})
+				a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: stream})
+				t.Setenv("TEST_LLM_KEY", key)
+				_, err := a.Run(t.Context(), dispatch("hi", &runtime{}))
+				if err == nil {
+					t.Fatal("want an error")
+				}
+				ae := agentError(t, err)
+				details, _ := json.Marshal(ae.Details)
+				texts := map[string]string{"Error()": err.Error(), "Message": ae.Message, "Details": string(details)}
+				if ae.Cause != nil {
+					texts["Cause"] = ae.Cause.Error()
+				}
+				if !strings.Contains(ae.Message, "[redacted]") {
+					t.Errorf("Message = %q, want the echoed key [redacted]", ae.Message)
+				}
+				for where, text := range texts {
+					for _, sp := range spellings {
+						if strings.Contains(text, sp) {
+							t.Errorf("%s holds the key as %q: %s", where, sp, text)
+						}
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -41,6 +41,9 @@ type reply struct {
 	header map[string]string
 	body   string
 	hang   bool // answer only when the client gives up
+	// echo, when set, replaces $KEY in body by echo(the API key the request sent), as a
+	// server quoting the key in its own spelling does.
+	echo func(key string) string
 
 	content   string
 	toolCalls []wireToolCall
@@ -97,9 +100,13 @@ func (s *completionServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(k, strings.ReplaceAll(v, "$AUTH", r.Header.Get("Authorization")))
 	}
 	if rep.status != 0 {
+		body := strings.ReplaceAll(rep.body, "$AUTH", r.Header.Get("Authorization"))
+		if rep.echo != nil {
+			body = strings.ReplaceAll(body, "$KEY", rep.echo(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")))
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.status)
-		io.WriteString(w, strings.ReplaceAll(rep.body, "$AUTH", r.Header.Get("Authorization")))
+		io.WriteString(w, body)
 		return
 	}
 	model := rep.model

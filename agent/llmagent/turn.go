@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/internal/wire"
 )
 
 // turn is one completion's answer, from a whole response or from the chunks of a stream.
@@ -41,9 +42,9 @@ func (t *turn) assistant() openai.ChatCompletionMessageParamUnion {
 
 // complete asks for one completion. A turn is returned whenever the server reported usage, so
 // that what was spent is counted even when the answer is unusable.
-func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption, key string) (*turn, error) {
+func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption, secrets *wire.Secrets) (*turn, error) {
 	if a.c.cfg.Stream {
-		return a.stream(ctx, d, p, opts, key)
+		return a.stream(ctx, d, p, opts, secrets)
 	}
 	// The SDK builds, sends and retries the request and turns error statuses into errors; the
 	// answer is decoded here into just what the agent reads, which costs a fraction of
@@ -51,12 +52,12 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	var raw []byte
 	var res *http.Response
 	if _, err := a.svc.New(ctx, p, append(opts, option.WithResponseBodyInto(&raw), option.WithResponseInto(&res))...); err != nil {
-		return nil, apiError(a.c.cfg.Model, key, err, res)
+		return nil, apiError(a.c.cfg.Model, secrets, err, res)
 	}
 	var resp wireCompletion
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Recoverable: true,
-			Message: fmt.Sprintf("llmagent: %s: the response is not a chat completion: %v: %s", a.c.cfg.Model, err, cut(string(raw), 200))}
+			Message: fmt.Sprintf("llmagent: %s: the response is not a chat completion: %v: %s", a.c.cfg.Model, err, excerpt(secrets, string(raw), 200))}
 	}
 	t := &turn{model: resp.Model, promptTokens: resp.Usage.PromptTokens, completionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
@@ -71,6 +72,16 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 		t.toolCalls = append(t.toolCalls, toolCall{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments})
 	}
 	return t, nil
+}
+
+// excerpt is the start of text, at most n characters ("…" marking a cut), with the secrets
+// scrubbed: a response that is no chat completion may echo the key.
+func excerpt(secrets *wire.Secrets, text string, n int) string {
+	r := []rune(text)
+	if len(r) <= n {
+		return secrets.Head(text, false)
+	}
+	return secrets.Head(string(r[:n-1]), true) + "…"
 }
 
 // wireCompletion is the part of a chat.completion object (OpenAI API reference) the agent
@@ -101,7 +112,7 @@ type wireCompletion struct {
 // stream asks for a streamed completion, emitting each piece of text as a "token" progress
 // event, and assembles the turn from the chunks (tool calls arrive in pieces keyed by index;
 // usage arrives in a last chunk without choices).
-func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption, key string) (*turn, error) {
+func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCompletionNewParams, opts []option.RequestOption, secrets *wire.Secrets) (*turn, error) {
 	var res *http.Response
 	s := a.svc.NewStreaming(ctx, p, append(opts, option.WithResponseInto(&res))...)
 	defer s.Close()
@@ -148,9 +159,9 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 	t.content, t.refusal = string(content), string(refusal)
 	if err := s.Err(); err != nil {
 		if t.promptTokens == 0 && t.completionTokens == 0 {
-			return nil, apiError(a.c.cfg.Model, key, err, res)
+			return nil, apiError(a.c.cfg.Model, secrets, err, res)
 		}
-		return t, apiError(a.c.cfg.Model, key, err, res)
+		return t, apiError(a.c.cfg.Model, secrets, err, res)
 	}
 	return t, nil
 }

@@ -1,6 +1,7 @@
-// Package wire holds what troupe's transport adapters (execagent, httpagent) share about the
-// JSON protocol an out-of-process agent speaks: checking the Result it sends back, quoting the
-// start or end of what it printed, and deriving a W3C traceparent from a run's trace id.
+// Package wire holds what troupe's transport adapters (execagent, httpagent, llmagent) share
+// about talking to an agent out of process: checking the Result it sends back, quoting the
+// start or end of what it printed, deriving a W3C traceparent from a run's trace id, and
+// scrubbing the secrets it was given from all that, in every spelling it may echo them in.
 package wire
 
 import (
@@ -117,9 +118,12 @@ func Head(b []byte, n int) string {
 // Tail keeps the last Max bytes written to it (for a process's stderr). The zero value keeps
 // nothing; it is not safe for concurrent use.
 type Tail struct {
-	Max  int
-	buf  []byte
-	seen int64
+	Max int
+	// Scrub, when set, rewrites what is kept before String returns it (Secrets.Tail), told
+	// whether earlier bytes were dropped; String keeps the last Max bytes of what it returns.
+	Scrub func(kept string, cut bool) string
+	buf   []byte
+	seen  int64
 }
 
 // Write keeps the end of p; it never fails.
@@ -140,10 +144,17 @@ func (t *Tail) Write(p []byte) (int, error) {
 // bytes were dropped.
 func (t *Tail) String() string {
 	b := t.buf
-	for len(b) > 0 && !utf8.RuneStart(b[0]) {
-		b = b[1:]
+	cut := t.seen > int64(len(b))
+	if t.Scrub != nil {
+		b = []byte(t.Scrub(string(b), cut))
+		if len(b) > t.Max {
+			b, cut = b[len(b)-t.Max:], true
+		}
 	}
-	if t.seen > int64(len(b)) {
+	for len(b) > 0 && !utf8.RuneStart(b[0]) {
+		b, cut = b[1:], true
+	}
+	if cut {
 		return "…" + string(b)
 	}
 	return string(b)

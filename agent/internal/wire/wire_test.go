@@ -68,6 +68,38 @@ func TestTail(t *testing.T) {
 	}
 }
 
+func TestTailScrub(t *testing.T) {
+	long := wire.NewSecrets("tok-12345678")
+	short := wire.NewSecrets("tok1")
+	for _, tc := range []struct {
+		name   string
+		scrub  func(kept string, cut bool) string
+		max    int
+		writes []string
+		want   string
+	}{
+		{"a secret the cut splits is dropped", long.Tail, 12, []string{"error tok-1234", "5678 x"}, "… x"},
+		{"a whole secret is redacted", long.Tail, 20, []string{"tok-12345678 x"}, "[redacted] x"},
+		// "[redacted]" is longer than "tok1": the result still keeps at most Max bytes.
+		{"at most Max bytes", short.Tail, 8, []string{"a tok1 b"}, "…acted] b"},
+		{"without Scrub, as it was", nil, 12, []string{"error tok-1234", "5678 x"}, "…k-12345678 x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := wire.Tail{Max: tc.max, Scrub: tc.scrub}
+			for _, w := range tc.writes {
+				tl.Write([]byte(w))
+			}
+			got := tl.String()
+			if got != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+			if len(strings.TrimPrefix(got, "…")) > tc.max {
+				t.Errorf("%q is over %d bytes", got, tc.max)
+			}
+		})
+	}
+}
+
 func TestDecodeResult(t *testing.T) {
 	d := troupe.NewDispatch()
 	d.DispatchID, d.TargetAgent, d.SessionID, d.QueryID = troupe.NewDispatchID(1), "a", "s", "q"
