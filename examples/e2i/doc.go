@@ -20,11 +20,13 @@
 // restriction in the Midwest cuts Kisqali NRx by about 12% — more among heavy prescribers —
 // while the other regions keep growing. The agents are not told; they find it.
 //
-// A question about a brand the data does not hold ("… for Ozempic …") is not answered about
-// another: every agent that reads the data fails with INVALID_INPUT, "no data for brand
-// Ozempic: the data holds Kisqali, Fabhalta and Verzenio", and so does the run. A question
-// that names none of them is about Kisqali, the data's first; the agents' warnings and the
-// explainer's answer say so.
+// A question about a brand the data does not hold ("… for the brand Ozempic …") is not
+// answered about another: every agent that reads the data fails with INVALID_INPUT, "no data
+// for brand Ozempic: the data holds Kisqali, Fabhalta and Verzenio", and so does the run. A
+// question that names none of them is about Kisqali, the data's first; the agents' warnings
+// and the explainer's answer say so, and name what the question mentioned where a brand could
+// stand ("… for Ozempic …", "… for Southeast …"), which may be a brand without data or
+// something else the example does not know.
 //
 // # A run
 //

@@ -332,7 +332,7 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 		// The agents analysed a brand the question did not name (or named as no gazetteer
 		// and no capital marks it); the answer must say which.
 		if b := brandOf(upstream); b != "" {
-			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The question names none of the brands in the data, so %s is analysed where a brand is needed.", b))
+			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The question names none of the brands in the data%s, so %s is analysed where a brand is needed.", mentioned(d.ParsedQuery), b))
 		}
 	}
 	explanation := strings.Join(sentences, " ")

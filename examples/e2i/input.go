@@ -25,7 +25,9 @@ type scope struct {
 
 // scope resolves what d asks about. A brand the data does not hold is invalid input: an
 // answer about another brand would answer a question nobody asked. A query that names no
-// brand is about the data's first brand, Kisqali, and the scope's warnings say so.
+// brand is about the data's first brand, Kisqali, and the scope's warnings say so, and name
+// what the query mentioned where a brand could stand (its "mentions"): if one of those was
+// meant as a brand, the warning tells the reader it has no data.
 func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 	pq := d.ParsedQuery
 	s := scope{brand: ds.brands[0], kpi: "NRx", period: "recent"}
@@ -43,7 +45,8 @@ func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 	}
 	switch {
 	case len(brands) == 0:
-		s.warnings = append(s.warnings, fmt.Sprintf("the question names none of the brands in the data (%s); analysed %s", list(ds.brands), s.brand))
+		s.warnings = append(s.warnings, fmt.Sprintf("the question names none of the brands in the data (%s)%s; analysed %s",
+			list(ds.brands), mentioned(pq), s.brand))
 	default:
 		s.brand = brands[0]
 		if len(brands) > 1 {
@@ -255,6 +258,14 @@ func list(names []string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// mentioned says what a query mentioned where a brand could stand: ", only Ozempic", or "".
+func mentioned(pq map[string]any) string {
+	if m := stringsOf(pq["mentions"]); len(m) > 0 {
+		return ", only " + list(m)
+	}
+	return ""
 }
 
 // orList joins names as alternatives: "a", "a or b", "a, b or c".

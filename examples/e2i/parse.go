@@ -178,9 +178,11 @@ const MaxQueryBytes = 4096
 //   - "brands", "kpis", "regions": names from gazetteers, matched on whole words, longest
 //     phrase first ("Mid-West" is the Midwest, not the West), in the order the query mentions
 //     them; absent when there are none. "brands" also holds, as written, a capitalised name
-//     the gazetteer does not know that stands where a brand would ("for Ozempic", "Ozempic
-//     NRx", "Kisqali and Ozempic"), so that the agents report it as a brand the data does not
-//     hold rather than answer about another; see brandNames for what reads as a name;
+//     the gazetteer does not know right after the word "brand" ("the brand Ozempic"), so that
+//     the agents report it as a brand the data does not hold rather than answer about another;
+//   - "mentions": capitalised names the gazetteers do not know standing where a brand could
+//     ("for Ozempic", "Ozempic NRx", "against Plan"), as written; the agents name them when
+//     they say which brand they analysed. See brandNames for what reads as a name;
 //   - "time_period": "recent" unless the query names one ("last quarter", "past 6 weeks", …);
 //   - "budget" (dollars, from "$2.5M"), "change_pct" (from "10%") and "effect_size" (from
 //     "effect size 0.3" or "d = 0.3") when the query states them, and "preferred_agents" when
@@ -196,9 +198,9 @@ func ParseQuery(q string) map[string]any {
 
 // Parse turns a question into a parsed query by these rules, as ParseQuery describes: the
 // intent, secondary intents and preferred agents from keyword rules, an entity list per
-// gazetteer (the one keyed "brands" also keeping names it does not know, as ParseQuery
-// says), and the time period, budget, change and effect size the question states. It is
-// deterministic and safe for concurrent use.
+// gazetteer (the one keyed "brands" also keeping names it does not know, and "mentions"
+// those it guesses at, as ParseQuery says), and the time period, budget, change and effect
+// size the question states. It is deterministic and safe for concurrent use.
 func (r *ParserRules) Parse(q string) map[string]any {
 	if len(q) > MaxQueryBytes {
 		q = q[:MaxQueryBytes]
@@ -227,7 +229,10 @@ func (r *ParserRules) Parse(q string) map[string]any {
 	for i, g := range r.Gazetteers {
 		names := firstSeen(claims[i])
 		if g.Key == "brands" {
-			names = r.brandNames(toks, written, claims)
+			var guessed []string
+			if names, guessed = r.brandNames(toks, written, claims); len(guessed) > 0 {
+				out["mentions"] = guessed
+			}
 		}
 		if len(names) > 0 {
 			out[g.Key] = names
@@ -411,17 +416,20 @@ func firstSeen(claimed []string) []string {
 }
 
 // brandNames returns the brands the question names, in the order it names them: those of the
-// brands gazetteer, and also a name the gazetteer does not know standing where a brand would
-// — "for Ozempic", "of Ozempic", "Kisqali versus Ozempic", "Kisqali and Ozempic", "Ozempic
-// NRx" — as the question spells it. Dropping such a name would leave a question about a brand
-// nobody has data for to be answered about another; kept, it is reported as not in the data.
+// brands gazetteer, and a name the gazetteer does not know written right after the word
+// "brand" ("the brand Ozempic"), as the question spells it; that one is a brand by the
+// question's own word, and the agents report it as not in the data rather than answer about
+// another. It also returns the names it only guesses at: a name the gazetteer does not know
+// standing where a brand could — "for Ozempic", "Kisqali versus Ozempic", "Ozempic NRx" —
+// but where a plan, a target, a region or a segment stands just as often ("against Plan",
+// "for Southeast", "for Oncologists"). Those are mentions, not brands: a question that names
+// no brand of the data says which it mentioned when it says which brand was analysed.
 //
 // A name is a word written with a capital that does not start a sentence, that no gazetteer
 // claims, and that is neither one of the rules' keywords nor a common word (notName) nor has
-// a digit ("Q3"), so that a question in title case names no brand by its capitals alone. In
-// a question all in lower case, or one that starts with the brand, nothing marks a name and
-// an unknown brand is missed: the agents then say which brand they assumed.
-func (r *ParserRules) brandNames(toks, written []string, claims [][]string) []string {
+// a digit ("Q3"). In a question all in lower case, or one that starts with the brand, nothing
+// marks a name: the agents then say which brand they assumed.
+func (r *ParserRules) brandNames(toks, written []string, claims [][]string) (brands, guessed []string) {
 	owner := func(i int, key string) string { // the name a gazetteer of key claims word i for
 		for g, c := range claims {
 			if r.Gazetteers[g].Key == key && c[i] != "" {
@@ -433,38 +441,39 @@ func (r *ParserRules) brandNames(toks, written []string, claims [][]string) []st
 	claimed := func(i int) bool {
 		return slices.ContainsFunc(claims, func(c []string) bool { return c[i] != "" })
 	}
-	var names []string
-	add := func(n string) {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
+	add := func(names *[]string, n string) {
+		if !slices.Contains(*names, n) {
+			*names = append(*names, n)
 		}
 	}
 	brand := make([]bool, len(toks)) // word i names a brand, known or not
 	for i, t := range toks {
 		if n := owner(i, "brands"); n != "" {
 			brand[i] = true
-			add(n)
+			add(&brands, n)
 			continue
 		}
 		w := written[i]
 		if w == "" || claimed(i) || strings.ContainsFunc(w, unicode.IsDigit) || notName(t) || r.keyword(t) {
 			continue
 		}
-		if i+1 < len(toks) && segmentNoun(toks[i+1]) { // "for Medicare patients": a segment
-			continue
-		}
 		prev := ""
 		if i > 0 {
 			prev = toks[i-1]
 		}
-		if brandAfter(prev) || // "for Ozempic"
-			i+1 < len(toks) && owner(i+1, "kpis") != "" || // "Ozempic NRx"
-			(prev == "and" || prev == "or") && i >= 2 && brand[i-2] { // "Kisqali and Ozempic"
+		switch {
+		case prev == "brand": // "the brand Ozempic"
 			brand[i] = true
-			add(w)
+			add(&brands, w)
+		case i+1 < len(toks) && segmentNoun(toks[i+1]): // "for Medicare patients": a segment
+		case brandAfter(prev) || // "for Ozempic"
+			i+1 < len(toks) && owner(i+1, "kpis") != "" || // "Ozempic NRx"
+			(prev == "and" || prev == "or") && i >= 2 && brand[i-2]: // "Kisqali and Ozempic"
+			brand[i] = true
+			add(&guessed, w)
 		}
 	}
-	return names
+	return brands, guessed
 }
 
 // brandAfter reports whether a name after word stands where a brand would: "for Ozempic".

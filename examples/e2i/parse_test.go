@@ -71,17 +71,28 @@ func TestParseQuery(t *testing.T) {
 		{"Trends in Westfield and midwestern strain", map[string]any{
 			"intent": "trend", "regions": []string{"Midwest"}, "time_period": "recent",
 		}},
-		// A brand the gazetteer does not know is kept, as written, where a brand would stand,
-		// so that it is reported as not in the data rather than answered as Kisqali.
+		// A name the gazetteer does not know is a brand when the question says so, kept as
+		// written, so that it is reported as not in the data rather than answered as Kisqali...
+		{"Why did NRx drop for the brand Ozempic?", map[string]any{
+			"intent": "causal", "brands": []string{"Ozempic"}, "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
+		// ...and a mention where a brand could stand, but a plan, a target, a region or a
+		// segment could as well.
 		{"What caused the drop in NRx for Ozempic in Midwest?", map[string]any{
-			"intent": "causal", "brands": []string{"Ozempic"}, "kpis": []string{"NRx"},
+			"intent": "causal", "mentions": []string{"Ozempic"}, "kpis": []string{"NRx"},
 			"regions": []string{"Midwest"}, "time_period": "recent",
 		}},
 		{"Compare Kisqali and Ozempic versus Mounjaro", map[string]any{
-			"intent": "comparative", "brands": []string{"Kisqali", "Ozempic", "Mounjaro"}, "time_period": "recent",
+			"intent": "comparative", "brands": []string{"Kisqali"}, "mentions": []string{"Ozempic", "Mounjaro"}, "time_period": "recent",
 		}},
 		{"Is Ozempic NRx holding up?", map[string]any{
-			"intent": "exploratory", "brands": []string{"Ozempic"}, "kpis": []string{"NRx"}, "time_period": "recent",
+			"intent": "exploratory", "mentions": []string{"Ozempic"}, "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
+		{"How is Kisqali NRx tracking against Plan?", map[string]any{
+			"intent": "exploratory", "brands": []string{"Kisqali"}, "mentions": []string{"Plan"}, "kpis": []string{"NRx"}, "time_period": "recent",
+		}},
+		{"What is the NRx trend for Southeast?", map[string]any{
+			"intent": "trend", "mentions": []string{"Southeast"}, "kpis": []string{"NRx"}, "time_period": "recent",
 		}},
 		// Capitals alone name no brand: a sentence's first word, title case, keywords, common
 		// words, words with digits, and names where no brand stands.

@@ -194,7 +194,7 @@ func TestRunInsignificantEffectSaysSo(t *testing.T) {
 // A question about a brand the data does not hold is not answered about another: the run
 // fails with invalid input saying which brand is missing and which brands the data holds.
 func TestRunUnknownBrandFails(t *testing.T) {
-	evs := runQuery(t, "What caused the drop in NRx for Ozempic in Midwest?")
+	evs := runQuery(t, "What caused the drop in NRx for the brand Ozempic in Midwest?")
 	const want = "no data for brand Ozempic: the data holds Kisqali, Fabhalta and Verzenio"
 	last := evs[len(evs)-1]
 	if last.Kind != troupe.KindRunFailed {
@@ -228,5 +228,25 @@ func TestRunNoBrandSaysWhichItAssumed(t *testing.T) {
 	agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]
 	if !strings.HasPrefix(agg.Synthesis, "The question names none of the brands in the data, so Kisqali is analysed") {
 		t.Errorf("the answer does not say which brand it assumed:\n%s", agg.Synthesis)
+	}
+}
+
+// A question that names no brand of the data but mentions a name where a brand could stand is
+// answered about Kisqali, and the warnings and the answer name what it mentioned: it may be a
+// brand with no data, or a plan, a region or a segment the example does not know.
+func TestRunMentionIsNamedWithTheBrandAssumed(t *testing.T) {
+	evs := runQuery(t, "What caused the drop in NRx for Ozempic in Midwest?")
+	if last := evs[len(evs)-1]; last.Kind != troupe.KindRunCompleted {
+		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
+	}
+	const warning = "the question names none of the brands in the data (Kisqali, Fabhalta and Verzenio), only Ozempic; analysed Kisqali"
+	for _, r := range dataOf[*troupe.Result](evs, troupe.KindDispatchCompleted) {
+		if r.AgentName != "explainer" && !slices.Contains(r.Warnings, warning) {
+			t.Errorf("%s: warnings %q, want %q", r.AgentName, r.Warnings, warning)
+		}
+	}
+	agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]
+	if !strings.HasPrefix(agg.Synthesis, "The question names none of the brands in the data, only Ozempic, so Kisqali is analysed") {
+		t.Errorf("the answer does not say what the question mentioned:\n%s", agg.Synthesis)
 	}
 }
