@@ -103,7 +103,8 @@ func New(cfg Config) (*Agent, error) {
 	cfg.StderrTail = or(cfg.StderrTail, DefaultStderrTail)
 	cfg.MaxProgress = or(cfg.MaxProgress, DefaultMaxProgress)
 	cfg.MaxLineBytes = or(cfg.MaxLineBytes, DefaultMaxLineBytes)
-	return &Agent{cfg: cfg, name: commandName(cfg.Command), secrets: wire.NewSecrets(values...)}, nil
+	secrets := wire.NewSecrets(values...)
+	return &Agent{cfg: cfg, name: commandName(cfg.Command, secrets), secrets: secrets}, nil
 }
 
 func or[T comparable](v, def T) T {
@@ -318,9 +319,9 @@ func (s *stderr) flush() {
 
 // commandName names a command in messages: its words, cut after about 48 characters (a
 // "sh -c" script can be a page long). The whole command is in the error's details.
-func commandName(command []string) string {
+func commandName(command []string, secrets *wire.Secrets) string {
 	const limit = 48
-	name := strings.Join(command, " ")
+	name := secrets.String(strings.Join(command, " ")) // before the cut, which would hide a secret's end
 	if utf8.RuneCountInString(name) <= limit {
 		return name
 	}

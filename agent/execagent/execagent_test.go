@@ -428,6 +428,9 @@ func TestEnvValuesAreScrubbed(t *testing.T) {
 		{"split by the line and tail bounds", "tok-0123456789abcdefghijklmnopqrstuvwxyz",
 			`cat >/dev/null; printf 'line: %s\n' "$TOKEN" >&2; printf '%s end\n' "$TOKEN" >&2; exit 1`,
 			execagent.Config{MaxLineBytes: 20, StderrTail: 30}, 6, false},
+		// Each stderr line is a progress event: every line of the key is scrubbed from its own.
+		{"a key of several lines", "-----BEGIN TEST KEY-----\nMIIBVwIBADANBgkqhkiG9w0B\nAQEFAASCAUEwggE9AgEAAkEA\n-----END TEST KEY-----",
+			`cat >/dev/null; echo "bad key: $TOKEN" >&2; exit 1`, execagent.Config{}, 0, true},
 		{"JSON-escaped in an invalid result", `tok-"quoted"-secret`,
 			`cat >/dev/null; printf '{"agent_result":{"echo":"%s"},"confidence":7}' "$(printf '%s' "$TOKEN" | sed 's/"/\\"/g')"`,
 			execagent.Config{}, 0, true},
@@ -458,7 +461,7 @@ func TestEnvValuesAreScrubbed(t *testing.T) {
 				texts[fmt.Sprintf("progress %d", i)] = fmt.Sprint(p.Data)
 			}
 			escaped, _ := json.Marshal(tc.token)
-			forbidden := []string{tc.token, string(escaped[1 : len(escaped)-1])}
+			forbidden := append([]string{tc.token, string(escaped[1 : len(escaped)-1])}, strings.Split(tc.token, "\n")...)
 			for i := 0; tc.piece > 0 && i+tc.piece <= len(tc.token); i++ {
 				forbidden = append(forbidden, tc.token[i:i+tc.piece])
 			}
@@ -475,6 +478,26 @@ func TestEnvValuesAreScrubbed(t *testing.T) {
 				t.Errorf("no [redacted] where the token was: %q", texts)
 			}
 		})
+	}
+}
+
+// A secret passed on the command line as well as in the environment is scrubbed from the
+// command's name in messages before the name is cut, which would hide the secret's end.
+func TestCommandNameIsScrubbedBeforeItIsCut(t *testing.T) {
+	const token = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"
+	a := newAgent(t, execagent.Config{Command: []string{"/nonexistent/mycli", "--api-key", token}, Env: []string{"API_KEY=" + token}})
+	_, err := a.Run(t.Context(), dispatch("q", nil, nil))
+	if err == nil {
+		t.Fatal("want an error starting a missing program")
+	}
+	ae := agentError(t, err)
+	for where, text := range map[string]string{"Error()": err.Error(), "Message": ae.Message, "details": fmt.Sprint(ae.Details)} {
+		if strings.Contains(text, token[:12]) {
+			t.Errorf("%s holds the start of the token: %q", where, text)
+		}
+	}
+	if !strings.Contains(ae.Message, "mycli --api-key [redacted]") {
+		t.Errorf("message %q does not name the command with the token redacted", ae.Message)
 	}
 }
 

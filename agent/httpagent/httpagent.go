@@ -216,7 +216,13 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 		details["retry_after_seconds"] = se.RetryAfter.Seconds()
 	}
 	if loc := resp.Header.Get("Location"); code >= 300 && code < 400 && loc != "" {
-		details["location"] = a.secrets.String(loc)
+		loc = a.secrets.String(loc)
+		// A secret percent-encoded otherwise than Go encodes it (Python leaves "/" alone, some
+		// write lower-case hex) is found once decoded; the location is then given decoded.
+		if dec, err := url.PathUnescape(loc); err == nil && a.secrets.String(dec) != dec {
+			loc = a.secrets.String(dec)
+		}
+		details["location"] = loc
 	}
 	errCode := troupe.CodeAgentError
 	if code == http.StatusRequestTimeout || code == http.StatusGatewayTimeout {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -364,6 +365,9 @@ func TestEchoedSecretsAreScrubbedInEveryEscaping(t *testing.T) {
 		{"Go-quoted in the invalid result's message", goJSON(true, map[string]any{"agent_result": map[string]any{}, "status": token}), "", 200, "is not one of"},
 		{"percent-encoded in a redirect's query", "", "/login?token=" + url.QueryEscape(token), 302, "status 302"},
 		{"percent-encoded in a redirect's path", "", "/login/" + url.PathEscape(token), 302, "status 302"},
+		// Python's quote leaves "/" alone; some encoders write lower-case hex.
+		{"percent-encoded as Python does", "", "/login?token=" + strings.ReplaceAll(url.PathEscape(token), "%2F", "/"), 302, "status 302"},
+		{"percent-encoded in lower case", "", "/login?token=" + regexp.MustCompile(`%[0-9A-F]{2}`).ReplaceAllStringFunc(url.QueryEscape(token), strings.ToLower), 302, "status 302"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -30,12 +30,22 @@ type Secrets struct {
 	spellings []string
 }
 
-// NewSecrets returns the secrets values, ignoring those shorter than MinSecret.
+// NewSecrets returns the secrets values, ignoring those shorter than MinSecret. A value of
+// several lines (a PEM key, a credentials file) is also a secret line by line: what reads a
+// program's output line by line sees no more than one at a time.
 func NewSecrets(values ...string) *Secrets {
 	var vs []string
 	for _, v := range values {
-		if len(v) >= MinSecret {
-			vs = append(vs, v)
+		if len(v) < MinSecret {
+			continue
+		}
+		vs = append(vs, v)
+		if strings.ContainsAny(v, "\r\n") {
+			for _, line := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
+				if len(line) >= MinSecret {
+					vs = append(vs, line)
+				}
+			}
 		}
 	}
 	return &Secrets{spellings: spellings(vs)}
