@@ -561,10 +561,17 @@ func (r *Run) begin(answers []troupe.Answer) {
 	if res, ok := r.e.store.(reserver); ok && r.replay == nil && p != nil && len(p.Stages) > 0 {
 		// The common shape: initialize, plan, three events a task (route, start, finish),
 		// aggregate, terminal. Only what the first transition records is reserved now (a run
-		// blocked in its first agents holds no more); the rest once that is recorded.
+		// blocked in its first agents holds no more); the rest once that is recorded. A first
+		// transition of more than one batch (a wide group) is reserved with the rest at once:
+		// its second batch would otherwise find room left and reserve nothing, and its
+		// completions grow the log (a copy of all it holds) after all.
 		first := 2 + 2*len(p.Stages[0].Tasks)
+		rest := 4 + 3*p.NumTasks() - first
+		if first > batchSize {
+			first, rest = first+rest, 0
+		}
 		res.Reserve(r.rec.req.RunID, first)
-		r.logRest = int32(4 + 3*p.NumTasks() - first)
+		r.logRest = int32(rest)
 	}
 	r.mu.Lock()
 	r.now = now
