@@ -279,7 +279,9 @@ func DetectConflicts(results []*troupe.Result) []troupe.Conflict {
 // ConsistencyScore returns how consistent the completed results are, in [0, 1]:
 // 1 − (conflicting paths / paths held by two or more results), and 1.0 when no path is
 // shared. A conflict counts only if its field is one of those shared paths, so conflicts
-// computed from other results cannot push the score out of range.
+// computed from other results cannot push the score out of range. As in Combine, a path under
+// a conflicting one is part of that conflict: it is counted neither as shared nor as
+// conflicting, so ConsistencyScore(rs, DetectConflicts(rs)) is Combine's consistency_score.
 func ConsistencyScore(results []*troupe.Result, conflicts []troupe.Conflict) float64 {
 	rs := completed(results)
 	var paths []string
@@ -300,5 +302,32 @@ func consistency(paths []string, conflicts []troupe.Conflict) float64 {
 		}
 	}
 	slices.Sort(hit)
-	return 1 - float64(len(slices.Compact(hit)))/float64(len(paths))
+	hit = slices.Compact(hit)
+	if len(hit) == 0 {
+		return 1
+	}
+	// A path under a conflicting one is part of that conflict, not a path of its own. The
+	// shortest conflicting path is under none, so shared is at least 1.
+	under := func(p string) bool {
+		for i := 0; i < len(p); i++ {
+			if p[i] == '.' {
+				if _, ok := slices.BinarySearch(hit, p[:i]); ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	shared, conflicting := 0, 0
+	for _, p := range paths {
+		if !under(p) {
+			shared++
+		}
+	}
+	for _, h := range hit {
+		if !under(h) {
+			conflicting++
+		}
+	}
+	return 1 - float64(conflicting)/float64(shared)
 }

@@ -259,3 +259,64 @@ func TestDetectConflictsMoreValues(t *testing.T) {
 
 func nan() float64 { return math.NaN() }
 func inf() float64 { return math.Inf(1) }
+
+// ConsistencyScore is the score Combine reports: a path under a conflicting one is part of
+// that conflict (DetectConflicts does not list it), so it is not counted as shared either.
+func TestConsistencyScoreLeavesOutPathsUnderAConflict(t *testing.T) {
+	r := func(agent string, ar map[string]any) *troupe.Result { return result(agent, ar, conf(0.5)) }
+	score := func(conflicting, shared int) float64 { return 1 - float64(conflicting)/float64(shared) }
+	obj := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name      string
+		results   []*troupe.Result
+		conflicts []troupe.Conflict // nil: DetectConflicts(results)
+		want      float64
+	}{
+		// Shared paths: y and w; y.z, held by a and b alike, is part of y's conflict.
+		{"children agree under a conflicting parent", []*troupe.Result{
+			r("a", obj("y", obj("z", "p"), "w", 1)),
+			r("b", obj("y", obj("z", "p"), "w", 1)),
+			r("c", obj("y", "s", "w", 1)),
+		}, nil, 0.5},
+		{"children differ under a conflicting parent", []*troupe.Result{
+			r("a", obj("y", obj("z", "p"), "w", 1)),
+			r("b", obj("y", obj("z", "q"), "w", 1)),
+			r("c", obj("y", "s", "w", 1)),
+		}, nil, 0.5},
+		{"deeper children", []*troupe.Result{
+			r("a", obj("y", obj("z", obj("u", 1, "v", 2)), "w", 1, "x", 1)),
+			r("b", obj("y", obj("z", obj("u", 1, "v", 3)), "w", 1, "x", 1)),
+			r("c", obj("y", 7, "w", 1, "x", 1)),
+		}, nil, score(1, 3)},
+		{"a nested conflict given beside its parent counts once", []*troupe.Result{
+			r("a", obj("y", obj("z", "p"), "w", 1)),
+			r("b", obj("y", obj("z", "q"), "w", 1)),
+			r("c", obj("y", "s", "w", 1)),
+		}, []troupe.Conflict{{Field: "y"}, {Field: "y.z"}}, 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := tt.conflicts
+			if cs == nil {
+				cs = aggregate.DetectConflicts(tt.results)
+			}
+			got := aggregate.ConsistencyScore(tt.results, cs)
+			if got != tt.want {
+				t.Errorf("ConsistencyScore = %v, want %v", got, tt.want)
+			}
+			agg, err := aggregate.Combine(tt.results, aggregate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if agg.ConsistencyScore != tt.want {
+				t.Errorf("Combine's consistency_score = %v, want %v", agg.ConsistencyScore, tt.want)
+			}
+		})
+	}
+}

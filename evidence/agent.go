@@ -253,12 +253,13 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 	r.collect(2)
 	earlyStop := false
 	if ctx.Err() == nil {
-		// Decided on the distance as reported (six decimals), so that a distance shown equal to
-		// epsilon stops, whatever the last bits of the floating-point difference.
-		dist := round6(bundle.Distance(r.in[0].Data, r.in[1].Data, s.schema))
+		// Decided on the distance as the bundle reports it (six decimals), so that a distance
+		// shown equal to epsilon stops, whatever the last bits of the floating-point difference;
+		// and shown as the bundle shows it: a replicate without data is at distance 1.
+		partial := bundle.Summarize(r.in[:2], bundle.Options{Schema: s.schema})
+		dist := partial.PairwiseDistance[0][1]
 		both := r.in[0].Valid() && r.in[1].Valid()
 		earlyStop = both && dist <= s.Epsilon
-		partial := bundle.Summarize(r.in[:2], bundle.Options{Schema: s.schema})
 		r.emit(EventPartialSummary, map[string]any{"replicates": []string{"r1", "r2"}, "distance": dist,
 			"confidence": partial.Confidence, "epsilon": s.Epsilon, "early_stop": earlyStop})
 		if !earlyStop {
@@ -719,8 +720,6 @@ func (r *run) warn(msg string) {
 	r.warnings = append(r.warnings, msg)
 	r.emit(EventWarning, map[string]any{"message": msg})
 }
-
-func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }
 
 // replicaRuntime is what a replicate's dispatch is bound to: it reads session state and asks
 // humans through the bundle's dispatch, forwards progress tagged with the replicate, and keeps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/troupehq/troupe/bundle"
@@ -25,8 +26,9 @@ const (
 // DefaultSeeds are seed 004's seeds for the first three replicates.
 var defaultSeeds = [...]int64{11, 23, 47}
 
-// DefaultSeeds returns seed 004's default seeds, [11, 23, 47].
-func DefaultSeeds() []int64 { return defaultSeeds[:] }
+// DefaultSeeds returns seed 004's default seeds, [11, 23, 47], in a new slice each call: the
+// caller may change or append to it without changing the defaults.
+func DefaultSeeds() []int64 { return slices.Clone(defaultSeeds[:]) }
 
 // Config configures a bundle agent. Every zero value is safe and bounded: nothing is unlimited.
 type Config struct {

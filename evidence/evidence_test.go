@@ -228,6 +228,55 @@ func TestDisagreeingRunToK(t *testing.T) {
 	}
 }
 
+// partial_summary's distance between r1 and r2 is the one the bundle reports in
+// pairwise_distance: a replicate without data is at distance 1 from every other, so two
+// replicates that both produced nothing are not shown as agreeing.
+func TestPartialSummaryDistanceIsTheBundles(t *testing.T) {
+	data := map[string]any{"score": 0.7, "verdict": "go"}
+	tests := []struct {
+		name string
+		out  map[int64]func() (*troupe.Result, error) // by seed; missing: data
+		want float64
+	}{
+		{"both produced nothing", map[int64]func() (*troupe.Result, error){
+			11: func() (*troupe.Result, error) { return nil, errors.New("down") },
+			23: func() (*troupe.Result, error) { return nil, errors.New("down") },
+		}, 1},
+		{"r1 produced nothing", map[int64]func() (*troupe.Result, error){
+			11: func() (*troupe.Result, error) { return nil, errors.New("down") },
+		}, 1},
+		{"both completed without agent_result", map[int64]func() (*troupe.Result, error){
+			11: func() (*troupe.Result, error) { return ok(nil, 1, 0), nil },
+			23: func() (*troupe.Result, error) { return ok(nil, 1, 0), nil },
+		}, 1},
+		{"both agree", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+				if f, found := tt.out[seed]; found {
+					return f()
+				}
+				return ok(data, 1, 0), nil
+			}}
+			rec := &recorder{}
+			res, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema)}).Run(t.Context(), dispatch(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := rec.find(evidence.EventPartialSummary)
+			if len(ps) != 1 {
+				t.Fatalf("%d partial_summary events, want 1", len(ps))
+			}
+			b := bundleOf(t, res)
+			if got := ps[0]["distance"]; got != tt.want || got != b.Summary.PairwiseDistance[0][1] {
+				t.Errorf("partial_summary distance %v, want %v, the bundle's pairwise_distance[0][1] (%v)",
+					got, tt.want, b.Summary.PairwiseDistance[0][1])
+			}
+		})
+	}
+}
+
 // Replicates are isolated: each gets its own copy of the dispatch with its own seed; what one
 // does to its copy no other sees.
 func TestReplicatesAreIsolated(t *testing.T) {
@@ -771,6 +820,29 @@ func TestSeeds(t *testing.T) {
 			t.Errorf("seeds %v: %d repeats, is not positive, or differs between calls", s, x)
 		}
 		seen[x] = true
+	}
+}
+
+// DefaultSeeds hands out a slice of its own: building seeds from it, or changing it, never
+// changes the seeds of bundles configured with none.
+func TestDefaultSeedsIsACopy(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func()
+	}{
+		{"append after the first two", func() { _ = append(evidence.DefaultSeeds()[:2], 5) }},
+		{"set an element", func() { evidence.DefaultSeeds()[0] = 99 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.change()
+			if got := evidence.DefaultSeeds(); !cmp.Equal(got, []int64{11, 23, 47}) {
+				t.Errorf("DefaultSeeds() = %v, want [11 23 47]", got)
+			}
+			if got, err := evidence.Seeds(nil, 3); err != nil || !cmp.Equal(got, []int64{11, 23, 47}) {
+				t.Errorf("Seeds(nil, 3) = %v, %v, want [11 23 47]", got, err)
+			}
+		})
 	}
 }
 

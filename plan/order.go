@@ -147,6 +147,12 @@ func (r *Rules) schedule(names []string, seq bool, c troupe.Catalog) (schedule, 
 		}
 	}
 	if seq {
+		// A cycle is reported before sequence_required adds its edges: those follow an order
+		// that cannot agree with a cycle, and a path through them would blame agents that
+		// are not on it.
+		if err := findCycle(names, dep); err != nil {
+			return schedule{}, err
+		}
 		// Under sequence_required each agent runs after every earlier one, in rule order made
 		// to agree with the rules above.
 		rank := ranks(dep)
@@ -227,9 +233,35 @@ func runsAfter(dep [][]bool, i, j int) bool {
 	return false
 }
 
-// ranks orders agents by their dependencies, taking the earliest in rule order whenever
-// several may go next: rank[i] is agent i's place. Agents on a cycle, which planning reports
-// later, follow the rest in rule order.
+// findCycle returns ErrCycle naming a cycle of dep (dep[i][j]: i runs after j), or nil when
+// there is none.
+func findCycle(names []string, dep [][]bool) error {
+	n := len(dep)
+	done := make([]bool, n)
+	for progress := true; progress; {
+		progress = false
+		for i := range n {
+			if !done[i] && ready(dep[i], done) {
+				done[i], progress = true, true
+			}
+		}
+	}
+	if !slices.Contains(done, false) {
+		return nil
+	}
+	deps := make([][]int, n)
+	for i := range n {
+		for j := range n {
+			if dep[i][j] {
+				deps[i] = append(deps[i], j)
+			}
+		}
+	}
+	return cycleError(names, deps, done)
+}
+
+// ranks orders agents by their dependencies, which form no cycle, taking the earliest in rule
+// order whenever several may go next: rank[i] is agent i's place.
 func ranks(dep [][]bool) []int {
 	n := len(dep)
 	rank := make([]int, n)
@@ -241,7 +273,7 @@ func ranks(dep [][]bool) []int {
 				next = i
 			}
 		}
-		if next < 0 {
+		if next < 0 { // a cycle; findCycle has ruled it out
 			next = slices.Index(done, false)
 		}
 		rank[next], done[next] = r, true

@@ -560,6 +560,22 @@ func TestPlanErrors(t *testing.T) {
 			wants: []string{"plan: dependency cycle: drift_monitor -> gap_analyzer -> drift_monitor"},
 		},
 		{
+			// causal requires a sequence, but the cycle is the two After declarations between
+			// gap_analyzer and drift_monitor: causal_impact only waits for gap_analyzer, and
+			// the error must not blame the order sequence_required adds.
+			name: "cycle of After under sequence_required",
+			opts: map[string][]troupe.Option{
+				"causal_impact": {troupe.After("gap_analyzer")},
+				"gap_analyzer":  {troupe.After("drift_monitor")},
+				"drift_monitor": {troupe.After("gap_analyzer")},
+			},
+			req: &troupe.Request{ParsedQuery: map[string]any{
+				"intent": "causal", "kpis": []any{"NRx"}, "preferred_agents": []any{"drift_monitor"},
+			}},
+			is:    plan.ErrCycle,
+			wants: []string{"plan: dependency cycle: gap_analyzer -> drift_monitor -> gap_analyzer (each runs after the next)"},
+		},
+		{
 			name:  "synthesizer feeding another agent",
 			opts:  map[string][]troupe.Option{"explainer": {troupe.Writes("story")}, "health_score": {troupe.Reads("story")}},
 			req:   &troupe.Request{ParsedQuery: map[string]any{"intent": "monitoring"}},

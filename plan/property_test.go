@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -315,6 +316,46 @@ func TestExecutionOrderCycles(t *testing.T) {
 					if d != a && stageOf[d] >= stageOf[a] {
 						t.Errorf("%s (stage %d) runs after %s (stage %d)", a, stageOf[a], d, stageOf[d])
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestExecutionOrderCyclesUnderSequence: under sequence_required, the cycle an error names is
+// made of declared After edges only, never of the order sequence_required adds.
+func TestExecutionOrderCyclesUnderSequence(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	all := e2i.Agents()
+	for n := range 300 {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			agents := slices.Clone(all[:1+rng.IntN(len(all))])
+			rng.Shuffle(len(agents), func(i, j int) { agents[i], agents[j] = agents[j], agents[i] })
+			after := map[string][]string{}
+			opts := map[string][]troupe.Option{}
+			for _, a := range agents {
+				for range rng.IntN(2) {
+					d := agents[rng.IntN(len(agents))]
+					after[a] = append(after[a], d)
+					opts[a] = append(opts[a], troupe.After(d))
+				}
+			}
+			rules := &plan.Rules{Intents: []plan.IntentRule{{Intent: "p", Primary: agents, SequenceRequired: true}}}
+			_, err := rules.ExecutionOrderFor("p", agents, registry(t, opts))
+			if err == nil {
+				if hasCycle(agents, after) {
+					t.Fatalf("no error for cyclic %v", after)
+				}
+				return
+			}
+			if !errors.Is(err, plan.ErrCycle) {
+				t.Fatalf("error %v, want ErrCycle", err)
+			}
+			msg := strings.TrimPrefix(err.Error(), "plan: dependency cycle: ")
+			path := strings.Split(strings.TrimSuffix(msg, " (each runs after the next)"), " -> ")
+			for i := range len(path) - 1 {
+				if !slices.Contains(after[path[i]], path[i+1]) {
+					t.Fatalf("%v: %s does not declare After(%s); declared %v", err, path[i], path[i+1], after)
 				}
 			}
 		})
