@@ -227,6 +227,18 @@ func (c *call) failed(ctx context.Context, err error) {
 		if det := schema.Details(err); det != nil {
 			info.Details = det
 		}
+		if info.Code == troupe.CodeTimeout {
+			// The agent timed out by its own clock (an adapter's timeout, a 504): a timeout
+			// as much as one its deadline cut short, so on_timeout applies (seed 000), with
+			// what it reported through Partial, as the flow package records such a member.
+			c.fail(troupe.StatusTimeout, info)
+			r.mu.Lock()
+			if len(c.work.AgentResult) == 0 {
+				c.work.AgentResult = c.partial
+			}
+			r.mu.Unlock()
+			return
+		}
 		c.fail(troupe.StatusFailed, info)
 	default:
 		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: "agent returned neither a result nor an error"})

@@ -209,6 +209,15 @@ func (x *replayIndex) diverged(id, agent string) string {
 	return ""
 }
 
+// started says whether the log records dispatch id as started.
+func (x *replayIndex) started(id string) bool {
+	if x == nil {
+		return false
+	}
+	_, ok := x.targets[id]
+	return ok
+}
+
 func (x *replayIndex) result(id string) (*troupe.Result, bool) {
 	if x == nil {
 		return nil, false

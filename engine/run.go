@@ -1118,6 +1118,20 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	return why
 }
 
+// retryPastBudgetLocked says why a retry after backoff may not be scheduled: it would start
+// when the time budget is spent, and no dispatch starts then.
+func (r *Run) retryPastBudgetLocked(backoff time.Duration) string {
+	now := r.now
+	if now.IsZero() {
+		now = r.e.exec.Now()
+	}
+	if now.Add(backoff).Sub(r.startedAt) < r.timeBudget {
+		return ""
+	}
+	return fmt.Sprintf("time budget of %v would be spent before a retry after %v could start (%v elapsed)",
+		r.timeBudget, backoff, now.Sub(r.startedAt).Round(time.Millisecond))
+}
+
 // dispatchLocked creates the next dispatch of t to agent and hands it to the executor (or, when
 // resuming, takes its recorded result).
 func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration) {
@@ -1478,8 +1492,16 @@ func (r *Run) failedLocked(c *call) {
 		f.Recoverable = f.Recoverable || e.Recoverable
 		f.RetryAfter = max(f.RetryAfter, retryAfter(e))
 	}
-	if r.ctxErr() != nil && r.failure == nil {
+	switch {
+	case r.ctxErr() != nil && r.failure == nil:
 		f.Status = troupe.StatusCancelled
+	case f.Status == troupe.StatusCancelled && r.ctxErr() == nil && (!c.replayed || r.replay.started(r.nextID(t))):
+		// The agent says it was cancelled (a remote service's task was), but the run goes
+		// on: its dispatch did not complete, and the policy applies as to any failure, not
+		// the skip of a run that is ending. A result a resumed run takes from its log is
+		// handled so only when the log shows the task went on (a retry or fallback): one a
+		// cancellation made before the run stopped cannot be told from it otherwise.
+		f.Status = troupe.StatusFailed
 	}
 	rnd := mix(r.rec.req.Seed, saltJitter, uint64(t.index), uint64(t.serial))
 	act := policy.Decide(r.pol, f, rnd)
@@ -1492,6 +1514,16 @@ func (r *Run) failedLocked(c *call) {
 			f.Attempt, f.FallbacksUsed = math.MaxInt, len(f.Fallbacks)
 			act = policy.Decide(r.pol, f, rnd)
 			act.Reason = why + "; " + act.Reason
+		} else if act.Kind == policy.Retry {
+			if why := r.retryPastBudgetLocked(act.Backoff); why != "" {
+				// The retry would start once the time budget is spent: none is left that can
+				// start in time, though a fallback, which starts now, still may.
+				budgetStopped = true
+				f.Attempt = math.MaxInt
+				act = policy.Decide(r.pol, f, rnd)
+				act.Reason = why + "; " + act.Reason
+				r.warnLocked(fmt.Sprintf("%s: not retried: %s", res.AgentName, why))
+			}
 		}
 	}
 	switch act.Kind {
