@@ -626,8 +626,9 @@ func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Resu
 			info.Details = det
 		}
 		st := troupe.StatusFailed
-		var ae *troupe.AgentError
-		if errors.As(err, &ae) && ae.Code == troupe.CodeTimeout {
+		if info.Code == troupe.CodeTimeout {
+			// Its own timeout (WithTimeout's), or one the agent reports — code TIMEOUT or an
+			// error wrapping troupe.ErrTimeout — as the engine records a planned agent's.
 			st = troupe.StatusTimeout
 		}
 		return fail(st, info)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -104,6 +105,45 @@ func TestMemberTimeout(t *testing.T) {
 	}
 	if !out.Results[1].Succeeded() {
 		t.Errorf("fast: %s", out.Results[1].Status)
+	}
+}
+
+// A member that reports its own timeout (an adapter's deadline, a 504) — code TIMEOUT, or an
+// error wrapping troupe.ErrTimeout — is recorded timeout, as the engine records a planned agent
+// that does, not failed with a TIMEOUT code: the composite's result says "timeout".
+func TestMemberReportingItsOwnTimeout(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		sentinel bool // the error wraps troupe.ErrTimeout
+	}{
+		{"agent error", &troupe.AgentError{Code: troupe.CodeTimeout, Message: "model call timed out", Recoverable: true}, false},
+		{"wrapped sentinel", fmt.Errorf("model call: %w", troupe.ErrTimeout), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			slow := flow.Named("slow", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return nil, tt.err }))
+			fast := flow.Named("fast", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+				return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+			}))
+			seq := flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, slow, fast)
+			out, err := seq.Execute(t.Context(), troupe.NewDispatch())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := out.Results[0]; r.Status != troupe.StatusTimeout || r.Errors[0].Code != troupe.CodeTimeout {
+				t.Errorf("slow: %s %+v, want timeout with code TIMEOUT", r.Status, r.Errors)
+			}
+			res, err := seq.Run(t.Context(), troupe.NewDispatch())
+			if err != nil || len(res.Warnings) != 1 || res.Warnings[0] != "slow: timeout" {
+				t.Errorf("Run = %v, %v; want the warning slow: timeout", res.Warnings, err)
+			}
+			// Called as a tool, its error is still the timeout it reported.
+			_, err = flow.AsTool("slow", slow.Agent).Call(t.Context(), nil, json.RawMessage(`{"task": "x"}`))
+			if info := troupe.ErrorInfoOf(err); info.Code != troupe.CodeTimeout || errors.Is(err, troupe.ErrTimeout) != tt.sentinel {
+				t.Errorf("tool error %v: code %s, wraps ErrTimeout %v; want TIMEOUT, %v", err, info.Code, errors.Is(err, troupe.ErrTimeout), tt.sentinel)
+			}
+		})
 	}
 }
 

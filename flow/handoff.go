@@ -34,7 +34,10 @@ const summaryLen = 200
 //     agent_result's "output" string, else the agent_result as JSON, else the first error;
 //   - KeyOutputs: the result's handoff "key_outputs" when the agent names them, else one
 //     "key: value" line per agent_result field, in key order;
-//   - ToolsUsed: the result's handoff "tools_used".
+//   - ToolsUsed: the result's handoff "tools_used", else its "metadata"'s (a composite's
+//     result carries its last handoff in Map's shape);
+//   - CustomFields: a copy of the result's handoff "custom_fields" (a composite's, from its
+//     transform).
 func NewHandoff(res *troupe.Result) Handoff {
 	h := Handoff{SourceAgent: res.AgentName, DispatchID: res.DispatchID, Timestamp: res.CompletedAt, Status: res.Status}
 	h.TaskSummary = truncate(outputText(res), summaryLen)
@@ -45,6 +48,13 @@ func NewHandoff(res *troupe.Result) Handoff {
 		}
 	}
 	h.ToolsUsed = strings1(res.Handoff["tools_used"])
+	if h.ToolsUsed == nil {
+		meta, _ := res.Handoff["metadata"].(map[string]any)
+		h.ToolsUsed = strings1(meta["tools_used"])
+	}
+	if cf, ok := res.Handoff["custom_fields"].(map[string]any); ok && len(cf) > 0 {
+		h.CustomFields = maps.Clone(cf)
+	}
 	return h
 }
 

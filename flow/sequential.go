@@ -91,9 +91,15 @@ func (e *StepError) Unwrap() []error { return []error{e.Err, e.Cause} }
 // upstream_results extended with the results so far (each with its handoff). Session state
 // reads see d's state plus the writes of the agents before.
 func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*SequenceOutcome, error) {
+	out, _, err := s.execute(ctx, d)
+	return out, err
+}
+
+// execute is Execute, also returning what each step's agent returned (its error, if any).
+func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (*SequenceOutcome, []error, error) {
 	ms, err := s.lazy.get("sequential", s.agents)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if d == nil {
 		d = troupe.NewDispatch()
@@ -102,6 +108,7 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 	f.peers = ms
 	st := over(d)
 	out := &SequenceOutcome{}
+	causes := make([]error, 0, len(ms))
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
 	var prev *Handoff
 	for i := range ms {
@@ -119,25 +126,27 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 		}
 		out.Results = append(out.Results, res)
 		out.Handoffs = append(out.Handoffs, h)
+		causes = append(causes, cause)
 		upstream = append(upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
 			Confidence: res.Confidence, Summary: res.Summary(), Handoff: h.Map()})
 		prev = &out.Handoffs[len(out.Handoffs)-1]
 		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil || errors.Is(cause, troupe.ErrPaused)) {
 			out.State = st.snapshot()
 			ae := errorOf(fmt.Sprintf("flow: sequential: step %d of %d", i+1, len(ms)), res)
-			return out, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
+			return out, causes, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
 		}
 	}
 	out.State = st.snapshot()
-	return out, nil
+	return out, causes, nil
 }
 
 // Run runs the sequence as an agent. Its agent_result is the agent_results of the completed
 // steps merged in order (a later step's field replaces an earlier one's: the sequence's
 // blackboard), its handoff the last step's, its tokens and cost the sum of the steps'. A
-// failure under StopOnError returns that partial result with the *StepError.
+// failure under StopOnError returns that partial result with the *StepError; so does a
+// sequence under ContinueOnError none of whose steps completed, with the first step's failure.
 func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	out, err := s.Execute(ctx, d)
+	out, causes, err := s.execute(ctx, d)
 	if out == nil {
 		return nil, err
 	}
@@ -164,7 +173,10 @@ func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.
 		return res, se
 	}
 	if res.AgentResult == nil {
-		return res, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flow: sequential: every step failed", Recoverable: true}
+		// ContinueOnError, and no step completed: the error says which failed first, and how.
+		r := out.Results[0]
+		ae := errorOf(fmt.Sprintf("flow: sequential: every step failed; step 1 of %d", len(out.Results)), r)
+		return res, &StepError{Step: 1, Agent: r.AgentName, Result: r, Err: ae, Cause: causes[0]}
 	}
 	warnUnfinished(res, out.Results)
 	return res, nil

@@ -262,3 +262,85 @@ func TestSequentialPanicIsAFailedStep(t *testing.T) {
 		t.Fatalf("err = %v, results = %+v", err, out.Results)
 	}
 }
+
+// TestSequentialEveryStepFailed: a ContinueOnError sequence none of whose steps completed fails
+// with an error that says which step failed and how (seed 003's contract: the failure's code,
+// its message, the agent's own error), as a parallel group none of whose branches succeeded
+// does; not a bare "every step failed".
+func TestSequentialEveryStepFailed(t *testing.T) {
+	var cycle = &troupe.CircularDependencyError{Cycle: []string{"retriever", "ranker", "retriever"}}
+	failing := func(name string, err error) *troupe.AgentSpec {
+		return flow.Named(name, troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) { return nil, err }))
+	}
+	tests := []struct {
+		name    string
+		steps   []*troupe.AgentSpec
+		code    string
+		message string // the error ends with it
+	}{
+		{"a seed 003 error", []*troupe.AgentSpec{
+			failing("retriever", &troupe.AgentError{Code: troupe.CodeRAGEmpty, Message: "no content for fractions", FallbackAction: "suggest related topics"}),
+			failing("ranker", errors.New("nothing to rank"))},
+			troupe.CodeRAGEmpty, "step 1 of 2: retriever: no content for fractions"},
+		{"a typed error", []*troupe.AgentSpec{failing("retriever", fmt.Errorf("delegating: %w", cycle)), failing("ranker", errors.New("nothing to rank"))},
+			troupe.CodeCircularDependency, "step 1 of 2: retriever: delegating: troupe: circular agent call: retriever → ranker → retriever"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, tt.steps...).Run(t.Context(), troupe.NewDispatch())
+			var se *flow.StepError
+			if !errors.As(err, &se) || se.Step != 1 || se.Agent != "retriever" {
+				t.Fatalf("err = %v, want a StepError of step 1 (retriever)", err)
+			}
+			if info := troupe.ErrorInfoOf(err); info.Code != tt.code {
+				t.Errorf("code %s, want %s", info.Code, tt.code)
+			}
+			if !strings.HasSuffix(err.Error(), tt.message) {
+				t.Errorf("err = %q, want it to end with %q", err, tt.message)
+			}
+			if tt.code == troupe.CodeCircularDependency {
+				var ce *troupe.CircularDependencyError
+				if !errors.As(err, &ce) {
+					t.Errorf("err = %v does not unwrap to the step's CircularDependencyError", err)
+				}
+			}
+		})
+	}
+}
+
+// TestHandoffOfACompositeMember: a composite's result carries its last handoff in Map's shape
+// (tools under metadata, custom fields beside); the handoff a sequence builds from it keeps
+// the tools used and the custom fields (seed 002's metadata and handoffCustomFields), and
+// passes them on to the next step.
+func TestHandoffOfACompositeMember(t *testing.T) {
+	generator := flow.Named("generator", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"code": "<form>"},
+			Handoff: map[string]any{"key_outputs": []string{"login.html created"}, "tools_used": []string{"write_file"}}}, nil
+	}))
+	var upstream map[string]any
+	reviewer := flow.Named("reviewer", troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		upstream = d.UpstreamResults[0].Handoff
+		return &troupe.Result{AgentResult: map[string]any{"approved": true}}, nil
+	}))
+	build := flow.Sequential(flow.SequentialConfig{Transform: func(h flow.Handoff) flow.Handoff {
+		h.CustomFields = map[string]any{"priority": "high"}
+		return h
+	}}, generator)
+	out, err := flow.Sequential(flow.SequentialConfig{}, flow.Named("build", build), reviewer).Execute(t.Context(), troupe.NewDispatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := out.Handoffs[0]
+	if diff := cmp.Diff([]string{"write_file"}, h.ToolsUsed); diff != "" {
+		t.Errorf("tools used (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"priority": "high"}, h.CustomFields); diff != "" {
+		t.Errorf("custom fields (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"login.html created"}, h.KeyOutputs); diff != "" {
+		t.Errorf("key outputs (-want +got):\n%s", diff)
+	}
+	if tools := upstream["metadata"].(map[string]any)["tools_used"]; !cmp.Equal(tools, []string{"write_file"}) {
+		t.Errorf("reviewer's upstream handoff has tools_used %v, want [write_file]", tools)
+	}
+}

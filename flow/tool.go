@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -153,8 +154,9 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 		UsageFrom(ctx).Add(deref(res.TokensUsed), deref(res.CostDollars))
 	}
 	if res.Status != troupe.StatusCompleted {
-		if cause != nil && res.Status == troupe.StatusFailed {
-			// The agent's own error, typed errors included (a cycle found deeper down).
+		if cause != nil && (res.Status == troupe.StatusFailed || res.Status == troupe.StatusTimeout && errors.Is(cause, troupe.ErrTimeout)) {
+			// The agent's own error, typed errors included (a cycle found deeper down, a
+			// timeout it reports as troupe.ErrTimeout).
 			return nil, fmt.Errorf("flow: %s: %w", t.info.Name, cause)
 		}
 		return nil, errorOf("flow: "+t.info.Name, res)
