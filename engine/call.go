@@ -273,6 +273,44 @@ func (c *call) schemaInvalid(verr error) {
 		Message: fmt.Sprintf("output of %s fails its schema: %v", c.d.TargetAgent, verr)})
 }
 
+// checkPartial checks the partial result a timed-out dispatch's result carries (what its
+// agent reported through Partial) as finish checks a completed one: for a NaN or an infinity,
+// then against the agent's output schema. One that fails is recorded as invalid, never
+// silently accepted: the result, still a timeout, gets an INVALID_OUTPUT error saying why,
+// which keeps on_timeout use_partial from using it (partialUsable), in this run and in one
+// resumed from its log. What the agent reported stays in the result, each non-finite number as
+// its text. Only a timeout with a partial result comes here, never a completed dispatch.
+//
+//go:noinline
+func (c *call) checkPartial() {
+	res := c.res
+	if !jsonvalue.Finite(res.AgentResult) || res.Handoff != nil && !jsonvalue.Finite(res.Handoff) {
+		msg := jsonvalue.EncodeOutput(c.d.TargetAgent, &res.AgentResult, &res.Handoff)
+		res.Errors = append(slices.Clip(res.Errors), troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Message: "partial result not used: " + msg})
+		return
+	}
+	if sc := c.r.e.schemas[c.spec]; sc != nil && sc.out != nil {
+		if verr := sc.out.Validate(res.AgentResult); verr != nil {
+			res.Errors = append(slices.Clip(res.Errors), troupe.ErrorInfo{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
+				Message: fmt.Sprintf("partial result not used: it fails the output schema of %s: %v", c.d.TargetAgent, verr)})
+		}
+	}
+}
+
+// partialUsable reports whether a timed-out dispatch's result carries a partial result that
+// on_timeout use_partial may use: one its agent reported and checkPartial did not refuse.
+func partialUsable(res *troupe.Result) bool {
+	if len(res.AgentResult) == 0 {
+		return false
+	}
+	for _, e := range res.Errors {
+		if e.Code == troupe.CodeInvalidOutput {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *call) guards() []troupe.Guardrail {
 	if len(c.spec.Guardrails) == 0 {
 		return c.r.guards

@@ -1455,6 +1455,9 @@ func (r *Run) completeLocked(c *call) {
 		kind := troupe.KindDispatchCompleted
 		if res.Status != troupe.StatusCompleted {
 			kind = troupe.KindDispatchFailed
+			if res.Status == troupe.StatusTimeout && len(res.AgentResult) > 0 {
+				c.checkPartial() // before the log records it; a replayed result was checked
+			}
 		}
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: kind, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Status: res.Status, Data: res})
 	}
@@ -1487,7 +1490,7 @@ func (r *Run) failedLocked(c *call) {
 		x := r.more()
 		x.errs = append(x.errs, res.Errors...)
 	}
-	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: r.fallbacksOf(t.decision), FallbacksUsed: int(t.fbUsed), HasPartial: len(res.AgentResult) > 0}
+	f := policy.Failure{Status: res.Status, Attempt: int(c.attempt), Fallbacks: r.fallbacksOf(t.decision), FallbacksUsed: int(t.fbUsed), HasPartial: partialUsable(res)}
 	for _, e := range res.Errors {
 		f.Recoverable = f.Recoverable || e.Recoverable
 		f.RetryAfter = max(f.RetryAfter, retryAfter(e))
@@ -1951,7 +1954,10 @@ func (r *Run) stateLocked() troupe.OrchestratorState {
 			}
 			switch {
 			case t.final == nil:
-			case t.final.Status == troupe.StatusCompleted:
+			case t.final.Status == troupe.StatusCompleted || t.partial:
+				// A timeout whose partial result on_timeout use_partial used completed its
+				// task, as tally and unfinished count it: its record, the timeout the log
+				// keeps, holds that result.
 				s.CompletedAgents[t.final.AgentName] = t.final
 			default:
 				s.FailedAgents[t.final.AgentName] = t.final

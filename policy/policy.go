@@ -111,7 +111,7 @@ func Decide(p *troupe.ErrorPolicy, f Failure, rnd uint64) Action {
 	case troupe.Continue:
 		return Action{Kind: Skip, Reason: "failure recorded; continuing (on_error continue)"}
 	case troupe.Retry:
-		return Action{Kind: FailRun, Reason: "failed after retries (on_error retry)"}
+		return Action{Kind: FailRun, Reason: noRetry(p, f) + " (on_error retry)"}
 	case troupe.Fallback:
 		if !p.FallbackEnabled() {
 			return Action{Kind: FailRun, Reason: "failed and fallback is disabled (enable_fallback false)"}
@@ -119,6 +119,24 @@ func Decide(p *troupe.ErrorPolicy, f Failure, rnd uint64) Action {
 		return Action{Kind: FailRun, Reason: "failed and no fallback agent is left (on_error fallback)"}
 	}
 	return Action{Kind: FailRun, Reason: "failed (on_error fail_fast)"}
+}
+
+// noRetry says why a failure that on_error retry did not retry stands: its attempts are spent,
+// or it was not retried, and why not. An Attempt past the policy's attempts is a caller's way
+// of allowing no more (the engine's, when a budget refuses the retry, and it says why).
+func noRetry(p *troupe.ErrorPolicy, f Failure) string {
+	n := p.Retry.Attempts()
+	switch {
+	case !f.Recoverable:
+		return "not retried: the error is not recoverable"
+	case f.Attempt > n:
+		return "not retried: no retry may start"
+	case n <= 1:
+		return "not retried: max_attempts is 1"
+	case f.Attempt >= n:
+		return fmt.Sprintf("failed after %d attempts", f.Attempt)
+	}
+	return fmt.Sprintf("not retried: the service asked to wait %v (Retry-After), longer than the longest backoff %v", f.RetryAfter, maxBackoff(p.Retry))
 }
 
 // Backoff defaults for a zero RetryPolicy.

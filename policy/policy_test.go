@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -51,6 +52,35 @@ func TestDecide(t *testing.T) {
 			}
 			if a.Kind == policy.Retry && (a.Backoff <= 0 || a.Backoff < tc.f.RetryAfter) {
 				t.Errorf("retry after %v; want a positive backoff, at least the Retry-After %v", a.Backoff, tc.f.RetryAfter)
+			}
+		})
+	}
+}
+
+// A failure on_error retry does not retry is said to be what it is: retries spent, or not
+// retried, and why not.
+func TestDecideRetryReasons(t *testing.T) {
+	p := troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{MaxAttempts: 3, Max: 2 * time.Second}}
+	once := troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{MaxAttempts: 1}}
+	cases := []struct {
+		name string
+		p    troupe.ErrorPolicy
+		f    policy.Failure
+		want string
+	}{
+		{"attempts spent", p, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 3}, "failed after 3 attempts (on_error retry)"},
+		{"not recoverable", p, policy.Failure{Status: troupe.StatusFailed, Attempt: 1}, "not retried: the error is not recoverable (on_error retry)"},
+		{"not recoverable, on a retry", p, policy.Failure{Status: troupe.StatusFailed, Attempt: 2}, "not retried: the error is not recoverable (on_error retry)"},
+		{"one attempt allowed", once, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1}, "not retried: max_attempts is 1 (on_error retry)"},
+		{"Retry-After too long", p, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, RetryAfter: 3 * time.Second},
+			"not retried: the service asked to wait 3s (Retry-After), longer than the longest backoff 2s (on_error retry)"},
+		{"no retry may start", p, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: math.MaxInt}, "not retried: no retry may start (on_error retry)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := policy.Decide(&tc.p, tc.f, 42)
+			if a.Kind != policy.FailRun || a.Reason != tc.want {
+				t.Errorf("Decide = %v %q, want %v %q", a.Kind, a.Reason, policy.FailRun, tc.want)
 			}
 		})
 	}
