@@ -385,6 +385,7 @@ func DecodeDispatch(data []byte, agents AgentSet, now time.Time) (*Dispatch, err
 		}
 	}
 	es = append(es, nullMembers("dispatch", raw, present, dispatchNotNull, ErrInvalidDispatch)...)
+	es = append(es, nullItems("dispatch", raw, dispatchLists, ErrInvalidDispatch)...)
 	d := NewDispatch()
 	if err := json.Unmarshal(data, d); err != nil {
 		d = NewDispatch()
@@ -417,6 +418,31 @@ func nullMembers(object string, raw map[string]json.RawMessage, present map[stri
 	for _, k := range keys {
 		if _, given := raw[k]; given && !present[k] {
 			es = append(es, &ValidationError{Object: object, Field: k, Problem: "must not be null (leave it out for its default)", Err: sentinel})
+		}
+	}
+	return es
+}
+
+// dispatchLists are the lists of seed 000's dispatch model (see nullItems).
+var dispatchLists = []string{"upstream_results", "depends_on"}
+
+// nullItems reports each null item of the lists under keys: seed 000's lists hold dicts and
+// strs, and pydantic refuses None for an item of either, where encoding/json would decode a
+// zero value (an errors list of [null] would satisfy "failed status requires errors").
+func nullItems(object string, raw map[string]json.RawMessage, keys []string, sentinel error) ValidationErrors {
+	var es ValidationErrors
+	for _, k := range keys {
+		if !bytes.Contains(raw[k], []byte("null")) {
+			continue // no item can be null: the common case costs one scan of the member
+		}
+		var items []json.RawMessage
+		if json.Unmarshal(raw[k], &items) != nil {
+			continue // not a list: decoding reports it
+		}
+		for i, it := range items {
+			if bytes.Equal(bytes.TrimSpace(it), []byte("null")) {
+				es = append(es, &ValidationError{Object: object, Field: fmt.Sprintf("%s[%d]", k, i), Problem: "an item cannot be null", Err: sentinel})
+			}
 		}
 	}
 	return es
@@ -462,6 +488,11 @@ func decodeMembers(object string, raw map[string]json.RawMessage, v any) Validat
 		if err == nil {
 			continue
 		}
+		if t, ok := pythonTime(raw[k]); ok {
+			if one, e := json.Marshal(map[string]json.RawMessage{k: t}); e == nil && json.Unmarshal(one, v) == nil {
+				continue
+			}
+		}
 		ve := strictField(object, err).(*ValidationError)
 		if ve.Field == "" {
 			ve.Field, ve.Problem = k, "invalid value: "+err.Error()
@@ -469,6 +500,29 @@ func decodeMembers(object string, raw map[string]json.RawMessage, v any) Validat
 		es = append(es, ve)
 	}
 	return es
+}
+
+// pythonTime returns a JSON string that is a timestamp as Python writes one — without an
+// offset, as seed 000's datetime.utcnow makes for dispatched_at and pydantic reads, or with a
+// space for the T, as str of a datetime gives — in RFC 3339, which encoding/json reads: a
+// time without an offset is UTC, as utcnow's is. ok is false for anything else.
+func pythonTime(raw json.RawMessage) (json.RawMessage, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil || len(s) < len("2006-01-02T15:04:05") {
+		return nil, false
+	}
+	b := []byte(s)
+	if b[10] == ' ' {
+		b[10] = 'T'
+	}
+	if _, err := time.Parse(time.RFC3339Nano, string(b)); err != nil {
+		b = append(b, 'Z')
+		if _, err := time.Parse(time.RFC3339Nano, string(b)); err != nil {
+			return nil, false
+		}
+	}
+	out, err := json.Marshal(string(b))
+	return out, err == nil
 }
 
 // strictField turns encoding/json errors into ValidationErrors that name the field.

@@ -202,6 +202,9 @@ func (r *Result) validate(agents AgentSet) error {
 // dispatchNotNull).
 var resultNotNull = []string{"errors", "warnings", "requires_human", "training_signals"}
 
+// resultLists are the lists of seed 000's response model (see nullItems).
+var resultLists = []string{"errors", "warnings", "training_signals"}
+
 var resultRequired = []string{"dispatch_id", "session_id", "query_id", "agent_name", "status", "execution_time_ms", "started_at", "completed_at"}
 
 // DecodeResult decodes a JSON dispatch response and validates it against agents: missing
@@ -218,6 +221,7 @@ func DecodeResult(data []byte, agents AgentSet) (*Result, error) {
 		}
 	}
 	es = append(es, nullMembers("result", raw, present, resultNotNull, ErrInvalidResult)...)
+	es = append(es, nullItems("result", raw, resultLists, ErrInvalidResult)...)
 	r := &Result{}
 	if err := json.Unmarshal(data, r); err != nil {
 		r = &Result{}

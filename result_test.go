@@ -453,3 +453,85 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
+
+// Seed 000's models are pydantic's, whose datetime reads a timestamp without an offset, and
+// whose own default (dispatched_at's datetime.utcnow) makes one: an agent that builds its
+// response with datetime.utcnow() sends "2025-12-30T09:00:00.123456". Such a time is UTC; a
+// space between date and time (Python's str of a datetime) is read as the T it stands for.
+func TestSeed000PythonTimestamps(t *testing.T) {
+	reg := seedRegistry(t)
+	tests := []struct {
+		name           string
+		started, ended string
+		wantStart      time.Time
+		want           []string // fields with problems
+	}{
+		{"isoformat of utcnow", "2025-12-30T09:00:00.123456", "2025-12-30T09:00:01.623456", resultStart.Add(123456 * time.Microsecond), nil},
+		{"whole seconds", "2025-12-30T09:00:00", "2025-12-30T09:00:02", resultStart, nil},
+		{"str of a datetime", "2025-12-30 09:00:00", "2025-12-30 09:00:01.5", resultStart, nil},
+		{"str of an aware datetime", "2025-12-30 10:00:00+01:00", "2025-12-30T09:00:01Z", resultStart, nil},
+		{"naive and aware compared as UTC", "2025-12-30T09:00:00", "2025-12-30T09:00:01+00:00", resultStart, nil},
+		{"still in order", "2025-12-30T09:00:02", "2025-12-30T09:00:01", time.Time{}, []string{"completed_at"}},
+		{"not a time", "2025-12-30T09:00:00", "2025-12-30 later", time.Time{}, []string{"completed_at"}},
+		{"no such hour", "2025-12-30T25:00:00", "2025-12-30T09:00:01", time.Time{}, []string{"started_at"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := decodeResultDoc(t, reg, func(doc map[string]any) {
+				doc["started_at"], doc["completed_at"] = tt.started, tt.ended
+			})
+			checkProblems(t, err, tt.want, nil)
+			if tt.want == nil && err == nil && !r.StartedAt.Equal(tt.wantStart) {
+				t.Errorf("StartedAt = %v, want %v", r.StartedAt, tt.wantStart)
+			}
+		})
+	}
+	t.Run("dispatched_at", func(t *testing.T) {
+		d, err := decodeDispatchDoc(t, reg, func(doc map[string]any) { doc["dispatched_at"] = "2025-12-18T08:30:00.5" })
+		if err != nil {
+			t.Fatalf("DecodeDispatch: %v", err)
+		}
+		if want := time.Date(2025, 12, 18, 8, 30, 0, 5e8, time.UTC); !d.DispatchedAt.Equal(want) {
+			t.Errorf("DispatchedAt = %v, want %v", d.DispatchedAt, want)
+		}
+	})
+}
+
+// Seed 000's lists hold dicts and strs, and pydantic refuses None for an item of either: an
+// errors list of [null] is no error a failed status can be reported by, nor is [null] an
+// upstream result or a dependency. encoding/json would keep each as a zero value.
+func TestSeed000NullListItems(t *testing.T) {
+	reg := seedRegistry(t)
+	failed := `"status":"failed"`
+	results := []struct {
+		members []string
+		want    []string
+	}{
+		{[]string{failed, `"errors":[null]`}, []string{"errors[0]"}},
+		{[]string{failed, `"errors":[{"code":"TIMEOUT","message":"slow"},null]`}, []string{"errors[1]"}},
+		{[]string{`"warnings":["slow",null]`}, []string{"warnings[1]"}},
+		{[]string{`"training_signals":[null]`}, []string{"training_signals[0]"}},
+		{[]string{failed, `"errors":[{"code":"TIMEOUT","message":"null"}]`, `"warnings":["null"]`}, nil},
+	}
+	for _, tt := range results {
+		t.Run(strings.Join(tt.members, ","), func(t *testing.T) {
+			_, err := decodeResultRaw(t, reg, "", tt.members...)
+			checkProblems(t, err, tt.want, troupe.ErrInvalidResult)
+		})
+	}
+	dispatches := []struct {
+		member string
+		want   []string
+	}{
+		{`"upstream_results":[null]`, []string{"upstream_results[0]"}},
+		{`"depends_on":["causal_impact",null]`, []string{"depends_on[1]"}},
+		{`"depends_on":["causal_impact"]`, nil},
+	}
+	for _, tt := range dispatches {
+		t.Run(tt.member, func(t *testing.T) {
+			// Without agents to check names against, so that only the null is at fault.
+			_, err := decodeDispatchRaw(t, nil, "", tt.member)
+			checkProblems(t, err, tt.want, troupe.ErrInvalidDispatch)
+		})
+	}
+}

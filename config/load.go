@@ -149,7 +149,11 @@ func backstop(t *tree, f *File) Errors {
 			var ves troupe.ValidationErrors
 			if errors.As(err, &ves) {
 				for _, ve := range ves {
-					errs = append(errs, t.errorAt(v.ptr, ve.Field+": "+ve.Problem))
+					if ptr, ok := t.runtimeField(f, v.ptr, ve.Field); ok {
+						errs = append(errs, t.errorAt(ptr, ve.Problem))
+					} else {
+						errs = append(errs, t.errorAt(ptr, ve.Field+": "+ve.Problem))
+					}
 				}
 				continue
 			}
@@ -157,6 +161,56 @@ func backstop(t *tree, f *File) Errors {
 		}
 	}
 	return errs
+}
+
+// runtimeField returns the JSON pointer of the field of the file's section that the runtime's
+// validation of it names as field, in its own words: the planner's "intents[causal].
+// optional_agents[1]" is the file's "/routing/intents/0/optional/1". When part of field names
+// nothing in the file, ok is false and the pointer is of the deepest field it does name.
+func (t *tree) runtimeField(f *File, section, field string) (ptr string, ok bool) {
+	ptr = section
+	for field != "" {
+		var tok string
+		switch field[0] {
+		case '.':
+			field = field[1:]
+			continue
+		case '[':
+			end := strings.IndexByte(field, ']')
+			if end < 0 {
+				return ptr, false
+			}
+			tok, field = field[1:end], field[end+1:]
+		default:
+			end := strings.IndexAny(field, ".[")
+			if end < 0 {
+				end = len(field)
+			}
+			tok, field = field[:end], field[end:]
+		}
+		switch {
+		case ptr == "/routing/intents" && f.Routing != nil:
+			// The planner names an intent rule by its intent.
+			if i := slices.IndexFunc(f.Routing.Intents, func(r IntentRule) bool { return r.Intent == tok }); i >= 0 {
+				tok = strconv.Itoa(i)
+			}
+		case strings.HasPrefix(ptr, "/routing/intents/") && strings.Count(ptr, "/") == 3:
+			switch tok {
+			case "intent_type":
+				tok = "intent"
+			case "primary_agents":
+				tok = "primary"
+			case "optional_agents":
+				tok = "optional"
+			}
+		}
+		next := ptr + "/" + escapePointer(tok)
+		if _, found := t.vals[next]; !found {
+			return ptr, false
+		}
+		ptr = next
+	}
+	return ptr, true
 }
 
 // check validates what the schema cannot: references between agents, cycles, schemas.
