@@ -33,11 +33,17 @@ type Config struct {
 
 // Executor runs jobs on goroutines. It is safe for concurrent use.
 type Executor struct {
-	clock      func() time.Time
-	entropy    func() uint64
-	grace      time.Duration
-	stragglers sync.WaitGroup
-	nStraggle  atomic.Int64
+	clock   func() time.Time
+	entropy func() uint64
+	grace   time.Duration
+
+	// Stragglers: how many, and a channel closed when the count drops to 0 (made anew when it
+	// rises from 0). Not a sync.WaitGroup: a Drain that gives up would leave a goroutine in its
+	// Wait, and a straggler added from 0 while such a Wait is being woken is a misuse the
+	// WaitGroup panics on.
+	smu       sync.Mutex
+	nStraggle atomic.Int64 // written under smu
+	idle      chan struct{}
 
 	// The scopes with a running job's deadline to watch, earliest first, and the one timer
 	// that fires at the earliest. A timer per scope would cost every run about 130 bytes.
@@ -79,15 +85,37 @@ func (e *Executor) Stragglers() int64 { return e.nStraggle.Load() }
 
 // Drain waits until every straggler has returned or ctx is done.
 func (e *Executor) Drain(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { e.stragglers.Wait(); close(done) }()
+	e.smu.Lock()
+	n, idle := e.nStraggle.Load(), e.idle
+	e.smu.Unlock()
+	if n == 0 {
+		return nil
+	}
 	select {
-	case <-done:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
-		// The waiting goroutine ends with the last straggler.
 		return context.Cause(ctx)
 	}
+}
+
+// straggle counts n more stragglers.
+func (e *Executor) straggle(n int) {
+	e.smu.Lock()
+	if e.nStraggle.Load() == 0 {
+		e.idle = make(chan struct{})
+	}
+	e.nStraggle.Add(int64(n))
+	e.smu.Unlock()
+}
+
+// straggled counts a straggler that returned.
+func (e *Executor) straggled() {
+	e.smu.Lock()
+	if e.nStraggle.Add(-1) == 0 {
+		close(e.idle)
+	}
+	e.smu.Unlock()
 }
 
 const (
@@ -282,8 +310,7 @@ func (s *scope) release(jb *job) bool {
 		// Expired while running: Done was called by the timer, and this goroutine's share
 		// of the scope was handed to the executor's stragglers.
 		s.mu.Unlock()
-		s.e.nStraggle.Add(-1)
-		s.e.stragglers.Done()
+		s.e.straggled()
 		return false
 	}
 	s.releasing++
@@ -392,13 +419,17 @@ func (s *scope) expire() {
 	if len(expired) > 0 {
 		// Hold the scope open while Done runs here; hand each expired worker to the executor.
 		s.active.Add(1)
+		s.e.straggle(len(expired))
 		for range expired {
-			s.e.stragglers.Add(1)
-			s.e.nStraggle.Add(1)
 			s.active.Done()
 		}
 	}
 	s.armLocked()
+	if s.timerAt.IsZero() {
+		// No deadline left to watch. The scope can be on the heap all the same: a Wait while
+		// the timer was on its way here left it off, and a job given it since put it back.
+		s.e.unschedule(s)
+	}
 	s.mu.Unlock()
 	for _, jb := range expired {
 		jb.ctx.cancel(context.DeadlineExceeded)

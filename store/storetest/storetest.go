@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) troupe.Store) {
 		{"FirstEventMustBeSeq1", testFirstEventSeq},
 		{"BatchIsAtomic", testBatchAtomic},
 		{"PayloadRoundTrip", testPayloadRoundTrip},
+		{"NestedEvents", testNestedEvents},
+		{"AppendKeepsNoSlice", testAppendKeepsNoSlice},
 		{"LargePayload", testLargePayload},
 		{"LongLog", testLongLog},
 		{"ConcurrentRuns", testConcurrentRuns},
@@ -400,6 +402,75 @@ func testPayloadRoundTrip(t *testing.T, s troupe.Store) {
 			})
 		}
 	}
+}
+
+// testNestedEvents: the events of agents nested in a dispatch (a composite's members, an
+// agent called as a tool) come back with their parent dispatch and their own child context,
+// interleaved with the run's own. Resuming a run tells them apart by Parent alone: a nested
+// result read back without it would be taken for a result of the plan.
+func testNestedEvents(t *testing.T, s troupe.Store) {
+	const run = "nested"
+	tc := traceContext(run)
+	child := tc.Child().WithMetadata("member", "drafter")
+	grandchild := child.Child()
+	parentID := troupe.NewDispatchID(0x5eed_0100)
+	memberID := troupe.NewDispatchID(0x5eed_0101)
+	toolID := troupe.NewDispatchID(0x5eed_0102)
+	result := func(id, agent string, st troupe.Status) *troupe.Result {
+		return &troupe.Result{DispatchID: id, AgentName: agent, Status: st, AgentResult: map[string]any{"by": agent},
+			Errors: []troupe.ErrorInfo{}, Warnings: []string{}, StartedAt: at(3), CompletedAt: at(4)}
+	}
+	type ev struct {
+		kind     troupe.Kind
+		status   troupe.Status
+		dispatch string
+		parent   string
+		agent    string
+		ctx      *troupe.Context
+		data     any
+	}
+	evs := []ev{
+		{kind: troupe.KindDispatchStarted, dispatch: parentID, agent: "pipeline", ctx: tc, data: &troupe.Dispatch{DispatchID: parentID, TargetAgent: "pipeline"}},
+		{kind: troupe.KindDispatchStarted, dispatch: memberID, parent: parentID, agent: "drafter", ctx: &child, data: &troupe.Dispatch{DispatchID: memberID, TargetAgent: "drafter"}},
+		{kind: troupe.KindAgentProgress, dispatch: memberID, parent: parentID, agent: "drafter", ctx: &child, data: &troupe.Progress{Kind: "token", Data: map[string]any{"n": 3.0}}},
+		{kind: troupe.KindDispatchStarted, dispatch: toolID, parent: memberID, agent: "search", ctx: &grandchild, data: &troupe.Dispatch{DispatchID: toolID, TargetAgent: "search"}},
+		{kind: troupe.KindWarning, dispatch: parentID, agent: "pipeline", ctx: tc, data: &troupe.Warning{Message: "slow member"}},
+		{kind: troupe.KindDispatchFailed, status: troupe.StatusTimeout, dispatch: toolID, parent: memberID, agent: "search", ctx: &grandchild, data: result(toolID, "search", troupe.StatusTimeout)},
+		{kind: troupe.KindDispatchCompleted, status: troupe.StatusCompleted, dispatch: memberID, parent: parentID, agent: "drafter", ctx: &child, data: result(memberID, "drafter", troupe.StatusCompleted)},
+		{kind: troupe.KindDispatchCompleted, status: troupe.StatusCompleted, dispatch: parentID, agent: "pipeline", ctx: tc, data: result(parentID, "pipeline", troupe.StatusCompleted)},
+	}
+	want := make([]troupe.Event, len(evs))
+	for i, e := range evs {
+		seq := int64(i + 1)
+		want[i] = troupe.Event{RunID: run, Seq: seq, Time: at(seq), Stage: troupe.StageExecute, Kind: e.kind, Step: 2,
+			DispatchID: e.dispatch, Parent: e.parent, Agent: e.agent, Status: e.status, Context: e.ctx, Data: e.data}
+	}
+	// The first event in one call, then one by one, then the rest in one call.
+	appendOK(t, s, want[0])
+	for _, e := range want[1:4] {
+		appendOK(t, s, e)
+	}
+	appendOK(t, s, want[4:]...)
+	checkLog(t, s, run, 0, want)
+}
+
+// testAppendKeepsNoSlice: Append does not keep the slice it is given, nor read it after it
+// returns: the engine reuses one batch for the next transition at once, overwriting its events.
+func testAppendKeepsNoSlice(t *testing.T, s troupe.Store) {
+	want := append(plainLog("reused-a", 1, 4, "kept"), plainLog("reused-b", 1, 2, "kept")...)
+	batch := slices.Clone(want[:4])
+	appendOK(t, s, batch[:1]...)
+	appendOK(t, s, batch[1:]...)
+	for i := range batch {
+		batch[i] = plainEvent("reused-a", batch[i].Seq, "overwritten")
+	}
+	batch = append(batch[:0], want[4:]...) // the same array again, for a batch of another run
+	appendOK(t, s, batch...)
+	for i := range batch {
+		batch[i] = troupe.Event{}
+	}
+	checkLog(t, s, "reused-a", 0, want[:4])
+	checkLog(t, s, "reused-b", 0, want[4:])
 }
 
 func testLargePayload(t *testing.T, s troupe.Store) {
