@@ -44,6 +44,7 @@ func New(cfg Config) (*Agent, error) {
 		option.WithMaxRetries(c.cfg.MaxRetries),
 		option.WithMaxRetryDelay(c.cfg.MaxRetryDelay),
 		option.WithRequestTimeout(c.cfg.CallTimeout),
+		option.WithMiddleware(limitBody(c.cfg.MaxResponseBytes)),
 	)
 	return &Agent{c: c, svc: svc}, nil
 }
@@ -358,6 +359,18 @@ func attempts(d *troupe.Dispatch) option.Middleware {
 	}
 }
 
+// limitBody bounds every response body: the SDK reads a whole answer and an error's body
+// without a bound of its own, and a stream until it ends.
+func limitBody(max int64) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(req)
+		if res != nil && res.Body != nil {
+			res.Body = http.MaxBytesReader(nil, res.Body, max)
+		}
+		return res, err
+	}
+}
+
 // apiError classifies a failed call: rate limits, server errors and lost connections are
 // recoverable (the error policy may retry later), other statuses are not. res is the last
 // response, if any: the status decides even when the SDK could not decode the body (Ollama's
@@ -393,6 +406,15 @@ func apiError(model string, secrets *wire.Secrets, err error, res *http.Response
 			}
 		}
 		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: recoverable, Details: details}
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		var details map[string]any
+		if res != nil {
+			details = map[string]any{"http_status": res.StatusCode}
+		}
+		return &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
+			Message: fmt.Sprintf("llmagent: %s: the response is over %d bytes (max_response_bytes)", model, tooBig.Limit)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &troupe.AgentError{Code: troupe.CodeTimeout, Message: "llmagent: " + model + ": " + err.Error(), Recoverable: true, Cause: troupe.ErrTimeout}

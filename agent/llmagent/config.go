@@ -25,6 +25,7 @@ const (
 	DefaultMaxRetries    = 2
 	DefaultMaxRetryDelay = 30 * time.Second
 	DefaultCallTimeout   = 2 * time.Minute
+	DefaultMaxResponse   = 32 << 20
 	DefaultPrompt        = "{{if not .HandoffInQuery}}{{with .Handoff}}{{.}}\n\n{{end}}{{end}}{{.Query}}"
 )
 
@@ -117,6 +118,11 @@ type Config struct {
 	// attempt is reported as an "http_error" progress event (status, Retry-After).
 	CallTimeout time.Duration
 
+	// MaxResponseBytes bounds the body of each response, a stream's whole or an error's;
+	// 0 means DefaultMaxResponse. An answer over it fails the dispatch with code
+	// INVALID_OUTPUT; an error status over it is reported by its status.
+	MaxResponseBytes int64
+
 	// HTTPClient sends the requests; nil means a client over http.DefaultTransport. Plug a
 	// recording or replaying transport here.
 	HTTPClient *http.Client
@@ -161,6 +167,7 @@ func compile(cfg Config) (*compiled, error) {
 	positive(&cfg.MaxTurns, DefaultMaxTurns, "max_turns", bad)
 	positive(&cfg.MaxRetryDelay, DefaultMaxRetryDelay, "max_retry_delay", bad)
 	positive(&cfg.CallTimeout, DefaultCallTimeout, "call_timeout", bad)
+	positive(&cfg.MaxResponseBytes, DefaultMaxResponse, "max_response_bytes", bad)
 	countOrNone(&cfg.MaxReasks, DefaultMaxReasks)
 	countOrNone(&cfg.MaxRetries, DefaultMaxRetries)
 	for m, p := range cfg.Prices {

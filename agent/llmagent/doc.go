@@ -32,6 +32,8 @@
 //     progress events. A call still refused fails with http_status (and retry_after_seconds
 //     when the server sent Retry-After) in the error's details, so the run's error policy
 //     waits as asked; the status decides whatever shape the error body has.
+//     Every response body, a stream's whole included, is bounded by MaxResponseBytes: an
+//     answer over it fails with code INVALID_OUTPUT.
 //   - Lifecycle: the agent's Setup sets up the Config.Tools that implement troupe.Setupper,
 //     in order, tearing down those already set up if one fails; its Teardown tears down those
 //     that implement troupe.Teardowner, the last first, and joins the errors. A tool shared

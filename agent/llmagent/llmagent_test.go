@@ -847,3 +847,37 @@ func TestConcurrentRuns(t *testing.T) {
 		}
 	}
 }
+
+// A server that answers with more than MaxResponseBytes — a runaway answer, a proxy's page
+// — fails the dispatch rather than filling the memory: whole, streamed or as an error.
+func TestResponseOverMaxResponseBytes(t *testing.T) {
+	const bound = 64 << 10
+	big := strings.Repeat("all work and no play ", 4*bound/21)
+	// Streamed four bytes a chunk, each chunk some 200 bytes of JSON.
+	bigStream := strings.Repeat("x", bound/32)
+	for _, tc := range []struct {
+		name        string
+		rep         reply
+		stream      bool
+		code        string
+		recoverable bool
+		message     string
+	}{
+		{"a whole answer", reply{content: big, usage: [2]int{1, 1}}, false, troupe.CodeInvalidOutput, false, "over 65536 bytes"},
+		{"a streamed answer", reply{content: bigStream, usage: [2]int{1, 1}}, true, troupe.CodeInvalidOutput, false, "over 65536 bytes"},
+		{"an error status is reported by its status", reply{status: 503, body: big}, false, troupe.CodeAgentError, true, "HTTP 503"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCompletionServer(t, tc.rep)
+			a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: tc.stream, MaxResponseBytes: bound, MaxRetries: -1})
+			res, err := a.Run(t.Context(), dispatch("hi", nil))
+			if err == nil {
+				t.Fatalf("Run accepted an answer of %d bytes over a bound of %d", len(res.AgentResult["text"].(string)), bound)
+			}
+			ae := agentError(t, err)
+			if ae.Code != tc.code || ae.Recoverable != tc.recoverable || !strings.Contains(ae.Message, tc.message) {
+				t.Errorf("error %q: code %s recoverable %v; want %s, %v and %q", err, ae.Code, ae.Recoverable, tc.code, tc.recoverable, tc.message)
+			}
+		})
+	}
+}

@@ -14,5 +14,7 @@
 // parsed_query.
 //
 // A Client owns its session and, for stdio, the server's process: Close ends both and waits
-// for them, terminating a server that does not exit StopTimeout after its stdin closes.
+// for them, terminating a server that does not exit StopTimeout after its stdin closes. The
+// server runs in its own process group; whatever is left of the group then (the child of a
+// wrapper such as npx or a shell script) is killed with it.
 package mcptool

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -127,7 +129,10 @@ func transport(cfg Config) (mcp.Transport, error) {
 		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 		cmd.Env = append(os.Environ(), cfg.Env...)
 		cmd.Dir = cfg.Dir
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: cfg.StopTimeout}, nil
+		// Its own process group, so that stopping it reaches whatever it started (npx's node,
+		// a wrapper script's child).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return &groupTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: cfg.StopTimeout}}, nil
 	case cfg.URL != "":
 		if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
 			return nil, fmt.Errorf("mcptool: config: url %q is not an http or https URL", cfg.URL)
@@ -136,6 +141,36 @@ func transport(cfg Config) (mcp.Transport, error) {
 	default:
 		return cfg.Transport, nil
 	}
+}
+
+// groupTransport is a CommandTransport whose connection, once closed (the server's stdin
+// closed, the server exited or was terminated), kills what is left of the server's process
+// group: a server that is a wrapper may leave a child that never read its stdin.
+type groupTransport struct{ *mcp.CommandTransport }
+
+func (t *groupTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &groupConn{Connection: conn, pid: t.Command.Process.Pid}, nil
+}
+
+type groupConn struct {
+	mcp.Connection
+	pid  int
+	once sync.Once
+	err  error
+}
+
+// Close may be called several times, concurrently: the group is killed once, after the first
+// Close has stopped the server itself.
+func (c *groupConn) Close() error {
+	c.once.Do(func() {
+		c.err = c.Connection.Close()
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	})
+	return c.err
 }
 
 func describe(cfg Config) string {
@@ -180,7 +215,7 @@ func (c *Client) Tool(name string) (*Tool, bool) {
 }
 
 // Close ends the session; for a stdio server it closes the process's stdin and waits for it to
-// exit (terminating it if it does not).
+// exit (terminating it if it does not), then kills whatever is left of its process group.
 func (c *Client) Close() error {
 	err := c.session.Close()
 	var ee *exec.ExitError

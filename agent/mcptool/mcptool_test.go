@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -298,5 +301,54 @@ func TestSessionOutlivesConnectContext(t *testing.T) {
 	cancel()
 	if got := call(t, tool(t, c, "echo"), `{"message":"still here"}`); got != `"Echo: still here"` {
 		t.Errorf("echo = %s", got)
+	}
+}
+
+// A stdio server is often a wrapper — npx, a shell script — whose child does the work. When
+// the server is stopped (here: it never answers, and Connect gives up), what the wrapper
+// started must go with it, as execagent's process group does.
+func TestStoppingAStdioServerStopsWhatItStarted(t *testing.T) {
+	dir := t.TempDir()
+	fifo, pidfile := filepath.Join(dir, "held"), filepath.Join(dir, "pid")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // whatever the outcome, leave nothing behind
+		if b, err := os.ReadFile(pidfile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	held := make(chan struct{}) // closed when the child has the fifo open
+	gone := make(chan struct{}) // closed when no one holds it any more: the child is dead
+	go func() {
+		defer close(gone)
+		f, err := os.Open(fifo) // blocks until the child opens its end
+		close(held)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(io.Discard, f)
+	}()
+	go func() {
+		<-held
+		cancel() // the child runs: now give up on the server
+	}()
+	// The "server" reads nothing and answers nothing; its child holds the fifo.
+	_, err := mcptool.Connect(ctx, mcptool.Config{
+		Command:     []string{"sh", "-c", `sleep 1000 >"$1" & echo $! >"$2"; wait`, "sh", fifo, pidfile},
+		StopTimeout: 50 * time.Millisecond,
+	})
+	if err == nil {
+		t.Fatal("Connect to a server that never answers succeeded")
+	}
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's child still runs after Connect gave up and stopped the server")
 	}
 }
