@@ -405,6 +405,11 @@ func apiError(model string, secrets *wire.Secrets, err error, res *http.Response
 				details["retry_after_seconds"] = ra.Seconds()
 			}
 		}
+		if status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout {
+			// The server's or a gateway's own timeout: a timeout, as httpagent reports one,
+			// so the run's on_timeout applies, not on_error.
+			return &troupe.AgentError{Code: troupe.CodeTimeout, Message: msg, Recoverable: true, Details: details, Cause: troupe.ErrTimeout}
+		}
 		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: recoverable, Details: details}
 	}
 	var tooBig *http.MaxBytesError

@@ -31,7 +31,9 @@
 //     replaying transport (see package cassette). Refused attempts appear as "http_error"
 //     progress events. A call still refused fails with http_status (and retry_after_seconds
 //     when the server sent Retry-After) in the error's details, so the run's error policy
-//     waits as asked; the status decides whatever shape the error body has.
+//     waits as asked; the status decides whatever shape the error body has. A 408 or 504
+//     still refused is a timeout (code TIMEOUT, matching troupe.ErrTimeout), as httpagent
+//     reports one, so the run's on_timeout applies to it.
 //     Every response body, a stream's whole included, is bounded by MaxResponseBytes: an
 //     answer over it fails with code INVALID_OUTPUT.
 //   - Lifecycle: the agent's Setup sets up the Config.Tools that implement troupe.Setupper,

@@ -479,14 +479,28 @@ func TestErrorStatusesWhateverTheBodyShape(t *testing.T) {
 			false, `HTTP 403: {"message":"region not supported"`, map[string]any{"http_status": 403}},
 		{"429 asking for a wait longer than MaxRetryDelay", reply{status: 429, header: map[string]string{"Retry-After": "3600"}, body: `{"error":"rate limited"}`}, false,
 			true, "HTTP 429", map[string]any{"http_status": 429, "retry_after_seconds": 3600.0}},
+		// A gateway's or the server's own timeout is a timeout, as httpagent reports it: the
+		// run's on_timeout applies, not on_error.
+		{"a gateway timeout", reply{status: 504, body: `upstream timed out`}, false,
+			true, "HTTP 504: upstream timed out", map[string]any{"http_status": 504}},
+		{"a request timeout", reply{status: 408, body: `{"error":"request timeout"}`}, false,
+			true, "HTTP 408", map[string]any{"http_status": 408}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newCompletionServer(t, tc.rep)
-			a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: tc.stream, MaxRetryDelay: time.Second})
+			// No retries: the SDK would retry 408 and 5xx, and the scripted server has one reply.
+			a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: tc.stream, MaxRetryDelay: time.Second, MaxRetries: -1})
 			_, err := a.Run(t.Context(), dispatch("hi", nil))
 			ae := agentError(t, err)
-			if ae.Code != troupe.CodeAgentError || ae.Recoverable != tc.recoverable || !strings.Contains(ae.Message, tc.message) {
-				t.Errorf("error %q: code %s recoverable %v; want %v and %q", err, ae.Code, ae.Recoverable, tc.recoverable, tc.message)
+			code := troupe.CodeAgentError
+			if s := tc.rep.status; s == 408 || s == 504 {
+				code = troupe.CodeTimeout
+			}
+			if ae.Code != code || ae.Recoverable != tc.recoverable || !strings.Contains(ae.Message, tc.message) {
+				t.Errorf("error %q: code %s recoverable %v; want %s, %v and %q", err, ae.Code, ae.Recoverable, code, tc.recoverable, tc.message)
+			}
+			if code == troupe.CodeTimeout && !errors.Is(err, troupe.ErrTimeout) {
+				t.Errorf("error %q does not match troupe.ErrTimeout", err)
 			}
 			if diff := cmp.Diff(tc.details, ae.Details); diff != "" {
 				t.Errorf("details (-want +got):\n%s", diff)
