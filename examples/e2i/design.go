@@ -159,12 +159,16 @@ func (ds *Dataset) predictionSynthesizer(ctx context.Context, d *troupe.Dispatch
 	} else {
 		y = ds.Total(s.brand, region, s.kpi)
 	}
+	// A week without data (a late feed: all regions sum to NaN when one is missing) is left
+	// out of the fit, and the last week reported is the last one with data.
 	var X [][]float64
 	var ys []float64
+	last := 0
 	for w := start; w <= Weeks; w++ {
 		if v := y[w-1]; !math.IsNaN(v) {
 			X = append(X, []float64{1, float64(w)})
 			ys = append(ys, v)
+			last = w
 		}
 	}
 	f, err := leastSquares(X, ys)
@@ -194,7 +198,8 @@ func (ds *Dataset) predictionSynthesizer(ctx context.Context, d *troupe.Dispatch
 		"interval_level":  0.95,
 		"forecast_basis":  basis,
 		"horizon_weeks":   horizon,
-		"last_week_value": round(y[Weeks-1], 1),
+		"last_week":       last,
+		"last_week_value": round(y[last-1], 1),
 	}
 	// "region" is the bare name every agent writes, so that the run's aggregation, which
 	// compares fields of the same name across agents, sees agreement; a forecast of all
@@ -204,6 +209,6 @@ func (ds *Dataset) predictionSynthesizer(ctx context.Context, d *troupe.Dispatch
 	}
 	summary := fmt.Sprintf("%s %s in %s is forecast at %s for weeks %d-%d (95%% interval ±%s at week %d), a trend of %+.1f a week fitted on weeks %d-%d (%s)",
 		s.brand, s.kpi, where, strings.Join(points, ", "), Weeks+1, Weeks+horizon, pct(lastHalf/lastValue), Weeks+horizon,
-		f.Beta[1], start, Weeks, basis)
+		f.Beta[1], start, last, basis)
 	return completed(summary, 1-lastHalf/lastValue, out, s.warnings), nil
 }

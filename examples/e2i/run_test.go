@@ -250,3 +250,39 @@ func TestRunMentionIsNamedWithTheBrandAssumed(t *testing.T) {
 		t.Errorf("the answer does not say what the question mentioned:\n%s", agg.Synthesis)
 	}
 }
+
+// Verzenio's West feed is a week late: week 26 has no West rows. A forecast of that series, or
+// of all regions (which sum the West), fits on the weeks it has, reports the last week it has
+// and says so, rather than failing the run on a NaN the result cannot encode.
+func TestRunForecastWithALateFeed(t *testing.T) {
+	for _, q := range []string{"Forecast Verzenio NRx", "Predict TRx for Verzenio in the West next quarter"} {
+		t.Run(q, func(t *testing.T) {
+			evs := runQuery(t, q)
+			var forecast *troupe.Result
+			for _, ev := range evs {
+				if r, ok := ev.Data.(*troupe.Result); ok && r.AgentName == "prediction_synthesizer" {
+					forecast = r
+				}
+			}
+			if forecast == nil {
+				t.Fatal("no prediction_synthesizer result")
+			}
+			if forecast.Status != troupe.StatusCompleted {
+				t.Fatalf("prediction_synthesizer %s: %v", forecast.Status, forecast.Errors)
+			}
+			last, ok := forecast.AgentResult["last_week_value"].(float64)
+			if !ok || math.IsNaN(last) || last <= 0 {
+				t.Errorf("last_week_value %v, want the week-%d value", forecast.AgentResult["last_week_value"], e2i.Weeks-1)
+			}
+			if w := fmt.Sprint(forecast.AgentResult["last_week"]); w != fmt.Sprint(e2i.Weeks-1) {
+				t.Errorf("last_week %v, want %d: week %d has no West data", w, e2i.Weeks-1, e2i.Weeks)
+			}
+			if s := forecast.Summary(); !strings.Contains(s, fmt.Sprintf("-%d (", e2i.Weeks-1)) {
+				t.Errorf("summary does not say the fit ends at week %d:\n%s", e2i.Weeks-1, s)
+			}
+			if last := evs[len(evs)-1]; last.Kind != troupe.KindRunCompleted {
+				t.Errorf("run ended with %s: %+v", last.Kind, last.Data)
+			}
+		})
+	}
+}

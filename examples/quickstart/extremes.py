@@ -6,7 +6,7 @@ from agent import serve
 
 
 def extremes(dispatch):
-    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", dispatch["query"])]
+    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", dispatch["query"], re.ASCII)]
     if not numbers:
         raise ValueError("no numbers in the query")
     low, high, median = min(numbers), max(numbers), statistics.median(numbers)

@@ -3,17 +3,18 @@
 # its result (JSON) on stdout, progress on stderr. POSIX sh and awk; jq would do it shorter.
 set -eu
 dispatch=$(cat)
-# get NAME: the dispatch's first string field NAME (its own fields come first), up to any
-# escaped quote in it.
+# get NAME: the dispatch's first string field NAME (its own fields come first), each escape
+# in it (\", \u003c for <, …) read as a space: enough to find the numbers in it.
 get() {
-	printf '%s' "$dispatch" | grep -o "\"$1\":\"[^\"]*\"" | head -n 1 | cut -d '"' -f 4
+	printf '%s' "$dispatch" | grep -Eo "\"$1\":\"([^\"\\\\]|\\\\.)*\"" | head -n 1 |
+		sed -E -e "s/^\"$1\":\"//" -e 's/"$//' -e 's/\\(u[0-9a-fA-F]{4}|.)/ /g'
 }
 numbers=$(get query | grep -Eo -- '-?[0-9]+(\.[0-9]+)?' || true)
 if [ -z "$numbers" ]; then
 	echo "no numbers in the query" >&2
 	exit 1
 fi
-set -- $(printf '%s\n' "$numbers" | awk '{ n++; s += $1 } END { print n, s }')
+set -- $(printf '%s\n' "$numbers" | awk '{ n++; s += $1 } END { printf "%d %.15g\n", n, s }')
 echo "$1 numbers, sum $2" >&2
 # Only what the agent knows: troupe fills in the dispatch's ids, the status and the timing.
 cat <<JSON
