@@ -254,21 +254,25 @@ func oneRun(events []troupe.Event) bool {
 	return true
 }
 
-// appendRun appends a batch of one run's events under one lock, all or nothing.
+// appendRun appends a batch of one run's events under one lock, all or nothing. The batch is
+// checked to count on by one before any log is made, so that under the lock only its first Seq
+// can conflict: a log this call makes for a Seq 1 is empty and does not conflict, and one that
+// does was another's and is not empty. A rejected batch leaves no log behind.
 func (s *Store) appendRun(events []troupe.Event) error {
 	id := events[0].RunID
+	for i := 1; i < len(events); i++ {
+		if want := events[i-1].Seq + 1; events[i].Seq != want {
+			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", id, events[i].Seq, want, troupe.ErrSeqConflict)
+		}
+	}
 	l := s.log(id, events[0].Seq == 1)
 	if l == nil {
 		return fmt.Errorf("memory: append %s: seq %d, want 1: %w", id, events[0].Seq, troupe.ErrSeqConflict)
 	}
 	l.mu.Lock()
-	want := int64(len(l.entries)) + 1
-	for i := range events {
-		if events[i].Seq != want {
-			l.mu.Unlock()
-			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", id, events[i].Seq, want, troupe.ErrSeqConflict)
-		}
-		want++
+	if want := int64(len(l.entries)) + 1; events[0].Seq != want {
+		l.mu.Unlock()
+		return fmt.Errorf("memory: append %s: seq %d, want %d: %w", id, events[0].Seq, want, troupe.ErrSeqConflict)
 	}
 	l.room(len(events))
 	retire := false
@@ -285,6 +289,8 @@ func (s *Store) appendRun(events []troupe.Event) error {
 	return nil
 }
 
+// append1 appends one event. It makes a log only for a Seq 1, which conflicts only with a log
+// that is not empty, so a rejected event leaves no log behind.
 func (s *Store) append1(ev *troupe.Event) error {
 	l := s.log(ev.RunID, ev.Seq == 1)
 	if l == nil {
@@ -307,7 +313,9 @@ func (s *Store) append1(ev *troupe.Event) error {
 }
 
 // appendBatch checks the whole batch against its runs' logs, holding their locks (taken in
-// run-id order, so batches cannot deadlock), and appends all of it or nothing.
+// run-id order, so batches cannot deadlock), and appends all of it or nothing. It makes the
+// logs of its new runs only once the rest of the batch is known good, so a rejected batch
+// leaves no log behind.
 func (s *Store) appendBatch(events []troupe.Event) error {
 	var ids []string
 	for i := range events {
@@ -316,11 +324,45 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 		}
 	}
 	slices.Sort(ids)
+	// Each run's events in the batch must count on by one from its first, whatever its log holds.
+	first := make([]int64, len(ids))
+	count := make([]int, len(ids))
+	for i := range events {
+		k, _ := slices.BinarySearch(ids, events[i].RunID)
+		if count[k] == 0 {
+			first[k] = events[i].Seq
+		} else if want := first[k] + int64(count[k]); events[i].Seq != want {
+			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", events[i].RunID, events[i].Seq, want, troupe.ErrSeqConflict)
+		}
+		count[k]++
+	}
 	logs := make([]*Log, len(ids))
-	next := make([]int64, len(ids))
+	for {
+		done, err := s.tryBatch(events, ids, first, count, logs)
+		if done {
+			return err
+		}
+		// Another writer made one of the new runs' logs meanwhile: check again against it.
+	}
+}
+
+// tryBatch appends events, whose runs are ids with each run's first Seq in first and its number
+// of events in count, to their logs, found anew into logs. Runs without a log must start at 1;
+// their logs are made, and published, only once every other run is checked, under the locks of
+// the others. It reports false, having changed nothing, if another writer made one of those
+// logs before this call could.
+func (s *Store) tryBatch(events []troupe.Event, ids []string, first []int64, count []int, logs []*Log) (done bool, err error) {
+	s.mu.RLock()
+	missing := false
 	for k, id := range ids {
-		first := slices.IndexFunc(events, func(ev troupe.Event) bool { return ev.RunID == id })
-		logs[k] = s.log(id, events[first].Seq == 1)
+		logs[k] = s.runs[id]
+		missing = missing || logs[k] == nil
+	}
+	s.mu.RUnlock()
+	for k, l := range logs {
+		if l == nil && first[k] != 1 {
+			return true, fmt.Errorf("memory: append %s: seq %d, want 1: %w", ids[k], first[k], troupe.ErrSeqConflict)
+		}
 	}
 	for _, l := range logs {
 		if l != nil {
@@ -335,23 +377,22 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 		}
 	}()
 	for k, l := range logs {
-		next[k] = 1
 		if l != nil {
-			next[k] = int64(len(l.entries)) + 1
+			if want := int64(len(l.entries)) + 1; first[k] != want {
+				return true, fmt.Errorf("memory: append %s: seq %d, want %d: %w", ids[k], first[k], want, troupe.ErrSeqConflict)
+			}
 		}
 	}
-	for i := range events {
-		k, _ := slices.BinarySearch(ids, events[i].RunID)
-		if events[i].Seq != next[k] {
-			return fmt.Errorf("memory: append %s: seq %d, want %d: %w", events[i].RunID, events[i].Seq, next[k], troupe.ErrSeqConflict)
-		}
-		next[k]++
+	if missing && !s.publish(ids, logs) {
+		return false, nil
+	}
+	for k, l := range logs {
+		l.room(count[k])
 	}
 	var retire []string
 	for i := range events {
 		k, _ := slices.BinarySearch(ids, events[i].RunID)
 		l := logs[k]
-		l.room(1)
 		l.add(&events[i])
 		if events[i].Stage.Terminal() && !l.finished {
 			l.finished = true
@@ -361,7 +402,31 @@ func (s *Store) appendBatch(events []troupe.Event) error {
 	for _, id := range retire {
 		s.retire(id) // takes s.mu while holding log locks: retire never takes a log lock
 	}
-	return nil
+	return true, nil
+}
+
+// publish makes a log for each run of ids whose logs entry is nil, locked, and puts them all
+// in the store at once; or, if another writer made one of them meanwhile, none, and reports
+// false. It takes s.mu while the caller holds other logs' locks, as retire does: nothing holding
+// s.mu waits for a log lock. A new log is locked before any other writer can find it, so taking
+// its lock out of run-id order cannot deadlock.
+func (s *Store) publish(ids []string, logs []*Log) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, id := range ids {
+		if logs[k] == nil && s.runs[id] != nil {
+			return false
+		}
+	}
+	for k, id := range ids {
+		if logs[k] == nil {
+			l := &Log{}
+			l.mu.Lock()
+			logs[k] = l
+			s.runs[id] = l
+		}
+	}
+	return true
 }
 
 // Reserve makes room for n events of runID before its first append, so a run's log is
