@@ -525,3 +525,30 @@ func TestAnswerWithABackgroundChildStillRunning(t *testing.T) {
 		t.Errorf("after Run returned, the agent's background child still holds the pipe: %v", err)
 	}
 }
+
+// An INVALID_OUTPUT error says what was wrong once: the message names the command and the
+// problem, and the error's text does not repeat it through the cause.
+func TestInvalidOutputSaysItsCauseOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, script, problem string
+	}{
+		{"one problem", `cat >/dev/null; echo '{"agent_result":{"n":1},"confidence":7}'`, `"confidence": 7 is outside [0, 1]`},
+		{"two problems", `cat >/dev/null; echo '{"agent_result":{"n":1},"confidence":7,"status":"bogus"}'`, `is not one of`},
+		{"not JSON", `cat >/dev/null; echo 'Traceback (most recent call last)'`, "invalid character"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := newAgent(t, execagent.Config{Command: []string{"sh", "-c", tc.script}}).Run(t.Context(), dispatch("q", nil, &runtime{}))
+			ae := agentError(t, err)
+			msg := err.Error()
+			if ae.Code != troupe.CodeInvalidOutput || !strings.Contains(msg, "sh -c") || !strings.Contains(msg, tc.problem) {
+				t.Fatalf("error %q: want INVALID_OUTPUT naming the command and %q", msg, tc.problem)
+			}
+			if n := strings.Count(msg, tc.problem); n != 1 {
+				t.Errorf("error %q says %q %d times, want once", msg, tc.problem, n)
+			}
+			if !errors.Is(err, troupe.ErrInvalidResult) {
+				t.Errorf("error %q does not match troupe.ErrInvalidResult", msg)
+			}
+		})
+	}
+}

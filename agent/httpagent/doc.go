@@ -25,8 +25,9 @@
 // Any other status fails the dispatch with an *troupe.AgentError whose cause is a *StatusError
 // and whose details hold http_status, a body_excerpt and, when the response has Retry-After
 // (seconds or a date), retry_after_seconds. 408, 429 and 5xx are recoverable — the run's error
-// policy may retry them — other 4xx and 3xx are not (redirects are not followed: a redirected
-// POST would lose its body). 408 and 504 carry code TIMEOUT, the rest AGENT_ERROR.
+// policy may retry them — but 501 and 505, which say the service cannot do this at all; other
+// 4xx and 3xx are not either (redirects are not followed: a redirected POST would lose its
+// body). 408 and 504 carry code TIMEOUT, the rest AGENT_ERROR.
 // Connection failures are recoverable, a certificate that does not verify is not, Config.Timeout
 // or the dispatch's deadline is TIMEOUT, a cancelled run CANCELLED.
 //

@@ -156,7 +156,7 @@ func (e *StatusError) Error() string {
 // Run POSTs d as JSON with headers Idempotency-Key (the dispatch id, the same on every send of
 // the dispatch) and, inside a run, W3C traceparent and X-Troupe-Trace-Id; it reads and
 // validates a Result from a 2xx response. Other statuses fail the dispatch: 408, 429 and 5xx
-// recoverable (Retry-After in the error's details), any other not.
+// but 501 and 505 recoverable (Retry-After in the error's details), any other not.
 func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	body, err := json.Marshal(d)
 	if err != nil {
@@ -211,7 +211,6 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 		details["body_excerpt"] = se.Excerpt
 	}
 	code := resp.StatusCode
-	recoverable := code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 	if se.RetryAfter > 0 {
 		details["retry_after_seconds"] = se.RetryAfter.Seconds()
 	}
@@ -228,7 +227,7 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 	if code == http.StatusRequestTimeout || code == http.StatusGatewayTimeout {
 		errCode = troupe.CodeTimeout
 	}
-	return &troupe.AgentError{Code: errCode, Recoverable: recoverable, Cause: se, Details: details,
+	return &troupe.AgentError{Code: errCode, Recoverable: wire.Recoverable(code), Cause: se, Details: details,
 		Message: "httpagent: POST " + a.url}
 }
 

@@ -139,6 +139,13 @@ func TestFailures(t *testing.T) {
 			want{troupe.CodeAgentError, true, "≈90", 503, []string{"503 Service Unavailable", "maintenance"}}},
 		{"500 with a long body: an excerpt only", status(500, nil, big), httpagent.Config{},
 			want{troupe.CodeAgentError, true, nil, 500, []string{"500 Internal Server Error", `zzz"…`}}},
+		// 501 and 505 say the service cannot do this at all: retrying only burns the budget.
+		{"501 is permanent", status(501, nil, "no such method"), httpagent.Config{},
+			want{troupe.CodeAgentError, false, nil, 501, []string{"501 Not Implemented", "no such method"}}},
+		{"505 is permanent", status(505, nil, ""), httpagent.Config{},
+			want{troupe.CodeAgentError, false, nil, 505, []string{"505 HTTP Version Not Supported"}}},
+		{"502 is recoverable", status(502, nil, ""), httpagent.Config{},
+			want{troupe.CodeAgentError, true, nil, 502, []string{"502 Bad Gateway"}}},
 		{"a redirect is not followed", status(302, map[string]string{"Location": "/elsewhere"}, ""), httpagent.Config{},
 			want{troupe.CodeAgentError, false, nil, 302, []string{"302 Found"}}},
 		{"garbage JSON", status(200, nil, `{"dispatch_id": oops`), httpagent.Config{},
@@ -154,7 +161,7 @@ func TestFailures(t *testing.T) {
 			}
 		}, httpagent.Config{MaxResponseBytes: 1 << 20},
 			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"response over 1048576 bytes"}}},
-		{"a response exactly MaxResponseBytes long is read", status(200, nil, `{"agent_result":{}, "confidence": 7}`), httpagent.Config{MaxResponseBytes: 36},
+		{"a response exactly MaxResponseBytes long is read", status(200, nil, `{"agent_result":{"a":1},"confidence":7}`), httpagent.Config{MaxResponseBytes: 39},
 			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"invalid result", "confidence"}}},
 		{"a 503 over MaxResponseBytes is still a recoverable 503", status(503, map[string]string{"Retry-After": "5"}, "<html>"+big+"</html>"), httpagent.Config{MaxResponseBytes: 1000},
 			want{troupe.CodeAgentError, true, 5.0, 503, []string{"503 Service Unavailable", "<html>zzz"}}},

@@ -163,6 +163,11 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 				}
 				res.Warnings = append(res.Warnings, fmt.Sprintf("llmagent: %s: the answer stopped at the token limit (finish_reason length, %s); it may be cut short", c.cfg.Model, limit))
 			}
+			if t.finishReason == "content_filter" {
+				// The server's content filter stopped or changed the answer: it parsed, but
+				// is not all the model would have said.
+				res.Warnings = append(res.Warnings, fmt.Sprintf("llmagent: %s: the answer was stopped by the content filter (finish_reason content_filter); it may be incomplete or altered", c.cfg.Model))
+			}
 			return res, nil
 		}
 		if reasks >= c.cfg.MaxReasks {
@@ -371,9 +376,9 @@ func limitBody(max int64) option.Middleware {
 	}
 }
 
-// apiError classifies a failed call: rate limits, server errors and lost connections are
-// recoverable (the error policy may retry later), other statuses are not. res is the last
-// response, if any: the status decides even when the SDK could not decode the body (Ollama's
+// apiError classifies a failed call: rate limits, server errors but 501 and 505 (as httpagent
+// judges them: wire.Recoverable) and lost connections are recoverable (the error policy may
+// retry later), other statuses are not. res is the last response, if any: the status decides even when the SDK could not decode the body (Ollama's
 // {"error": "…"} is a string), and the body is quoted as the server sent it when it is not
 // OpenAI's error object. The status and Retry-After go into the details, so the run's error
 // policy waits as long as the server asked. The API key (secrets) is scrubbed from the body
@@ -394,7 +399,6 @@ func apiError(model string, secrets *wire.Secrets, err error, res *http.Response
 			b, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
 			body = string(b)
 		}
-		recoverable := status == http.StatusTooManyRequests || status >= 500 || status == http.StatusRequestTimeout
 		msg := fmt.Sprintf("llmagent: %s: HTTP %d", model, status)
 		if body = strings.TrimSpace(secrets.String(body)); body != "" {
 			msg += ": " + cut(body, 500)
@@ -410,7 +414,7 @@ func apiError(model string, secrets *wire.Secrets, err error, res *http.Response
 			// so the run's on_timeout applies, not on_error.
 			return &troupe.AgentError{Code: troupe.CodeTimeout, Message: msg, Recoverable: true, Details: details, Cause: troupe.ErrTimeout}
 		}
-		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: recoverable, Details: details}
+		return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: wire.Recoverable(status), Details: details}
 	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {

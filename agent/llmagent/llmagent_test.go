@@ -188,6 +188,30 @@ func TestAnswerCutAtTheTokenLimitIsWarned(t *testing.T) {
 	}
 }
 
+// TestContentFilteredAnswerIsWarned: an answer the server's content filter stopped or altered
+// (finish_reason "content_filter") is passed on, but with a warning that it may be incomplete
+// or altered, streamed or not.
+func TestContentFilteredAnswerIsWarned(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := newCompletionServer(t, reply{content: "The recipe starts with", usage: [2]int{9, 4}, finish: "content_filter"},
+			reply{content: "A whole answer.", usage: [2]int{9, 4}})
+		a := newAgent(t, llmagent.Config{BaseURL: srv.URL(), Stream: stream})
+		res, err := a.Run(t.Context(), dispatch("how?", &runtime{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.AgentResult["text"] != "The recipe starts with" {
+			t.Errorf("stream %v: result %+v, want the filtered answer passed on", stream, res)
+		}
+		if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "content filter (finish_reason content_filter)") {
+			t.Errorf("stream %v: warnings %q, want one about the content filter", stream, res.Warnings)
+		}
+		if res, err := a.Run(t.Context(), dispatch("how?", &runtime{})); err != nil || len(res.Warnings) != 0 {
+			t.Errorf("stream %v: a finished answer: %+v, %v; want no warning", stream, res, err)
+		}
+	}
+}
+
 // TestStreamWithoutFinishReasonIsWarned: a stream that ends without a finish_reason (a
 // connection cut between chunks ends as cleanly as a whole answer) gives its text with a
 // warning that it may be incomplete.
@@ -485,6 +509,14 @@ func TestErrorStatusesWhateverTheBodyShape(t *testing.T) {
 			true, "HTTP 504: upstream timed out", map[string]any{"http_status": 504}},
 		{"a request timeout", reply{status: 408, body: `{"error":"request timeout"}`}, false,
 			true, "HTTP 408", map[string]any{"http_status": 408}},
+		// 501 and 505 say the server cannot do this at all, as httpagent judges them: retrying
+		// only burns the budget. Other 5xx are recoverable.
+		{"not implemented", reply{status: 501, body: `{"error":"tools are not supported"}`}, false,
+			false, "HTTP 501", map[string]any{"http_status": 501}},
+		{"HTTP version not supported", reply{status: 505, body: ``}, true,
+			false, "HTTP 505", map[string]any{"http_status": 505}},
+		{"a bad gateway", reply{status: 502, body: `bad gateway`}, false,
+			true, "HTTP 502: bad gateway", map[string]any{"http_status": 502}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newCompletionServer(t, tc.rep)

@@ -22,8 +22,9 @@ import (
 // DecodeResult decodes and validates an agent's JSON response to d: every rule of
 // troupe.DecodeResult, plus that it answers d (same dispatch_id and agent_name). Invalid
 // output is an *troupe.AgentError with code INVALID_OUTPUT, not recoverable — the same agent
-// given the same dispatch is unlikely to do better — whose details list every problem under
-// "errors" and carry extra (the adapter's own context, e.g. a stderr tail).
+// given the same dispatch is unlikely to do better — whose message quotes the first problem,
+// whose cause is troupe.ErrInvalidResult, and whose details list every problem under "errors"
+// and carry extra (the adapter's own context, e.g. a stderr tail).
 //
 // Fields the engine owns anyway — identification, timing and a "completed" status — may be
 // left out: they are filled in from d, so an agent in another language need print no more
@@ -60,7 +61,9 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 	if len(data) == 0 {
 		msg = pkg + ": invalid result: empty output"
 	}
-	return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: msg, Cause: err, Details: details}
+	// The message quotes the problems already; the cause is the sentinel alone, as in what
+	// troupe.ErrorInfo.Err gives back, so that the error's text says each problem once.
+	return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: msg, Cause: troupe.ErrInvalidResult, Details: details}
 }
 
 // OutputExcerpt is how many bytes of invalid output DecodeResult quotes under "output".
@@ -158,6 +161,19 @@ func (t *Tail) String() string {
 		return "…" + string(b)
 	}
 	return string(b)
+}
+
+// Recoverable reports whether an HTTP error status is worth trying again later: 408, 429 and
+// the 5xx, but for 501 Not Implemented and 505 HTTP Version Not Supported, which say the
+// server cannot do this at all, so a retry would only spend the budget.
+func Recoverable(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+		return false
+	}
+	return status >= 500
 }
 
 // RetryAfter reads an HTTP Retry-After value, delay-seconds or an HTTP date (relative to now).

@@ -142,6 +142,18 @@ func TestDecodeResult(t *testing.T) {
 	}
 }
 
+func TestRecoverable(t *testing.T) {
+	got := map[int]bool{}
+	for _, status := range []int{400, 401, 404, 408, 409, 429, 500, 501, 502, 503, 504, 505, 507, 599} {
+		got[status] = wire.Recoverable(status)
+	}
+	want := map[int]bool{400: false, 401: false, 404: false, 408: true, 409: false, 429: true,
+		500: true, 501: false, 502: true, 503: true, 504: true, 505: false, 507: true, 599: true}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
 func TestRetryAfter(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
