@@ -152,7 +152,8 @@ coordinator file. The session state (current topic, paused quiz, mastery, last a
 carried from message to message. When the tutor asks a question (a quiz, the diagnostic's
 quick checks) the next line answers it; answer "pause" to pause a quiz and say "continue
 quiz" later to resume it. "/master TOPIC" runs seed 003's MasteryLoop (tutor → quiz →
-feedback until mastered, at most 5 cycles) on a topic.
+feedback until mastered, at most 5 cycles) on a topic; answering "pause" to one of its quiz
+questions stops the loop, its quiz paused for "continue quiz".
 
 EXAMPLE is a directory holding troupe.yaml, or a workflow file, with a coordinator section.
 

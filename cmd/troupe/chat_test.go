@@ -166,6 +166,28 @@ func TestChatReplies(t *testing.T) {
 	}
 }
 
+// TestChatMasterPaused: a mastery loop whose quiz is paused — the input ends at its first
+// question, which answers "pause" — ends in a sentence for the learner, not the engine's error
+// chain, and "continue quiz" resumes the quiz it left paused.
+func TestChatMasterPaused(t *testing.T) {
+	for _, tt := range []struct{ name, in, resumed string }{
+		{"input ends", "/master fractions\n", ""},
+		{"pause, then continue quiz", "/master fractions\npause\ncontinue quiz\n", "Resuming your Fractions quiz at question 1 of 5."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			if code := chat(t.Context(), []string{"../../examples/tutor"}, strings.NewReader(tt.in), &stdout, &stderr); code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			out := stdout.String()
+			mustContain(t, out, "[mastery_loop ← /master]\nMastery work on Fractions stopped in cycle 1: the quiz is paused after 0 of 5 questions, nothing graded yet.", tt.resumed)
+			if strings.Contains(out, "no completed quiz") || strings.Contains(out, "troupe: execute") {
+				t.Errorf("transcript shows the engine's error:\n%s", out)
+			}
+		})
+	}
+}
+
 func TestChatCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -507,17 +507,37 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 // Feedback analyses a completed quiz: it classifies each wrong answer (a near-miss number is
 // careless, a far one procedural, a non-answer conceptual), lists the skills to work on, and
 // updates the topic's mastery as 0.3·previous + 0.7·score (the score alone the first time).
+// A quiz the learner paused is a stop, not missing state: feedback says so, grades nothing and
+// leaves the topic's mastery as it was (the learning cycle reaches feedback after every quiz).
+// No quiz at all is STATE_MISSING.
 func (a *Specialists) Feedback(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	var (
 		items     []quizItem
 		responses []response
 		score     float64
 		complete  bool
+		paused    bool
 	)
 	lookup(d, KeyQuizQuestions, &items)
 	lookup(d, KeyQuizResponses, &responses)
 	lookup(d, KeyQuizScore, &score)
 	lookup(d, KeyQuizComplete, &complete)
+	lookup(d, KeyQuizPaused, &paused)
+	if len(items) > 0 && paused && !complete {
+		name := items[0].ConceptName
+		if k, ok := a.corpus.Concept(name); ok {
+			name = k.Name
+		}
+		text := fmt.Sprintf("Quiz on %s paused after %d of %d questions; nothing graded yet.", name, len(responses), len(items))
+		ar := map[string]any{"feedback_text": text, "topic": items[0].ConceptName}
+		// The topic's mastery, when known, is passed on unchanged: a mastery loop's result is its
+		// last cycle's, so this keeps what the loop's earlier cycles graded.
+		mastery := masteryOf(d)
+		if m, ok := mastery[items[0].ConceptName]; ok {
+			ar[KeyMastery], ar[KeyMasteryScore], ar[KeyMasteryAchieved] = mastery, m, m >= a.cfg.Threshold
+		}
+		return &troupe.Result{AgentResult: ar, AnalysisSummary: summary(text)}, nil
+	}
 	if len(items) == 0 || !complete {
 		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: "feedback: no completed quiz", FallbackAction: "run diagnostic first"}
 	}

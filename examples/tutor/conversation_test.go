@@ -162,3 +162,59 @@ func TestConverseCancelWhileWaiting(t *testing.T) {
 		t.Errorf("Converse = %v, want context.Canceled", err)
 	}
 }
+
+// TestConverseMasterPausedQuiz: a quiz paused inside "/master TOPIC" — the learner says
+// "pause", or the input ends, which answers "pause" — stops the mastery loop with a sentence
+// for the learner, not the engine's error chain, and keeps the quiz paused so "continue quiz"
+// picks it up where it stopped.
+func TestConverseMasterPausedQuiz(t *testing.T) {
+	var answers []string
+	for _, q := range tutor.DefaultCorpus().Draw("fractions", 5, 1, "quiz 1") {
+		answers = append(answers, q.Answer)
+	}
+	for _, tt := range []struct {
+		name, in string
+		wants    []string
+		index    int  // quiz_question_index left in state
+		paused   bool // quiz_paused left in state
+	}{
+		{"input ends at question 1", "/master fractions\n",
+			[]string{"[mastery_loop ← /master]\nMastery work on Fractions stopped in cycle 1: the quiz is paused after 0 of 5 questions, nothing graded yet.",
+				`Say "continue quiz" to pick it up where you left off, or "/master fractions" to start the mastery loop over with a new quiz.`},
+			0, true},
+		{"pause at question 2", "/master fractions\n" + answers[0] + "\npause\n",
+			[]string{"Q1: Correct.\nQuestion 2 of 5", "Mastery work on Fractions stopped in cycle 1: the quiz is paused after 1 of 5 questions, nothing graded yet."},
+			1, true},
+		{"pause, then continue quiz", "/master fractions\n" + answers[0] + "\npause\ncontinue quiz\n" + strings.Join(answers[1:], "\n") + "\n",
+			[]string{"the quiz is paused after 1 of 5 questions", "> [quiz ← Resume paused quiz",
+				"Resuming your Fractions quiz at question 2 of 5.", "Quiz on Fractions complete: 5 of 5 correct (100%).",
+				"[feedback ← After quiz completion", "You have mastered Fractions!"},
+			5, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			st, err := tutor.Converse(t.Context(), tutor.ConverseConfig{}, strings.NewReader(tt.in), &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			transcript := out.String()
+			for _, want := range tt.wants {
+				if !strings.Contains(transcript, want) {
+					t.Errorf("transcript lacks %q", want)
+				}
+			}
+			for _, not := range []string{"no completed quiz", "troupe:", "flow:", "trace", "Let's run the diagnostic first"} {
+				if strings.Contains(transcript, not) {
+					t.Errorf("transcript has %q", not)
+				}
+			}
+			if st[tutor.KeyQuizPaused] != tt.paused || st[tutor.KeyQuizQuestionIndex] != tt.index || st[tutor.KeyCurrentTopic] != "fractions" {
+				t.Errorf("state: quiz_paused %v, quiz_question_index %v, current_topic %v; want %v, %d, fractions",
+					st[tutor.KeyQuizPaused], st[tutor.KeyQuizQuestionIndex], st[tutor.KeyCurrentTopic], tt.paused, tt.index)
+			}
+			if t.Failed() {
+				t.Log(transcript)
+			}
+		})
+	}
+}

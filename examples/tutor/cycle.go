@@ -1,6 +1,8 @@
 package tutor
 
 import (
+	"context"
+
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/flow"
 )
@@ -25,17 +27,44 @@ func (a *Specialists) LearningCycle() *flow.SequentialAgent {
 	)
 }
 
+// ReasonQuizPaused is the escalation_reason of a mastery loop that stopped because the learner
+// paused a cycle's quiz: neither mastered nor out of cycles, and that quiz not graded yet.
+const ReasonQuizPaused = "quiz_paused"
+
 // MasteryLoop is seed 003's MasteryLoop: the learning cycle repeated until mastery_score
 // reaches the mastery threshold (escalation "mastered") or maxIterations cycles have run
 // ("needs_remediation"; 0 means flow.DefaultMaxIterations, seed 003's 5). Its agent_result
 // is the last cycle's plus total_cycles, escalated, condition_met and escalation_reason.
+//
+// A cycle whose quiz the learner paused also ends the loop: they stopped, and another cycle
+// would only ask again. The LoopAgent counts that stop as its condition met; the mastery_loop
+// agent of Registry reports it as what it is (see masteryLoop).
 func (a *Specialists) MasteryLoop(maxIterations int) *flow.LoopAgent {
 	return flow.Loop(flow.LoopConfig{
 		MaxIterations: maxIterations,
 		Until: func(it flow.Iteration) bool {
+			if paused, _ := it.State(KeyQuizPaused); paused == true {
+				return true
+			}
 			v, ok := it.State(KeyMasteryScore)
 			score, isNum := v.(float64)
 			return ok && isNum && score >= a.cfg.Threshold
 		},
 	}, flow.Named("learning_cycle", a.LearningCycle(), troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)))
+}
+
+// masteryLoop is MasteryLoop as the agent Registry registers: a loop stopped by a paused quiz
+// reports escalated and condition_met false and escalation_reason ReasonQuizPaused, so neither
+// its result nor the run's log says "mastered".
+func (a *Specialists) masteryLoop() troupe.AgentFunc {
+	l := a.MasteryLoop(a.cfg.MaxCycles)
+	return func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		res, err := l.Run(ctx, d)
+		if err == nil && res != nil && res.AgentResult[KeyQuizPaused] == true {
+			res.AgentResult["escalated"] = false
+			res.AgentResult["condition_met"] = false
+			res.AgentResult["escalation_reason"] = ReasonQuizPaused
+		}
+		return res, err
+	}
 }

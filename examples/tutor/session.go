@@ -37,7 +37,7 @@ func Registry(a *Specialists) (*troupe.Registry, error) {
 			[]troupe.Option{troupe.Writes("learning_path", "next_topic", "path_reasoning")}},
 		{"learning_cycle", a.LearningCycle().Run, "seed 003's LearningCycle: tutor → quiz → feedback",
 			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)}},
-		{"mastery_loop", a.MasteryLoop(a.cfg.MaxCycles).Run, "seed 003's MasteryLoop: the learning cycle until mastered",
+		{"mastery_loop", a.masteryLoop(), "seed 003's MasteryLoop: the learning cycle until mastered",
 			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)}},
 	} {
 		if err := reg.Add(s.name, s.fn, append([]troupe.Option{troupe.Describe(s.desc)}, s.opts...)...); err != nil {
@@ -214,13 +214,17 @@ type MasteryResult struct {
 	FinalMastery    float64
 	TotalCycles     int
 	MasteryAchieved bool
-	Recommendation  string // flow.ReasonMastered or flow.ReasonNeedsRemediation
+	Recommendation  string // flow.ReasonMastered, flow.ReasonNeedsRemediation, or ReasonQuizPaused when the learner paused a quiz
 	Text            string
 }
 
 // Master runs seed 003's MasteryLoop on topic: learning cycles (tutor → quiz → feedback, the
 // quiz asking the session's Human) until the topic's mastery reaches the threshold or the
 // cycles run out. The session state carries the loop's writes on, as after any message.
+//
+// A quiz the learner pauses (or leaves) ends the loop with Recommendation ReasonQuizPaused and
+// a Text that says so; the quiz stays paused in the session state, so "continue quiz" resumes
+// it. FinalMastery is then the topic's mastery as the earlier cycles left it.
 func (s *Session) Master(ctx context.Context, topic string) (MasteryResult, error) {
 	k, ok := s.agents.corpus.Concept(topic)
 	if !ok {
@@ -250,6 +254,24 @@ func (s *Session) Master(ctx context.Context, topic string) (MasteryResult, erro
 	out.MasteryAchieved, _ = ar[KeyMasteryAchieved].(bool)
 	out.TotalCycles, _ = ar["total_cycles"].(int)
 	out.Recommendation, _ = ar["escalation_reason"].(string)
+	if out.Recommendation == ReasonQuizPaused {
+		var items []quizItem
+		var responses []response
+		decode(ar[KeyQuizQuestions], &items)
+		decode(ar[KeyQuizResponses], &responses)
+		mastery := map[string]float64{}
+		decode(s.state[KeyMastery], &mastery)
+		m, known := mastery[k.ID]
+		out.FinalMastery, out.MasteryAchieved = m, false
+		var b strings.Builder
+		fmt.Fprintf(&b, "Mastery work on %s stopped in cycle %d: the quiz is paused after %d of %d questions, nothing graded yet", k.Name, out.TotalCycles, len(responses), len(items))
+		if known {
+			fmt.Fprintf(&b, "; your mastery stays %.2f", m)
+		}
+		fmt.Fprintf(&b, ".\nSay \"continue quiz\" to pick it up where you left off, or \"/master %s\" to start the mastery loop over with a new quiz.", k.ID)
+		out.Text = b.String()
+		return out, nil
+	}
 	fb, _ := ar["feedback_text"].(string)
 	out.Text = fmt.Sprintf("%d learning cycle(s) on %s: mastery %.2f — %s.\n%s", out.TotalCycles, k.Name, out.FinalMastery, strings.ReplaceAll(out.Recommendation, "_", " "), fb)
 	return out, nil

@@ -37,7 +37,12 @@ func lookup(d *troupe.Dispatch, key string, out any) bool {
 	if !found {
 		v, found = d.State(key)
 	}
-	if !found || v == nil {
+	return found && decode(v, out)
+}
+
+// decode decodes v into out through JSON, as lookup does; nil decodes to nothing.
+func decode(v, out any) bool {
+	if v == nil {
 		return false
 	}
 	b, err := json.Marshal(v)
