@@ -15,12 +15,15 @@ import (
 // layer's parsed_query, typically decoded from JSON):
 //
 //   - intent_type comes from "intent" or "intent_type" (both may be given if they agree);
+//   - "kpis" is the KPIs entity (EntityKPIs): a list of strings, or a single KPI as a string
+//     ("" names none), as the rule router route.Rules reads it;
 //   - "preferred_agents", "excluded_agents" and "secondary_intents" fill those fields;
 //   - "complexity", "requires_ml", "requires_causal_inference", "requires_experimentation",
 //     "enable_discovery", "discovery_config", "confidence_threshold" and
 //     "time_budget_seconds" are copied;
 //   - every other key whose value is a list of strings ([]string, or []any holding only
-//     strings) becomes an entity, as do the lists of an "entities" object;
+//     strings) becomes an entity, as do the lists of an "entities" object (an entity given
+//     both there and at the top level must agree);
 //   - everything else (strings such as "time_period", numbers, objects) is ignored, and so is
 //     any key whose value is nil.
 //
@@ -110,6 +113,12 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 			default:
 				c.SecondaryIntents = vs
 			}
+		case EntityKPIs:
+			if vs, ok := kpiList(v); ok {
+				addEntity(key, vs)
+			} else {
+				want(key, "a string or a list of strings", v)
+			}
 		case "entities":
 			var nested map[string]any
 			switch m := v.(type) {
@@ -129,7 +138,7 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 					want("entities."+k, "a list of strings", nested[k])
 					continue
 				}
-				if top, ok := stringList(parsed[k]); ok && parsed[k] != nil && !slices.Equal(top, vs) {
+				if top, ok := topLevelEntity(parsed, k); ok && !slices.Equal(top, vs) {
 					bad("entities."+k, fmt.Sprintf("conflicts with top-level %q", k))
 					continue
 				}
@@ -161,6 +170,32 @@ func validateCriteria(c *troupe.SelectionCriteria) error {
 		return fmt.Errorf("plan: invalid criteria: %w", err)
 	}
 	return nil
+}
+
+// topLevelEntity reads entity key at the top level of parsed, as CriteriaFromParsed does;
+// ok is false when it is absent or not an entity there.
+func topLevelEntity(parsed map[string]any, key string) (vs []string, ok bool) {
+	v := parsed[key]
+	switch {
+	case v == nil:
+		return nil, false
+	case key == EntityKPIs:
+		return kpiList(v)
+	}
+	return stringList(v)
+}
+
+// kpiList reads "kpis": a list of strings, or one KPI as a string ("" for none), as the rule
+// router does.
+func kpiList(v any) ([]string, bool) {
+	switch s, ok := v.(string); {
+	case !ok:
+		return stringList(v)
+	case s == "":
+		return []string{}, true
+	default:
+		return []string{s}, true
+	}
 }
 
 // stringList converts []string or []any of strings to a fresh []string.

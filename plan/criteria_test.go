@@ -1,7 +1,10 @@
 package plan_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/examples/e2i"
 	"github.com/troupehq/troupe/plan"
+	"github.com/troupehq/troupe/route"
 )
 
 func TestCriteriaFromParsed(t *testing.T) {
@@ -92,6 +96,116 @@ func TestCriteriaFromParsed(t *testing.T) {
 	}
 }
 
+// TestCriteriaFromParsedKPIShapes: "kpis" is read as the rule router reads it (route.Rules),
+// a single string or a list of strings, alone or agreeing with "entities"."kpis".
+func TestCriteriaFromParsedKPIShapes(t *testing.T) {
+	tests := []struct {
+		name   string
+		parsed map[string]any
+		want   []string
+	}{
+		{"single string", map[string]any{"kpis": "NRx"}, []string{"NRx"}},
+		{"empty string is no KPI", map[string]any{"kpis": ""}, []string{}},
+		{"list decoded from JSON", map[string]any{"kpis": []any{"NRx", "MAU"}}, []string{"NRx", "MAU"}},
+		{"[]string", map[string]any{"kpis": []string{"MAU", "NRx"}}, []string{"MAU", "NRx"}},
+		{"empty list", map[string]any{"kpis": []any{}}, []string{}},
+		{"entities only", map[string]any{"entities": map[string]any{"kpis": []any{"NRx"}}}, []string{"NRx"}},
+		{"single string agrees with entities", map[string]any{"kpis": "NRx", "entities": map[string]any{"kpis": []any{"NRx"}}}, []string{"NRx"}},
+		{"nil is no KPI", map[string]any{"kpis": nil}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parsed := map[string]any{"intent": "trend"}
+			for k, v := range tt.parsed {
+				parsed[k] = v
+			}
+			c, err := plan.CriteriaFromParsed(parsed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := c.Entities[plan.EntityKPIs]
+			if ok != (tt.want != nil) {
+				t.Fatalf("kpis entity present = %v, want %v (entities %v)", ok, tt.want != nil, c.Entities)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("kpis (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanSingleKPIRoutes: a parsed query naming one KPI as a string routes by it, as the
+// same KPI in a list does.
+func TestPlanSingleKPIRoutes(t *testing.T) {
+	reg := registry(t, nil)
+	for _, kpis := range []any{"NBRx", []any{"NBRx"}, []string{"NBRx"}} {
+		req := &troupe.Request{Query: "How is NBRx trending?", ParsedQuery: map[string]any{"intent_type": "trend", "kpis": kpis}}
+		p, err := e2i.Rules().Plan(req, reg)
+		if err != nil {
+			t.Fatalf("kpis %#v: %v", kpis, err)
+		}
+		var reasons []string
+		for _, s := range p.Selected {
+			if s.Agent == "heterogeneous_optimizer" {
+				reasons = s.Reasons
+			}
+		}
+		if !slices.Contains(reasons, "KPI NBRx routes to it") {
+			t.Errorf("kpis %#v: heterogeneous_optimizer not selected for NBRx; selected %+v", kpis, p.Selected)
+		}
+	}
+}
+
+// checkRouterReadsAlike checks that the rule router route.Rules reads parsed as
+// CriteriaFromParsed did (c or err): it refuses only what the planner refuses, and when the
+// planner accepts, it reads the same intent and the same KPIs in the same order.
+func checkRouterReadsAlike(t *testing.T, rules *plan.Rules, parsed map[string]any, c *troupe.SelectionCriteria, perr error) {
+	t.Helper()
+	intents := &route.Rules{Intents: map[string][]string{}, Default: "default"}
+	available := []string{"default"}
+	for _, r := range rules.Intents {
+		if r.Intent != "" && intents.Intents[r.Intent] == nil {
+			intents.Intents[r.Intent] = []string{"intent " + r.Intent}
+			available = append(available, "intent "+r.Intent)
+		}
+	}
+	// Every KPI maps to an agent that is not available, so "skipped" lists the KPIs read.
+	kpis := &route.Rules{KPIMap: map[string][]string{}, Default: "default"}
+	for k := range rules.KPIMap {
+		kpis.KPIMap[k] = []string{"kpi " + k}
+	}
+	in := troupe.RouteInput{ParsedQuery: parsed, Available: available}
+	byIntent, ierr := intents.Route(context.Background(), in, troupe.Context{})
+	byKPI, kerr := kpis.Route(context.Background(), in, troupe.Context{})
+	if rerr := errors.Join(ierr, kerr); rerr != nil {
+		if perr == nil {
+			t.Fatalf("the router refuses %v (%v), the planner accepts it", parsed, rerr)
+		}
+		return
+	}
+	if perr != nil {
+		return // refused for something the router does not read
+	}
+	if src := byIntent.Metadata["source"]; src == "intent" && byIntent.Metadata["intent"] != c.IntentType {
+		t.Fatalf("%v: the router read intent %v, the planner %q", parsed, byIntent.Metadata["intent"], c.IntentType)
+	} else if src != "intent" && rules.Rule(c.IntentType) != nil {
+		t.Fatalf("%v: the router did not route by intent %q: %+v", parsed, c.IntentType, byIntent)
+	}
+	var want, got []string
+	for _, k := range c.Entities[plan.EntityKPIs] {
+		if kpis.KPIMap[k] != nil && !slices.Contains(want, k) {
+			want = append(want, k)
+		}
+	}
+	skipped, _ := byKPI.Metadata["skipped"].([]string)
+	for _, a := range skipped {
+		got = append(got, strings.TrimPrefix(a, "kpi "))
+	}
+	if !slices.Equal(want, got) {
+		t.Fatalf("%v: the router read KPIs %v, the planner %v", parsed, got, want)
+	}
+}
+
 func TestCriteriaFromParsedCopies(t *testing.T) {
 	brands := []string{"Kisqali"}
 	c, err := plan.CriteriaFromParsed(map[string]any{"intent": "trend", "brands": brands})
@@ -127,6 +241,12 @@ func TestCriteriaFromParsedErrors(t *testing.T) {
 		{"entities not an object", map[string]any{"intent": "causal", "entities": []any{"x"}}, []string{`"entities": want an object of string lists`}},
 		{"entity not a list", map[string]any{"intent": "causal", "entities": map[string]any{"kpis": "NRx"}}, []string{`"entities.kpis": want a list of strings`}},
 		{"entity conflicts", map[string]any{"intent": "causal", "kpis": []any{"TRx"}, "entities": map[string]any{"kpis": []any{"NRx"}}}, []string{`"entities.kpis": conflicts with top-level "kpis"`}},
+		{"kpis a number", map[string]any{"intent": "causal", "kpis": 7.0}, []string{`"kpis": want a string or a list of strings, got float64`}},
+		{"kpis holds a number", map[string]any{"intent": "causal", "kpis": []any{"NRx", 7.0}}, []string{`"kpis": want a string or a list of strings, got []interface {}`}},
+		{"kpis an object", map[string]any{"intent": "causal", "kpis": map[string]any{"NRx": true}}, []string{`"kpis": want a string or a list of strings, got map[string]interface {}`}},
+		{"kpis a boolean", map[string]any{"intent": "causal", "kpis": true}, []string{`"kpis": want a string or a list of strings, got bool`}},
+		{"single kpi conflicts with entities", map[string]any{"intent": "causal", "kpis": "TRx", "entities": map[string]any{"kpis": []any{"NRx"}}}, []string{`"entities.kpis": conflicts with top-level "kpis"`}},
+		{"intent_type not a string", map[string]any{"intent_type": []any{"causal"}}, []string{`"intent_type": want a string, got []interface {}`}},
 		{
 			"every problem is reported",
 			map[string]any{"intent": 1.0, "requires_ml": 1.0, "complexity": 1.0},
@@ -163,6 +283,9 @@ func FuzzCriteriaFromParsed(f *testing.F) {
 		`{"intent_type":"monitoring","entities":{"kpis":["match_rate"]},"excluded_agents":["explainer"]}`,
 		`{"intent":"forecast","preferred_agents":["explainer","health_score"],"time_budget_seconds":12.5}`,
 		`{"intent":1,"kpis":[1,"x"],"discovery_config":{"alpha":0.05}}`,
+		`{"intent_type":"trend","kpis":"NBRx"}`,
+		`{"intent":"causal","kpis":"NRx","entities":{"kpis":["NRx"]}}`,
+		`{"intent":"causal","intent_type":"trend","kpis":"","entities":{"kpis":["TRx","MAU"]}}`,
 		`{}`,
 	} {
 		f.Add([]byte(s))
@@ -175,6 +298,7 @@ func FuzzCriteriaFromParsed(f *testing.F) {
 			return
 		}
 		c, err := plan.CriteriaFromParsed(parsed)
+		checkRouterReadsAlike(t, rules, parsed, c, err)
 		if err != nil {
 			if c != nil {
 				t.Fatalf("criteria %+v with error %v", c, err)

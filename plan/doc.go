@@ -6,8 +6,10 @@
 // # Criteria
 //
 // A plan starts from seed 000's AgentSelectionCriteria: the request's Criteria when set, else
-// the criteria CriteriaFromParsed derives from its parsed query, where "intent" names the
-// intent and every list of strings (brands, kpis, regions, …) becomes an entity.
+// the criteria CriteriaFromParsed derives from its parsed query, where "intent" (or
+// "intent_type") names the intent, "kpis" (a list of strings or a single string) the KPIs, and
+// every other list of strings (brands, regions, …) becomes an entity. The rule router
+// route.Rules reads the intent and the KPIs of a parsed query the same way.
 //
 // # Scoring
 //

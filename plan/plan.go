@@ -81,14 +81,15 @@ func GroupID(i int) string { return "group_" + strconv.Itoa(i+1) }
 
 // SharedResources returns seed 000's shared_resources of a group of tasks: the session state
 // keys that two or more of the tasks' agents declare they read, sorted, or nil. Tasks whose
-// agent the catalog does not know (a routed task's, before routing) declare nothing.
+// agent the catalog does not know (a routed task's, before routing), or knows with a nil spec,
+// declare nothing.
 func SharedResources(tasks []troupe.Task, agents troupe.Catalog) []string {
 	if len(tasks) < 2 || agents == nil {
 		return nil
 	}
 	readers := map[string]int{}
 	for _, t := range tasks {
-		if spec, ok := agents.Spec(t.Agent); ok && t.Agent != "" {
+		if spec, ok := agents.Spec(t.Agent); ok && spec != nil && t.Agent != "" {
 			for _, k := range dedupe(spec.Reads) {
 				readers[k]++
 			}

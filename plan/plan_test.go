@@ -714,3 +714,62 @@ func TestSharedResources(t *testing.T) {
 		t.Errorf("group JSON lacks seed 000's group_id or shared_resources: %s", data)
 	}
 }
+
+// nilSpecs is a catalog that knows some agents but returns a nil spec for them, as a Catalog
+// implementation other than troupe.Registry may.
+type nilSpecs struct {
+	troupe.Catalog
+	nil map[string]bool
+}
+
+func (c nilSpecs) Spec(name string) (*troupe.AgentSpec, bool) {
+	if c.nil[name] {
+		return nil, true
+	}
+	return c.Catalog.Spec(name)
+}
+
+// TestSharedResourcesNilSpec: an agent the catalog knows but whose spec is nil declares
+// nothing, as the scheduler treats it, rather than crashing the plan.
+func TestSharedResourcesNilSpec(t *testing.T) {
+	reg := registry(t, map[string][]troupe.Option{
+		"drift_monitor": {troupe.Reads("baseline", "window")},
+		"gap_analyzer":  {troupe.Reads("window", "baseline")},
+		"health_score":  {troupe.Reads("window")},
+	})
+	tests := []struct {
+		name string
+		nil  []string
+		want []string
+	}{
+		{"no nil spec", nil, []string{"baseline", "window"}},
+		{"one nil spec", []string{"gap_analyzer"}, []string{"window"}},
+		{"all but one nil", []string{"gap_analyzer", "health_score"}, nil},
+		{"all nil", []string{"drift_monitor", "gap_analyzer", "health_score"}, nil},
+	}
+	tasks := []troupe.Task{{Agent: "drift_monitor"}, {Agent: "gap_analyzer"}, {Agent: "health_score"}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cat := nilSpecs{Catalog: reg, nil: map[string]bool{}}
+			for _, n := range tt.nil {
+				cat.nil[n] = true
+			}
+			if got := plan.SharedResources(tasks, cat); !cmp.Equal(got, tt.want) {
+				t.Errorf("SharedResources = %v, want %v", got, tt.want)
+			}
+			// The planner fills every stage's shared resources the same way.
+			p, err := e2i.Rules().Plan(&troupe.Request{ParsedQuery: map[string]any{"intent": "monitoring"}}, cat)
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if len(p.Stages) == 0 {
+				t.Fatalf("empty plan")
+			}
+			for _, st := range p.Stages {
+				if want := plan.SharedResources(st.Tasks, cat); !cmp.Equal(st.SharedResources, want) {
+					t.Errorf("%s shares %v, want %v", st.GroupID, st.SharedResources, want)
+				}
+			}
+		})
+	}
+}

@@ -12,9 +12,14 @@
 //     occurs in the message as whole words, ignoring case, apostrophe style and Unicode
 //     spelling (composed or decomposed accents, full-width and compatibility forms: NFKC).
 //  3. Intent (seed 000's INTENT_ROUTING_RULES): the candidates listed for
-//     ParsedQuery["intent"], in order.
-//  4. KPIs (seed 000's KPI_ROUTING_MAP): for each of ParsedQuery["kpis"] in order, the agents
-//     mapped to it, in order.
+//     ParsedQuery["intent"] (or "intent_type"), in order.
+//  4. KPIs (seed 000's KPI_ROUTING_MAP): for each of ParsedQuery["kpis"] (a list or a single
+//     string, or the "kpis" list of ParsedQuery["entities"]) in order, the agents mapped to it,
+//     in order.
+//
+// Steps 3 and 4 read the parsed query as plan.CriteriaFromParsed does, so the planner and the
+// router accept the same shapes, and a shape they refuse is an error naming the key rather
+// than a silent fall through to the default.
 //  5. Default.
 //
 // An agent that is not in RouteInput.Available is skipped, the next candidate is considered,

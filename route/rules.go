@@ -49,10 +49,17 @@ type Rules struct {
 var _ troupe.Router = (*Rules)(nil)
 
 // Route chooses the agent for in: a planned task's agent, else the first trigger that fires
-// on in.Query and in.State, else the candidates of ParsedQuery["intent"], else those of each
-// of ParsedQuery["kpis"] (a string or a list of strings), else Default. Only agents listed in
-// in.Available are chosen, so an empty list allows none; the others are skipped. The context
-// is not consulted.
+// on in.Query and in.State, else the candidates of the parsed query's intent, else those of
+// each of its KPIs, else Default. Only agents listed in in.Available are chosen, so an empty
+// list allows none; the others are skipped. The context is not consulted.
+//
+// The parsed query is read as plan.CriteriaFromParsed reads it: the intent is
+// ParsedQuery["intent"] or ParsedQuery["intent_type"] (a string; both may be given if they
+// agree), the KPIs are ParsedQuery["kpis"] (a list of strings, or one KPI as a string) or the
+// "kpis" list of ParsedQuery["entities"] (both may be given if they agree). It is read only when
+// neither a planned task nor a trigger decided, and only for what the table routes on: the
+// intent when Intents is not empty, the KPIs when KPIMap is not empty. A value of the wrong
+// shape there is an error, troupe.ValidationErrors naming the key, rather than ignored.
 //
 // The decision's Reason says in a sentence what matched. Its Metadata holds the same facts
 // for programs:
@@ -69,7 +76,7 @@ var _ troupe.Router = (*Rules)(nil)
 // Fallback is Fallbacks[target] when that agent is available.
 //
 // When no available agent is found, the error wraps troupe.ErrUnknownAgent and lists every
-// agent tried.
+// agent tried; a parsed query of the wrong shape is not such an error.
 func (r *Rules) Route(_ context.Context, in troupe.RouteInput, _ troupe.Context) (troupe.RoutingDecision, error) {
 	if r == nil {
 		r = &Rules{}
@@ -117,8 +124,15 @@ func (r *Rules) Route(_ context.Context, in troupe.RouteInput, _ troupe.Context)
 		return d.decide(tr.Target, tr.reason(i, pattern), meta), nil
 	}
 
+	// Steps 3 and 4 read the parsed query, as the planner does; a shape the planner refuses is
+	// an error here too, not something to route around.
+	parsed, err := readParsed(in.ParsedQuery, len(r.Intents) > 0, len(r.KPIMap) > 0)
+	if err != nil {
+		return troupe.RoutingDecision{}, err
+	}
+
 	// Step 3: the parsed intent (seed 000's INTENT_ROUTING_RULES).
-	if intent, _ := in.ParsedQuery["intent"].(string); intent != "" {
+	if intent := parsed.intent; intent != "" {
 		if cands := r.Intents[intent]; len(cands) > 0 {
 			d.tried = append(d.tried, fmt.Sprintf("intent %s → %s", intent, strings.Join(cands, ", ")))
 			for k, c := range cands {
@@ -132,7 +146,7 @@ func (r *Rules) Route(_ context.Context, in troupe.RouteInput, _ troupe.Context)
 	}
 
 	// Step 4: the parsed KPIs (seed 000's KPI_ROUTING_MAP), in the order the query names them.
-	for _, kpi := range stringsOf(in.ParsedQuery["kpis"]) {
+	for _, kpi := range parsed.kpis {
 		cands := r.KPIMap[kpi]
 		if len(cands) == 0 {
 			continue
@@ -261,29 +275,6 @@ func (t *Trigger) reason(i int, pattern string) string {
 		s = t.Reason + ": " + s
 	}
 	return s
-}
-
-// stringsOf reads ParsedQuery["kpis"]: a string, a []string, or a []any (as decoded from
-// JSON) whose non-string elements are ignored.
-func stringsOf(v any) []string {
-	switch x := v.(type) {
-	case string:
-		if x == "" {
-			return nil
-		}
-		return []string{x}
-	case []string:
-		return x
-	case []any:
-		out := make([]string, 0, len(x))
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // String summarizes the table, as in `route.Rules(6 triggers, 0 intents, 0 KPIs, default tutor)`.

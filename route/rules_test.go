@@ -158,7 +158,7 @@ func TestRoute(t *testing.T) {
 			name:  "KPIs in query order, unmapped and unavailable ones skipped",
 			rules: analytics(),
 			in: troupe.RouteInput{
-				ParsedQuery: map[string]any{"intent": "forecast", "kpis": []any{"TRx", 7, "MAU", "data_freshness"}},
+				ParsedQuery: map[string]any{"intent": "forecast", "kpis": []any{"TRx", "MAU", "data_freshness"}},
 				Available:   without(allAnalytics, "gap_analyzer"),
 			},
 			want: troupe.RoutingDecision{
@@ -192,9 +192,9 @@ func TestRoute(t *testing.T) {
 			},
 		},
 		{
-			name:  "default with its reason; a non-string intent is ignored",
+			name:  "default with its reason; an intent without candidates falls through",
 			rules: analytics(),
-			in:    troupe.RouteInput{Query: "hello", ParsedQuery: map[string]any{"intent": 3}, Available: allAnalytics},
+			in:    troupe.RouteInput{Query: "hello", ParsedQuery: map[string]any{"intent": "forecast"}, Available: allAnalytics},
 			want: troupe.RoutingDecision{
 				Target:   "explainer",
 				Reason:   "no rule matched; explainer answers what nothing else claims",

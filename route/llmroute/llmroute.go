@@ -165,8 +165,9 @@ func New(cfg Config) (*Router, error) {
 
 // Route asks the rule router first. When it matched something other than its default, that
 // decision stands and no model is asked. Otherwise the model classifies the message, and the
-// rule router decides again with ParsedQuery["intent"] set to the model's intent; the
-// decision's metadata then holds "classifier": "llm", "llm_intent" and "llm_model".
+// rule router decides again with ParsedQuery["intent"] set to the model's intent (and any
+// "intent_type" removed, since route.Rules reads either); the decision's metadata then holds
+// "classifier": "llm", "llm_intent" and "llm_model".
 //
 // Classifications are cached by the message and parsed query, so the same inputs give the
 // same decision, down to its JSON, but for tokens_used and cost_dollars: only a decision that
@@ -189,6 +190,7 @@ func (r *Router) Route(ctx context.Context, in troupe.RouteInput, c troupe.Conte
 		if second.ParsedQuery == nil {
 			second.ParsedQuery = map[string]any{}
 		}
+		delete(second.ParsedQuery, "intent_type") // the rules read either key: the model's intent replaces both
 		second.ParsedQuery["intent"] = intent
 		dec, rerr := r.rules.Route(ctx, second, c)
 		switch {

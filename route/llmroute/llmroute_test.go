@@ -139,6 +139,30 @@ func TestClassifiesWhenNoRuleMatches(t *testing.T) {
 	}
 }
 
+// TestClassifiedIntentReplacesIntentType: the rules read the parsed query's intent from
+// "intent" or "intent_type", so the model's intent replaces both rather than conflicting
+// with an "intent_type" the rules could not place.
+func TestClassifiedIntentReplacesIntentType(t *testing.T) {
+	for _, parsed := range []map[string]any{
+		{"intent_type": "forecast"},
+		{"intent": "forecast", "intent_type": "forecast"},
+	} {
+		rt, _ := newRouter(t, map[string]string{"why did sales drop in Q3?": `{"intent":"causal"}`}, rules())
+		in := input("why did sales drop in Q3?")
+		in.ParsedQuery = parsed
+		dec, err := rt.Route(context.Background(), in, troupe.Context{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Target != "causal_impact" || dec.Metadata["llm_intent"] != "causal" || dec.Metadata["llm_fallback"] != nil {
+			t.Errorf("parsed %v: decision %+v, want causal_impact by the classified intent", parsed, dec)
+		}
+		if parsed["intent_type"] != "forecast" {
+			t.Errorf("parsed query modified: %v", parsed)
+		}
+	}
+}
+
 func TestSameInputsSameDecision(t *testing.T) {
 	rt, cl := newRouter(t, map[string]string{"how has churn moved this year": `{"intent":"trend"}`}, rules())
 	var first []byte
