@@ -100,7 +100,7 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 				c.TimeBudgetSeconds = &f
 			}
 		case "preferred_agents", "excluded_agents", "secondary_intents":
-			vs, ok := stringList(v)
+			vs, ok := jsonvalue.Strings(v)
 			if !ok {
 				want(key, "a list of strings", v)
 				break
@@ -133,7 +133,7 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 				want(key, "an object of string lists", v)
 			}
 			for _, k := range sortedKeys(nested) {
-				vs, ok := stringList(nested[k])
+				vs, ok := jsonvalue.Strings(nested[k])
 				if !ok {
 					want("entities."+k, "a list of strings", nested[k])
 					continue
@@ -145,7 +145,7 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 				addEntity(k, vs)
 			}
 		default:
-			if vs, ok := stringList(v); ok {
+			if vs, ok := jsonvalue.Strings(v); ok {
 				addEntity(key, vs)
 			}
 		}
@@ -182,7 +182,7 @@ func topLevelEntity(parsed map[string]any, key string) (vs []string, ok bool) {
 	case key == EntityKPIs:
 		return kpiList(v)
 	}
-	return stringList(v)
+	return jsonvalue.Strings(v)
 }
 
 // kpiList reads "kpis": a list of strings, or one KPI as a string ("" for none), as the rule
@@ -190,31 +190,12 @@ func topLevelEntity(parsed map[string]any, key string) (vs []string, ok bool) {
 func kpiList(v any) ([]string, bool) {
 	switch s, ok := v.(string); {
 	case !ok:
-		return stringList(v)
+		return jsonvalue.Strings(v)
 	case s == "":
 		return []string{}, true
 	default:
 		return []string{s}, true
 	}
-}
-
-// stringList converts []string or []any of strings to a fresh []string.
-func stringList(v any) ([]string, bool) {
-	switch l := v.(type) {
-	case []string:
-		return slices.Clone(l), true
-	case []any:
-		out := make([]string, len(l))
-		for i, e := range l {
-			s, ok := e.(string)
-			if !ok {
-				return nil, false
-			}
-			out[i] = s
-		}
-		return out, true
-	}
-	return nil, false
 }
 
 // toFloat converts any Go number to a finite float64.

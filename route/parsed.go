@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // parsedQuery is what Route reads of a parsed query: seed 000's intent_type and the KPIs its
@@ -74,7 +75,7 @@ func readParsed(parsed map[string]any, readIntent, readKPIs bool) (parsedQuery, 
 				want("entities", "an object of string lists", v)
 			}
 			if present {
-				vs, ok := stringList(nested)
+				vs, ok := jsonvalue.Strings(nested)
 				switch {
 				case !ok:
 					want("entities.kpis", "a list of strings", nested)
@@ -97,29 +98,10 @@ func readParsed(parsed map[string]any, readIntent, readKPIs bool) (parsedQuery, 
 func kpiList(v any) ([]string, bool) {
 	switch s, ok := v.(string); {
 	case !ok:
-		return stringList(v)
+		return jsonvalue.Strings(v)
 	case s == "":
 		return nil, true
 	default:
 		return []string{s}, true
 	}
-}
-
-// stringList reads a []string, or a []any (as decoded from JSON) holding only strings.
-func stringList(v any) ([]string, bool) {
-	switch l := v.(type) {
-	case []string:
-		return l, true
-	case []any:
-		out := make([]string, len(l))
-		for i, e := range l {
-			s, ok := e.(string)
-			if !ok {
-				return nil, false
-			}
-			out[i] = s
-		}
-		return out, true
-	}
-	return nil, false
 }
