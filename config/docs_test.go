@@ -55,7 +55,7 @@ check it; add this first line to a file for editors using the YAML language serv
 
 troupe validate FILE checks a file, reporting every problem at once as file:line:column: field: problem.
 Unknown fields are errors everywhere except in the free-form maps marked *map* below.
-Durations are written as Go writes them: 30s, 1m30s, 250ms.
+Durations are written as Go writes them, with their unit: 30s, 1m30s, 250ms, and zero as 0s; a bare number is not one.
 
 Each section lists an object's fields: name, type, whether it is required, and what it means.
 `, root["description"])

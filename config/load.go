@@ -285,11 +285,12 @@ func check(t *tree, f *File) Errors {
 			c.add(pointer("mcp_servers", n), "args, env and dir are for a server run as a command, not one at a url")
 		}
 	}
-	c.cycles(func(a *Agent) []string { return a.Children() }, "", func(a *Agent, cyc string) string {
-		return fmt.Sprintf("%s agent %q contains itself: %s", a.Kind, a.Name, cyc)
+	c.cycles(func(a *Agent) []string { return a.Children() }, func(a *Agent, cyc string) {
+		c.add(pointer("agents", a.Name), fmt.Sprintf("%s agent %q contains itself: %s", a.Kind, a.Name, cyc))
 	})
-	c.cycles(func(a *Agent) []string { return a.After }, "/after", func(a *Agent, cyc string) string {
-		return "after has a cycle, so no agent of it can run first: " + cyc
+	c.cycles(func(a *Agent) []string { return withoutSelf(a.After, a.Name) }, func(a *Agent, cyc string) {
+		// Running after itself is reported at the entry.
+		c.add(pointer("agents", a.Name, "after"), "after has a cycle, so no agent of it can run first: "+cyc)
 	})
 
 	if r := f.Routing; r != nil {
@@ -352,6 +353,23 @@ func check(t *tree, f *File) Errors {
 		for _, k := range slices.Sorted(maps.Keys(p.FallbackAgents)) {
 			c.refKey("/error_policy/fallback_agents", k)
 		}
+		for _, k := range slices.Sorted(maps.Keys(p.FallbackAgents)) {
+			for i, fb := range p.FallbackAgents[k] {
+				if fb == k {
+					// The engine never stands an agent in for itself: the entry would be ignored,
+					// and, planned by TopLevel, the agent would not be planned at all.
+					c.add(pointer("error_policy", "fallback_agents", k, strconv.Itoa(i)), "an agent cannot be its own fallback")
+				}
+			}
+		}
+		if f.Routing == nil && f.Coordinator == nil {
+			// TopLevel plans no agent that is another's fallback: agents that are each other's
+			// fallbacks would none of them run.
+			c.cycles(func(a *Agent) []string { return withoutSelf(p.FallbackAgents[a.Name], a.Name) }, func(a *Agent, cyc string) {
+				c.errs = append(c.errs, c.t.keyErrorAt(pointer("error_policy", "fallback_agents", a.Name),
+					"fallback_agents has a cycle, so none of its agents is planned (a fallback agent runs only in place of one that failed, and there is no routing or coordinator to plan one of them): "+cyc))
+			})
+		}
 		if p.OnError != "" && p.OnError != string(troupe.Fallback) && f.declaresFallbacks() {
 			// The policy uses fallback agents only under on_error fallback (which retries
 			// recoverable failures first); under any other on_error they would be ignored.
@@ -359,6 +377,12 @@ func check(t *tree, f *File) Errors {
 		}
 		if r := p.Retry; r != nil && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
 			c.add("/error_policy/retry/initial_backoff", "initial_backoff is longer than max_backoff")
+		} else if r != nil && r.MaxBackoff <= 0 && time.Duration(r.InitialBackoff) > defaultMaxBackoff {
+			// Every wait is capped at max_backoff, the default one too: the wait written would
+			// never be waited.
+			initial := shortDuration(time.Duration(r.InitialBackoff))
+			c.add("/error_policy/retry/initial_backoff", fmt.Sprintf("initial_backoff %s is longer than error_policy.retry.max_backoff, %s when absent as here, which caps every wait: set max_backoff to %s or more, or shorten initial_backoff",
+				initial, shortDuration(defaultMaxBackoff), initial))
 		}
 	}
 	if p := f.Parser; p != nil {
@@ -392,6 +416,10 @@ func (c *checker) add(ptr, problem string) { c.errs = append(c.errs, c.t.errorAt
 // mcpCallTimeout is how long a call to an MCP server whose call_timeout is absent may take:
 // mcptool.DefaultCallTimeout, which this package does not import (its tests check they agree).
 const mcpCallTimeout = time.Minute
+
+// defaultMaxBackoff is the longest wait between attempts when retry.max_backoff is absent:
+// policy.DefaultMaxBackoff, which this package does not import (its tests check they agree).
+const defaultMaxBackoff = 10 * time.Second
 
 // callTimeout reports an mcp agent whose timeout is longer than its server's call_timeout (or
 // the default, when the server gives none): each dispatch of the agent is one call, which the
@@ -528,9 +556,23 @@ func (c *checker) refMap(ptr string, m map[string][]string) {
 	}
 }
 
+// withoutSelf returns names but for name.
+func withoutSelf(names []string, name string) []string {
+	if !slices.Contains(names, name) {
+		return names
+	}
+	var out []string
+	for _, n := range names {
+		if n != name {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // cycles reports each cycle of the graph edges defines over the agents once, at the agent
 // where it is first met in file order, naming the whole cycle.
-func (c *checker) cycles(edges func(*Agent) []string, field string, say func(a *Agent, cycle string) string) {
+func (c *checker) cycles(edges func(*Agent) []string, report func(a *Agent, cycle string)) {
 	const (
 		unvisited = iota
 		active
@@ -547,16 +589,13 @@ func (c *checker) cycles(edges func(*Agent) []string, field string, say func(a *
 			if _, ok := c.f.Agents[m]; !ok {
 				continue
 			}
-			if m == n && field == "/after" {
-				continue // reported as running after itself
-			}
 			switch state[m] {
 			case unvisited:
 				visit(m)
 			case active:
 				i := slices.Index(stack, m)
 				cyc := append(slices.Clone(stack[i:]), m)
-				c.add(pointer("agents", m)+field, say(c.f.Agents[m], strings.Join(cyc, " → ")))
+				report(c.f.Agents[m], strings.Join(cyc, " → "))
 			}
 		}
 		stack = stack[:len(stack)-1]

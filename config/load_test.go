@@ -63,6 +63,11 @@ func TestParseErrors(t *testing.T) {
 		{"negative duration", "version: 1\nagents:\n  a:\n    kind: builtin\n    timeout: -5s\n", []string{
 			`t.yaml:5:14: agents.a.timeout: "-5s" is negative: a duration here is positive, such as 30s`,
 		}},
+		{"duration without its unit", "version: 1\nagents:\n  a:\n    kind: builtin\n    timeout: 10\nbudget: {time: 0, default_timeout: \"0\"}\n", []string{
+			`t.yaml:5:14: agents.a.timeout: 10 is not a duration: a duration has a unit, such as 10s`,
+			`t.yaml:6:16: budget.time: 0 is not a duration: a duration has a unit, such as 0s`,
+			`t.yaml:6:36: budget.default_timeout: "0" is not a duration: a duration has a unit, such as 0s`,
+		}},
 		{"kind without its block", "version: 1\nagents:\n  a:\n    kind: exec\n", []string{
 			`t.yaml:4:5: agents.a: missing required field "exec"`,
 		}},
@@ -112,6 +117,9 @@ func TestParseErrors(t *testing.T) {
 		}},
 		{"retry backoff order", "version: 1\nagents: {a: {kind: builtin}}\nerror_policy:\n  retry: {initial_backoff: 2s, max_backoff: 1s}\n", []string{
 			`t.yaml:4:28: error_policy.retry.initial_backoff: initial_backoff is longer than max_backoff`,
+		}},
+		{"retry backoff longer than the default max_backoff", "version: 1\nagents: {a: {kind: builtin}}\nerror_policy:\n  retry: {initial_backoff: 30s}\n", []string{
+			`t.yaml:4:28: error_policy.retry.initial_backoff: initial_backoff 30s is longer than error_policy.retry.max_backoff, 10s when absent as here, which caps every wait: set max_backoff to 30s or more, or shorten initial_backoff`,
 		}},
 	}
 	for _, tt := range tests {

@@ -130,10 +130,12 @@ func checkSchema(t *tree) (Errors, [][]string) {
 			}
 		case *kind.Pattern:
 			problem := e.ErrorKind.LocalizedString(printer)
-			if strings.Contains(k.Want, "(ns|us|µs|ms|s|m|h)") {
+			if isDurationPattern(k.Want) {
 				problem = fmt.Sprintf("%q is not a duration: write one as Go does, such as 30s, 1m30s or 250ms", k.Got)
 				if d, err := time.ParseDuration(k.Got); err == nil && d < 0 {
 					problem = fmt.Sprintf("%q is negative: a duration here is positive, such as 30s", k.Got)
+				} else if _, err := strconv.ParseFloat(k.Got, 64); err == nil {
+					problem = fmt.Sprintf("%q is not a duration: %s", k.Got, unitless(k.Got))
 				}
 			}
 			out = append(out, t.errorAt(ptr, problem))
@@ -172,6 +174,10 @@ func checkSchema(t *tree) (Errors, [][]string) {
 				}
 				out = append(out, t.keyErrorAt(ptr, problem+fmt.Sprintf("; %q looks like a field of %s: check its indentation", loc[1], owner)))
 				break
+			}
+			if n, ok := t.valueAt(ptr).(json.Number); ok && isDurationPattern(schemaPattern(e.SchemaURL, "/type")) {
+				// A bare number says no unit (a request's timeouts are seconds, a file's are not).
+				problem = fmt.Sprintf("%s is not a duration: %s", n, unitless(n.String()))
 			}
 			out = append(out, t.errorAt(ptr, problem))
 		default:
@@ -249,16 +255,44 @@ func agentAbove(t *tree, name string) string {
 	return ""
 }
 
+// isDurationPattern reports whether pattern is the schema's pattern of a duration.
+func isDurationPattern(pattern string) bool { return strings.Contains(pattern, "(ns|us|µs|ms|s|m|h)") }
+
+// unitless says how to write a duration that a number without a unit might mean.
+func unitless(n string) string {
+	if d, err := time.ParseDuration(n + "s"); err == nil && d >= 0 {
+		return fmt.Sprintf("a duration has a unit, such as %ss", n)
+	}
+	return "write one as Go does, such as 30s, 1m30s or 250ms"
+}
+
+// schemaPattern returns the pattern of the schema whose keyword keyword is at url, if any.
+func schemaPattern(url, keyword string) string {
+	p, _ := schemaNode(url, keyword)["pattern"].(string)
+	return p
+}
+
 // knownFields returns the properties the schema at e's keyword location declares.
 func knownFields(e *jsonschema.ValidationError) []string {
 	// The error's schema URL ends in ".../additionalProperties"; its parent declares the
-	// properties. Look them up in the raw schema by JSON pointer.
-	u := e.SchemaURL
+	// properties.
+	props, _ := schemaNode(e.SchemaURL, "/additionalProperties")["properties"].(map[string]any)
+	var names []string
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// schemaNode returns the object of the raw schema whose keyword (such as "/type") the schema
+// URL of an error names, looked up by JSON pointer.
+func schemaNode(u, keyword string) map[string]any {
 	i := strings.IndexByte(u, '#')
 	if i < 0 {
 		return nil
 	}
-	frag := strings.TrimSuffix(u[i+1:], "/additionalProperties")
+	frag := strings.TrimSuffix(u[i+1:], keyword)
 	node := rawSchema()
 	for _, tok := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
 		if tok == "" {
@@ -278,13 +312,7 @@ func knownFields(e *jsonschema.ValidationError) []string {
 		}
 	}
 	obj, _ := node.(map[string]any)
-	props, _ := obj["properties"].(map[string]any)
-	var names []string
-	for k := range props {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
+	return obj
 }
 
 // unknownField says a field is unknown, suggesting the closest known one.
