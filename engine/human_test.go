@@ -298,3 +298,34 @@ func TestStateDuringReview(t *testing.T) {
 		t.Errorf("final state %+v, want deployer rejected", st.FailedAgents["deployer"])
 	}
 }
+
+// A question is answered once: a resume that brings two answers to the same question is
+// refused, as one that answers a question the log already holds an answer to is, rather than
+// recording both and leaving the log to say which one the run went by.
+func TestResumeRefusesTwoAnswersToOneQuestion(t *testing.T) {
+	var calls atomic.Int64
+	store := memory.New()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "tutor", asker(&calls)), Planner: chain("tutor"), Store: store})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "teach me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(t.Context()); !errors.Is(err, troupe.ErrPaused) {
+		t.Fatalf("Wait: %v, want paused", err)
+	}
+	evs, _ := store.Events(t.Context(), r.ID(), 0)
+	q := troupetest.Last(evs).Data.(*troupe.Outcome).Questions[0]
+	_, err = eng.Resume(t.Context(), r.ID(), engine.ResumeOptions{Answers: []troupe.Answer{
+		{QuestionID: q.ID, Text: "decimals"}, {QuestionID: q.ID, Text: "fractions"}}})
+	if err == nil || !strings.Contains(err.Error(), "answered twice") {
+		t.Errorf("Resume with two answers to %s: %v, want a refusal", q.ID, err)
+	}
+	if after, _ := store.Events(t.Context(), r.ID(), 0); len(after) != len(evs) {
+		t.Errorf("the refused resume appended %d events", len(after)-len(evs))
+	}
+	// The run can still be resumed with one answer.
+	all := resumeWith(t, eng, store, r.ID(), troupe.Answer{QuestionID: q.ID, Text: "decimals"})
+	if n := len(troupetest.Find(all, troupe.KindHumanAnswered, "")); n != 1 {
+		t.Errorf("%d answers recorded, want 1", n)
+	}
+}

@@ -601,3 +601,81 @@ func TestEngineSeedSequence(t *testing.T) {
 		t.Errorf("a new engine with the same seed gave %v, then %v", first, again)
 	}
 }
+
+// ctxSetupAgent's Setup waits for its context; cancel, if set, is called first: the caller
+// cancels the run while the agent is being set up.
+type ctxSetupAgent struct {
+	lifecycleAgent
+	cancel context.CancelFunc
+}
+
+func (a ctxSetupAgent) Setup(ctx context.Context) error {
+	a.record("setup")
+	a.cancel()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A run cancelled during INITIALIZE, whose agent's Setup gives up with its context, ends
+// CANCELLED, as one cancelled at any other stage does: the setup did not fail, the caller
+// stopped the run. The agents set up before it are torn down.
+func TestCancelDuringSetup(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	a := lifecycleAgent{name: "a", mu: &mu, log: &log}
+	b := ctxSetupAgent{lifecycleAgent{name: "b", mu: &mu, log: &log}, cancel}
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", a, "b", b), Planner: chain("a", "b")})
+	evs, err := troupetest.Collect(eng.Run(ctx, troupe.Request{Query: "q"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCancelled {
+		t.Errorf("run ended %s %+v, want run_cancelled", last.Kind, last.Data)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"a setup", "b setup", "a teardown"}; !cmp.Equal(log, want) {
+		t.Errorf("lifecycle %v, want %v", log, want)
+	}
+}
+
+// flakySetupAgent's first Setup fails, as a service not up yet does; later ones succeed.
+type flakySetupAgent struct {
+	lifecycleAgent
+	setups *atomic.Int32
+}
+
+func (a flakySetupAgent) Setup(context.Context) error {
+	a.record("setup")
+	if a.setups.Add(1) == 1 {
+		return errors.New("connection refused")
+	}
+	return nil
+}
+
+// An agent set up when first dispatched whose Setup fails fails that dispatch, recoverably;
+// the retry the error policy then makes sets the agent up again rather than failing at once
+// with the first attempt's error, and the agent is torn down once, with the run.
+func TestLateSetupFailureIsRetried(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	svc := flakySetupAgent{lifecycleAgent{name: "svc", mu: &mu, log: &log}, new(atomic.Int32)}
+	p := &troupe.Plan{Stages: []troupe.PlanStage{{Tasks: []troupe.Task{{ID: "t1"}}}}}
+	router := troupe.RouterFunc(func(context.Context, troupe.RouteInput, troupe.Context) (troupe.RoutingDecision, error) {
+		return troupe.RoutingDecision{Target: "svc", Reason: "routed"}, nil
+	})
+	eng := newEngine(t, engine.Config{Registry: agents(t, "svc", svc), Planner: staticPlan(p), Router: router,
+		Policy: troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{MaxAttempts: 2, Initial: time.Millisecond}}})
+	evs := run(t, eng, troupe.Request{Query: "q"})
+	if out := outcome(t, evs); out.Status != troupe.RunCompleted {
+		t.Errorf("outcome %+v, want completed by the retry", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"svc setup", "svc setup", "svc run", "svc teardown"}; !cmp.Equal(log, want) {
+		t.Errorf("lifecycle %v, want %v", log, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -338,12 +339,14 @@ func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range opts.Answers {
+	for i, a := range opts.Answers {
 		switch {
 		case !x.asked[a.QuestionID]:
 			return nil, fmt.Errorf("engine: resume %s: answer to %q: the run never asked that question", runID, a.QuestionID)
 		case x.keys["human_answered/"+a.QuestionID]:
 			return nil, fmt.Errorf("engine: resume %s: question %q is already answered", runID, a.QuestionID)
+		case slices.ContainsFunc(opts.Answers[:i], func(b troupe.Answer) bool { return b.QuestionID == a.QuestionID }):
+			return nil, fmt.Errorf("engine: resume %s: question %q is answered twice", runID, a.QuestionID)
 		}
 		x.answers[a.QuestionID] = a
 	}

@@ -585,6 +585,9 @@ func (r *Run) begin(answers []troupe.Answer) {
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: &a})
 	}
 	switch {
+	case setupErr != nil && r.ctxErr() != nil:
+		// The run was cancelled while its agents were being set up: it ends cancelled, not
+		// failed (a Setup that gives up with its context did not fail).
 	case setupErr != nil:
 		r.failLocked(troupe.StageInitialize, troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: setupErr.Error()}, "agent setup failed", setupErr)
 	case planErr != nil:
@@ -750,7 +753,7 @@ func (j *teardownJob) Done(expired bool) { j.expired = expired }
 // setupLate sets up an agent the plan did not name, the first time it is dispatched: one a
 // router chose (seed 003's coordinator plans tasks with no agent) or a routing decision's own
 // fallback. The run tears it down with the others. Concurrent dispatches of the agent wait for
-// the one setup.
+// the one setup; a later dispatch after a failed one tries again.
 //
 //go:noinline
 func (r *Run) setupLate(ctx context.Context, name string, s troupe.Setupper) error {
@@ -783,8 +786,13 @@ func (r *Run) setupLate(ctx context.Context, name string, s troupe.Setupper) err
 	err := troupe.CallSafely(func() error { return s.Setup(r.context()) })
 	r.mu.Lock()
 	late := x.tornDown // the run finished while it was being set up
-	if err == nil && !late {
+	switch {
+	case err == nil && !late:
 		r.setup = append(r.setup, name)
+	case err != nil:
+		// Those waiting share this failure; a dispatch of the agent after it (the retry the
+		// error policy makes of a recoverable one) sets it up again.
+		delete(x.lateSetup, name)
 	}
 	r.mu.Unlock()
 	if err == nil && late {
