@@ -135,7 +135,7 @@ func SeedOf(d *troupe.Dispatch) uint64 {
 // Decision is the orchestrator's agent_result.
 type Decision struct {
 	Decision   string  `json:"decision"` // go | no_go | go_with_contingency | no_go_unless_rescoped
-	Verdict    string  `json:"verdict"`  // the majority verdict of the valid replicates
+	Verdict    string  `json:"verdict"`  // the majority verdict of the valid replicates; infeasible on a tie
 	Votes      string  `json:"votes"`    // e.g. "2 of 3 infeasible"
 	Confidence float64 `json:"confidence"`
 	Unanimous  bool    `json:"unanimous"`
@@ -149,11 +149,11 @@ type Decision struct {
 	Justification string   `json:"justification"`
 }
 
-// Decide reads an evidence bundle of judges on p once and decides: unanimous judges at or
-// above minConfidence decide outright (go / no_go); otherwise the majority verdict stands with
-// a condition (go_with_contingency / no_go_unless_rescoped). The justification cites the
-// replicates' verdicts, the disagreements, the confidence and the distributions, all read from
-// the bundle.
+// Decide reads an evidence bundle of judges on p once and decides: unanimous judges (two or
+// more valid ones) at or above minConfidence decide outright (go / no_go); otherwise the
+// majority verdict stands with a condition (go_with_contingency / no_go_unless_rescoped), a
+// tie reading as infeasible. The justification cites the replicates' verdicts, the
+// disagreements, the confidence and the distributions, all read from the bundle.
 func Decide(p Proposal, b *bundle.Bundle, minConfidence float64) (Decision, error) {
 	var verdicts, ids []string
 	var drivers [][]string
@@ -201,10 +201,11 @@ func Decide(p Proposal, b *bundle.Bundle, minConfidence float64) (Decision, erro
 			d.Disagreements = append(d.Disagreements, g.Field)
 		}
 	}
+	outright := d.Unanimous && len(verdicts) > 1 && d.Confidence >= minConfidence // one judge is no agreement
 	switch {
-	case d.Unanimous && d.Confidence >= minConfidence && d.Verdict == "feasible":
+	case outright && d.Verdict == "feasible":
 		d.Decision = "go"
-	case d.Unanimous && d.Confidence >= minConfidence:
+	case outright:
 		d.Decision = "no_go"
 	case d.Verdict == "feasible":
 		d.Decision = "go_with_contingency"
@@ -223,16 +224,28 @@ func Decide(p Proposal, b *bundle.Bundle, minConfidence float64) (Decision, erro
 	} else {
 		fmt.Fprintf(&s, "%d judges ran (seeds %s). ", len(b.Replicates), joinSeeds(b.Meta.Seeds))
 	}
-	if d.Unanimous {
+	switch {
+	case len(verdicts) == 1:
+		// The bundle's confidence is 0 here because there is no pair to measure, not because
+		// judges disagree: it must not read as 1 − mean pairwise distance.
+		fmt.Fprintf(&s, "Only 1 judge produced valid output, so agreement cannot be measured (confidence 0) and one judge does not decide outright; it finds it %s.", d.Verdict)
+	case d.Unanimous:
 		fmt.Fprintf(&s, "All %d valid judges find it %s", len(verdicts), d.Verdict)
-	} else {
+	default:
 		var per []string
 		for i, v := range verdicts {
 			per = append(per, ids[i]+" "+v)
 		}
-		fmt.Fprintf(&s, "The judges disagree on the verdict — %s — so the decision follows the majority, %s, with a condition", strings.Join(per, ", "), d.Votes)
+		if 2*feasible == len(verdicts) {
+			// No majority to follow: say so, and how the tie is read.
+			fmt.Fprintf(&s, "The judges disagree on the verdict — %s — an even split, %d of %d each way, which reads as infeasible, with a condition", strings.Join(per, ", "), feasible, len(verdicts))
+		} else {
+			fmt.Fprintf(&s, "The judges disagree on the verdict — %s — so the decision follows the majority, %s, with a condition", strings.Join(per, ", "), d.Votes)
+		}
 	}
-	fmt.Fprintf(&s, "; confidence %.2f (1 − mean pairwise distance), %s the %.2f needed to decide outright.", d.Confidence, map[bool]string{true: "meeting", false: "below"}[d.Confidence >= minConfidence], minConfidence)
+	if len(verdicts) > 1 {
+		fmt.Fprintf(&s, "; confidence %.2f (1 − mean pairwise distance), %s the %.2f needed to decide outright.", d.Confidence, map[bool]string{true: "meeting", false: "below"}[d.Confidence >= minConfidence], minConfidence)
+	}
 	if dist, ok := b.Summary.Distributions["probability"]; ok && dist.Mean != nil {
 		fmt.Fprintf(&s, " Probability of meeting the %gk budget and %g-week deadline: mean %.2f", p.BudgetK, p.DeadlineWeeks, *dist.Mean)
 		if dist.Stdev != nil && dist.Min != nil && dist.Max != nil {

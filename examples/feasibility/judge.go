@@ -36,7 +36,7 @@ type Judgement struct {
 	P80CostK          float64  `json:"p80_cost_k"`
 	ExpectedWeeks     float64  `json:"expected_weeks"`
 	P80Weeks          float64  `json:"p80_weeks"`
-	Binding           string   `json:"binding_constraint"` // the likelier limit to break, when one is broken in 20% of draws or more; else none
+	Binding           string   `json:"binding_constraint"` // the likelier limit to break, when one is broken in more than 20% of draws; else none
 	RiskDrivers       []string `json:"risk_drivers"`       // the proposal's risks that struck most in failing draws
 	Rationale         string   `json:"rationale"`
 }

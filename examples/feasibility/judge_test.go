@@ -7,6 +7,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/bundle"
+	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/examples/feasibility"
 )
 
@@ -201,5 +202,87 @@ func TestProposalOfQueryText(t *testing.T) {
 	d.Query = "Can we build a bridge for 2M in 80 weeks?"
 	if _, err := ds.ProposalOf(d); err == nil {
 		t.Error("a question naming no case found one")
+	}
+}
+
+// TestDecideTieIsNotAMajority: with as many judges finding the proposal feasible as not, the
+// justification says they split evenly and that the tie reads as infeasible; it does not claim
+// a majority the votes do not have.
+func TestDecideTieIsNotAMajority(t *testing.T) {
+	ds := feasibility.DefaultDataset()
+	p, _ := ds.Case("warehouse-expansion")
+	reg, err := feasibility.Registry(ds, feasibility.Config{K: 2}) // seeds 11 (feasible) and 23 (infeasible)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dec map[string]any
+	for ev, err := range eng.Run(t.Context(), troupe.Request{ParsedQuery: map[string]any{"case": p.ID}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := ev.Data.(*troupe.Result); ok && ev.Kind == troupe.KindDispatchCompleted && r.AgentName == feasibility.OrchestratorAgent {
+			dec = r.AgentResult
+		}
+	}
+	if dec["decision"] != "no_go_unless_rescoped" || dec["verdict"] != "infeasible" || dec["votes"] != "1 of 2 infeasible" {
+		t.Fatalf("decision %v, verdict %v, votes %v", dec["decision"], dec["verdict"], dec["votes"])
+	}
+	j, _ := dec["justification"].(string)
+	if strings.Contains(j, "majority") {
+		t.Errorf("a 1–1 split is not a majority:\n%s", j)
+	}
+	if !strings.Contains(j, "r1 (seed 11) feasible, r2 (seed 23) infeasible — an even split, 1 of 2 each way, which reads as infeasible, with a condition") {
+		t.Errorf("the justification does not say the judges tied:\n%s", j)
+	}
+}
+
+// TestDecideOneValidJudge: with a single valid replicate there is no pairwise distance among
+// valid judges, and the bundle's confidence of 0 means "not measurable", not "1 − mean
+// pairwise distance"; the justification must not present it as a measured agreement.
+func TestDecideOneValidJudge(t *testing.T) {
+	ds := feasibility.DefaultDataset()
+	p, _ := ds.Case("crm-rollout")
+	j, err := ds.Assess(p, 47, feasibility.JudgeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(j)
+	var data any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := bundle.CompileSchema(feasibility.JudgeSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []bundle.Input{
+		{ID: "r1", Seed: 11, Status: "failed", Errors: []string{"garbage"}},
+		{ID: "r2", Seed: 23, Status: "failed", Errors: []string{"garbage"}},
+		{ID: "r3", Seed: 47, Data: data},
+	}
+	b, _, err := bundle.Build(bundle.Meta{Task: "feasibility", KMax: 3, Epsilon: 0.2, Seeds: []int64{11, 23, 47}}, in, bundle.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := feasibility.Decide(p, b, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Decision != "go_with_contingency" || d.Votes != "1 of 1 feasible" || d.Confidence != 0 {
+		t.Errorf("decision %+v", d)
+	}
+	if strings.Contains(d.Justification, "(1 − mean pairwise distance)") || strings.Contains(d.Justification, "All 1 valid judges") {
+		t.Errorf("the justification presents one judge's confidence as measured agreement:\n%s", d.Justification)
+	}
+	if !strings.Contains(d.Justification, "Only 1 judge produced valid output, so agreement cannot be measured (confidence 0)") {
+		t.Errorf("the justification does not say agreement cannot be measured:\n%s", d.Justification)
+	}
+	// Even asked to decide at any confidence, one judge does not decide outright.
+	if d, err := feasibility.Decide(p, b, 0); err != nil || d.Decision != "go_with_contingency" {
+		t.Errorf("at minimum confidence 0: decision %q, %v", d.Decision, err)
 	}
 }

@@ -184,7 +184,7 @@ func (j *Judge) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 // a verdict that does not follow from the probability and the threshold, a joint probability
 // above either single one, a binding constraint that is not the likelier limit to break
 // (budget or deadline when either is met with probability below 0.8 — either when they are
-// equal — else none), a risk
+// equal; at exactly 0.8, the likelier or none — else none), a risk
 // driver the proposal does not name, and p80 figures below the expected ones.
 func Check(j map[string]any, p feasibility.Proposal, threshold float64) []string {
 	num := func(k string) float64 { v, _ := j[k].(float64); return v }
@@ -200,15 +200,20 @@ func Check(j map[string]any, p feasibility.Proposal, threshold float64) []string
 	if pr > min(pb, pd)+1e-9 {
 		probs = append(probs, fmt.Sprintf("probability %g of meeting both exceeds that of meeting one (budget %g, deadline %g)", pr, pb, pd))
 	}
+	likelier := "budget"
+	if pd < pb {
+		likelier = "deadline"
+	}
 	binding := "none"
 	if min(pb, pd) < 0.8 {
-		binding = "budget"
-		if pd < pb {
-			binding = "deadline"
-		}
+		binding = likelier
 	}
 	v, _ := j["binding_constraint"].(string)
-	if tied := binding != "none" && pb == pd; v != binding && !(tied && v == "deadline") {
+	named := v == likelier || pb == pd && v == "deadline"
+	// The prompt says "broken with probability 0.2 or more", the Monte Carlo judge "more than
+	// 0.2": on the boundary (met with probability exactly 0.8) either reading is consistent.
+	boundary := min(pb, pd) == 0.8 && (v == "none" || named)
+	if v != binding && !(binding != "none" && named) && !boundary {
 		probs = append(probs, fmt.Sprintf("binding_constraint %q, but budget %g and deadline %g make it %q", v, pb, pd, binding))
 	}
 	drivers, _ := j["risk_drivers"].([]any)

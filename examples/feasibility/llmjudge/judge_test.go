@@ -343,6 +343,13 @@ func TestCheck(t *testing.T) {
 		{"binding constraint without a broken limit", with("probability_deadline", 0.85).with("binding_constraint", "deadline"), `but budget 0.9 and deadline 0.85 make it "none"`},
 		{"either binding constraint when tied", with("probability_budget", 0.5), ""},
 		{"either binding constraint when tied, budget", with("probability_budget", 0.5).with("binding_constraint", "budget"), ""},
+		// The prompt asks for the likelier limit "when either is broken with probability 0.2 or
+		// more": a limit met with probability exactly 0.8 is on that boundary, where a judge
+		// following the prompt names it and the Monte Carlo judge says none; neither contradicts
+		// itself.
+		{"binding constraint broken in exactly 20%, as the prompt says", with("probability_deadline", 0.8), ""},
+		{"no binding constraint at exactly 20%, as the forecaster says", with("probability_deadline", 0.8).with("binding_constraint", "none"), ""},
+		{"the other limit at exactly 20%", with("probability_deadline", 0.8).with("binding_constraint", "budget"), `binding_constraint "budget", but budget 0.9 and deadline 0.8`},
 		{"unknown risk", with("risk_drivers", []any{"weather", "scope_creep"}), `risk driver "scope_creep" is not among the proposal's risks [weather]`},
 		{"p80 below expected", with("p80_weeks", 4.0), "a p80 figure is below the expected one"},
 	}

@@ -38,7 +38,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	vote := fs.Bool("vote", false, "three implementers and a majority vote instead of analyzer → generator → reviewer")
 	tape := fs.String("cassette", "", "record or replay the HTTP exchanges in this file (mode from TROUPE_CASSETTE)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: codegen [-vote] [-cassette FILE] TASK…")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // asked for, not a usage error: cmd/troupe's convention, and flag.ExitOnError's
+			return 0
+		}
 		return 2
 	}
 	task := strings.TrimSpace(strings.Join(fs.Args(), " "))

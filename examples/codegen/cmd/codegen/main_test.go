@@ -32,6 +32,10 @@ func TestRun(t *testing.T) {
 			// Without a winner, each tied implementation is shown: the user must choose.
 			[]string{"== implementer_c failed: INVALID_OUTPUT", "vote(s) from implementer_a", "func Reverse(s string) string {", "vote(s) from implementer_b", "func Reverse(s string) string {"}, "codegen: VOTE_TIE: no majority — 2 answers tied with 1 vote(s) each"},
 		{"no task", nil, 2, nil, "codegen: give the task"},
+		// Help asked for is not a usage error: exit 0, as the flag package's ExitOnError and
+		// cmd/troupe do; the usage names the task argument too.
+		{"help", []string{"-h"}, 0, nil, "codegen [-vote] [-cassette FILE] TASK"},
+		{"bad flag", []string{"-bogus"}, 2, nil, "flag provided but not defined: -bogus"},
 		{"unrecorded task", []string{"-cassette", "../../testdata/review.json", "something else"}, 1, nil, "no recorded exchange matches"},
 	}
 	for _, tt := range tests {

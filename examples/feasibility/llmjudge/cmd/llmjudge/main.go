@@ -43,27 +43,35 @@ type options struct {
 	caseID      string
 }
 
-func parse(args []string, stderr io.Writer) (options, bool) {
-	var o options
+// parse parses the command line; ok is false when the command is over, help says it showed
+// the help that was asked for (exit 0) rather than a usage error (exit 2).
+func parse(args []string, stderr io.Writer) (o options, help, ok bool) {
 	fs := flag.NewFlagSet("llmjudge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.k, "k", 3, "most judges to run (2 to 32)")
 	fs.Float64Var(&o.temperature, "temperature", 0.7, "sampling temperature: judges differ by their seeds only when it is above 0")
 	fs.StringVar(&o.cassette, "cassette", "", "record or replay the HTTP exchanges in this file (mode from TROUPE_CASSETTE)")
-	if fs.Parse(args) != nil {
-		return o, false
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: llmjudge [-k 3] [-temperature 0.7] [-cassette FILE] CASE")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, errors.Is(err, flag.ErrHelp), false
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "llmjudge: give one case: crm-rollout, warehouse-expansion or lab-platform")
-		return o, false
+		return o, false, false
 	}
 	o.caseID = fs.Arg(0)
-	return o, true
+	return o, false, true
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	o, ok := parse(args, stderr)
-	if !ok {
+	o, help, ok := parse(args, stderr)
+	switch {
+	case help:
+		return 0
+	case !ok:
 		return 2
 	}
 	cfg := llmjudge.Config{LLM: llmagent.Config{BaseURL: getenv("OPENAI_BASE_URL"), Model: getenv("OPENAI_MODEL"), Temperature: &o.temperature},

@@ -24,6 +24,10 @@ func TestRun(t *testing.T) {
 		{"split", []string{"-cassette", "../../testdata/llm_split.json", "warehouse-expansion"}, 0, "== decision: no_go_unless_rescoped (2 of 3 infeasible", ""},
 		{"agree", []string{"-cassette", "../../testdata/llm_agree.json", "crm-rollout"}, 0, "== decision: go (2 of 2 feasible", ""},
 		{"no case", nil, 2, "", "llmjudge: give one case"},
+		// Help asked for is not a usage error: exit 0, as the flag package's ExitOnError and
+		// cmd/troupe do.
+		{"help", []string{"-h"}, 0, "", "llmjudge [-k 3] [-temperature 0.7] [-cassette FILE] CASE"},
+		{"bad flag", []string{"-bogus"}, 2, "", "flag provided but not defined: -bogus"},
 		{"unrecorded", []string{"-k", "4", "-cassette", "../../testdata/llm_agree.json", "lab-platform"}, 1, "", "no recorded exchange matches"},
 	}
 	for _, tt := range tests {
