@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,10 +207,11 @@ func TestGroupCap(t *testing.T) {
 }
 
 type lifecycleAgent struct {
-	name string
-	mu   *sync.Mutex
-	log  *[]string
-	fail bool
+	name         string
+	mu           *sync.Mutex
+	log          *[]string
+	fail         bool
+	failTeardown bool
 }
 
 func (a lifecycleAgent) Run(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
@@ -223,7 +225,13 @@ func (a lifecycleAgent) Setup(context.Context) error {
 	}
 	return nil
 }
-func (a lifecycleAgent) Teardown(context.Context) error { a.record("teardown"); return nil }
+func (a lifecycleAgent) Teardown(context.Context) error {
+	a.record("teardown")
+	if a.failTeardown {
+		return errors.New("connection already closed")
+	}
+	return nil
+}
 func (a lifecycleAgent) record(what string) {
 	a.mu.Lock()
 	*a.log = append(*a.log, a.name+" "+what)
@@ -677,5 +685,31 @@ func TestLateSetupFailureIsRetried(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"svc setup", "svc setup", "svc run", "svc teardown"}; !cmp.Equal(log, want) {
 		t.Errorf("lifecycle %v, want %v", log, want)
+	}
+}
+
+// When an agent's setup fails, the agents already set up are torn down at once; a teardown
+// that fails then is a warning of the run, as on any other terminal path, not lost.
+func TestTeardownWarningAfterSetupFailure(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	a := lifecycleAgent{name: "a", mu: &mu, log: &log, failTeardown: true}
+	b := lifecycleAgent{name: "b", mu: &mu, log: &log, fail: true}
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", a, "b", b), Planner: chain("a", "b")})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Wait(t.Context())
+	if err == nil || st.Status != troupe.RunFailed {
+		t.Fatalf("status %s, error %v; want failed on b's setup", st.Status, err)
+	}
+	if diff := cmp.Diff([]string{"a setup", "b setup", "a teardown"}, log); diff != "" {
+		t.Errorf("lifecycle (-want +got):\n%s", diff)
+	}
+	if !slices.ContainsFunc(st.Warnings, func(w string) bool {
+		return strings.Contains(w, "teardown of a") && strings.Contains(w, "connection already closed")
+	}) {
+		t.Errorf("warnings %q do not say a's teardown failed", st.Warnings)
 	}
 }

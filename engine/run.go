@@ -687,7 +687,12 @@ func (r *Run) setupAgents(p *troupe.Plan) error {
 			continue
 		}
 		if err := troupe.CallSafely(func() error { return s.Setup(r.context()) }); err != nil {
-			r.teardown()
+			// What the teardown of those set up says is the run's warning, as on any end.
+			if warns := r.teardown(); len(warns) > 0 {
+				r.mu.Lock()
+				r.warnLocked(warns...)
+				r.mu.Unlock()
+			}
 			return fmt.Errorf("setup of %s: %w", n, err)
 		}
 		r.setup = append(r.setup, n)
