@@ -63,6 +63,10 @@ func TestFallbacksThatWouldNeverRun(t *testing.T) {
 		{"each other's fallbacks, routed", agents + routing + "error_policy:\n  fallback_agents: {a: [b], b: [a]}\n", nil},
 		{"each other's fallbacks, coordinated", agents + "coordinator: {default: a}\nerror_policy:\n  fallback_agents: {a: [b], b: [a]}\n", nil},
 		{"a chain", agents + "error_policy:\n  fallback_agents: {a: [b], b: [c]}\n", nil},
+		// An agent another runs after is planned although it is a fallback (TopLevel), so the
+		// cycle through it leaves no agent unplanned: a, then c, with b standing in for a.
+		{"each other's fallbacks, one run after another", "version: 1\nagents: {a: {kind: builtin}, b: {kind: builtin}, c: {kind: builtin, after: [a]}}\n" +
+			"error_policy:\n  fallback_agents: {a: [b], b: [a]}\n", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {

@@ -363,9 +363,21 @@ func check(t *tree, f *File) Errors {
 			}
 		}
 		if f.Routing == nil && f.Coordinator == nil {
-			// TopLevel plans no agent that is another's fallback: agents that are each other's
-			// fallbacks would none of them run.
-			c.cycles(func(a *Agent) []string { return withoutSelf(p.FallbackAgents[a.Name], a.Name) }, func(a *Agent, cyc string) {
+			// TopLevel plans no agent that is another's fallback, unless another agent runs
+			// after it: agents that are each other's fallbacks, none of them run after, would
+			// none of them run. An agent run after is planned, so no cycle goes through it.
+			ranAfter := map[string]bool{}
+			for _, a := range f.Agents {
+				for _, d := range a.After {
+					ranAfter[d] = true
+				}
+			}
+			c.cycles(func(a *Agent) []string {
+				if ranAfter[a.Name] {
+					return nil
+				}
+				return withoutSelf(p.FallbackAgents[a.Name], a.Name)
+			}, func(a *Agent, cyc string) {
 				c.errs = append(c.errs, c.t.keyErrorAt(pointer("error_policy", "fallback_agents", a.Name),
 					"fallback_agents has a cycle, so none of its agents is planned (a fallback agent runs only in place of one that failed, and there is no routing or coordinator to plan one of them): "+cyc))
 			})
