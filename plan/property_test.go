@@ -276,22 +276,29 @@ func TestSeed000ParallelizationAndDependencies(t *testing.T) {
 	}
 }
 
+// randomAfter draws some of all in a random order, each running after at most one of them
+// (itself included): after as a map, and as the options that declare it.
+func randomAfter(rng *rand.Rand, all []string) ([]string, map[string][]string, map[string][]troupe.Option) {
+	agents := slices.Clone(all[:1+rng.IntN(len(all))])
+	rng.Shuffle(len(agents), func(i, j int) { agents[i], agents[j] = agents[j], agents[i] })
+	after := map[string][]string{}
+	opts := map[string][]troupe.Option{}
+	for _, a := range agents {
+		for range rng.IntN(2) {
+			d := agents[rng.IntN(len(agents))]
+			after[a] = append(after[a], d)
+			opts[a] = append(opts[a], troupe.After(d))
+		}
+	}
+	return agents, after, opts
+}
+
 func TestExecutionOrderCycles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	all := e2i.Agents()
 	for n := range 300 {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			agents := slices.Clone(all[:1+rng.IntN(len(all))])
-			rng.Shuffle(len(agents), func(i, j int) { agents[i], agents[j] = agents[j], agents[i] })
-			after := map[string][]string{}
-			opts := map[string][]troupe.Option{}
-			for _, a := range agents {
-				for range rng.IntN(2) {
-					d := agents[rng.IntN(len(agents))]
-					after[a] = append(after[a], d)
-					opts[a] = append(opts[a], troupe.After(d))
-				}
-			}
+			agents, after, opts := randomAfter(rng, all)
 			stages, err := (&plan.Rules{}).ExecutionOrder(agents, registry(t, opts))
 			if err != nil {
 				if !errors.Is(err, plan.ErrCycle) {
@@ -329,17 +336,7 @@ func TestExecutionOrderCyclesUnderSequence(t *testing.T) {
 	all := e2i.Agents()
 	for n := range 300 {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			agents := slices.Clone(all[:1+rng.IntN(len(all))])
-			rng.Shuffle(len(agents), func(i, j int) { agents[i], agents[j] = agents[j], agents[i] })
-			after := map[string][]string{}
-			opts := map[string][]troupe.Option{}
-			for _, a := range agents {
-				for range rng.IntN(2) {
-					d := agents[rng.IntN(len(agents))]
-					after[a] = append(after[a], d)
-					opts[a] = append(opts[a], troupe.After(d))
-				}
-			}
+			agents, after, opts := randomAfter(rng, all)
 			rules := &plan.Rules{Intents: []plan.IntentRule{{Intent: "p", Primary: agents, SequenceRequired: true}}}
 			_, err := rules.ExecutionOrderFor("p", agents, registry(t, opts))
 			if err == nil {
