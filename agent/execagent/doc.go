@@ -48,7 +48,9 @@
 //
 // Each process runs in its own process group. When the dispatch's context ends — Config.Timeout,
 // the dispatch's own timeout, a cancelled run — the group gets SIGTERM, and SIGKILL after
-// Config.KillGrace; when the agent exits, whatever is left of its group is killed, so nothing it
-// started outlives the dispatch. Run returns only after the process and the goroutines copying
-// its pipes are done; a timeout fails with TIMEOUT (recoverable), a cancellation with CANCELLED.
+// Config.KillGrace, or at once when a hurry channel the context carries (WithHurry: a CLI's
+// second Ctrl-C) is closed; when the agent exits, whatever is left of its group is killed, so
+// nothing it started outlives the dispatch. Run returns only after the process and the goroutines
+// copying its pipes are done; a timeout fails with TIMEOUT (recoverable), a cancellation with
+// CANCELLED.
 package execagent

@@ -49,7 +49,7 @@ type Config struct {
 	// (the dispatch's timeout_seconds, the run's budget) wins.
 	Timeout time.Duration
 	// KillGrace is how long the process group has between SIGTERM and SIGKILL; 0 means
-	// DefaultKillGrace.
+	// DefaultKillGrace. A hurry channel in the dispatch's context (WithHurry) ends it early.
 	KillGrace time.Duration
 	// MaxOutputBytes bounds stdout; 0 means DefaultMaxOutputBytes. More fails the dispatch.
 	MaxOutputBytes int
@@ -118,7 +118,7 @@ func or[T comparable](v, def T) T {
 // Run writes d as JSON to a new process's stdin, emits its stderr lines as "stderr" progress
 // events and reads its Result from stdout. It returns when the process and every pipe reader
 // are done; on timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after
-// KillGrace.
+// KillGrace or as soon as a hurry channel of ctx (WithHurry) is closed.
 func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	out := &capped{max: a.cfg.MaxOutputBytes}
 	res, err := a.run(ctx, d, out)
@@ -162,7 +162,9 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 		}
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: fmt.Sprintf("execagent: starting %s", a.name), Cause: err}
 	}
+	stopHurry := killOnHurry(ctx, cmd.Process.Pid)
 	waitErr := cmd.Wait() // waits for the stdin, stdout and stderr copying goroutines too
+	stopHurry()
 	// Whatever is left of the group (a child that ignored SIGTERM, a daemon the agent forked)
 	// goes with the agent.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -552,3 +552,86 @@ func TestInvalidOutputSaysItsCauseOnce(t *testing.T) {
 		})
 	}
 }
+
+// Closing a hurry channel ends the kill grace of a cancelled agent at once: its group, which
+// ignores SIGTERM, is SIGKILLed long before KillGrace, whether the channel closes after the
+// cancellation or before it, and whatever WithHurry it is under.
+func TestHurryEndsTheKillGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		early bool // the channel is closed before the dispatch is cancelled
+		inner bool // under another WithHurry whose channel stays open
+	}{
+		{"after the cancellation", false, false},
+		{"before the cancellation", true, false},
+		{"under an inner WithHurry", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hold, gone := holdPipe(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			hurry := make(chan struct{})
+			ctx = execagent.WithHurry(ctx, hurry)
+			if tc.inner {
+				ctx = execagent.WithHurry(ctx, make(chan struct{}))
+			}
+			if tc.early {
+				close(hurry)
+			}
+			pgid := make(chan int, 1)
+			rt := &runtime{onEvent: func(p troupe.Progress) {
+				s, _ := p.Data.(string)
+				if n, err := strconv.Atoi(strings.TrimPrefix(s, "pgid ")); err == nil {
+					pgid <- n
+					cancel()
+					if !tc.early {
+						close(hurry)
+					}
+				}
+			}}
+			const grace = time.Minute
+			a := newAgent(t, execagent.Config{Command: []string{"sh", "-c",
+				`trap '' TERM; exec 3>"$HOLD"; sleep 1000 & echo "pgid $$" >&2; while :; do wait; done`},
+				Env: []string{"HOLD=" + hold}, KillGrace: grace})
+			errc := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, err := a.Run(ctx, dispatch("q", nil, rt))
+				errc <- err
+			}()
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(10 * time.Second):
+				// Not hurried: end the wait for the grace here, so the test does not take a minute.
+				select {
+				case g := <-pgid:
+					_ = syscall.Kill(-g, syscall.SIGKILL)
+				default:
+				}
+				err = <-errc
+				t.Errorf("Run returned only after %v, the hurry channel closed; KillGrace is %v", time.Since(start).Round(time.Millisecond), grace)
+			}
+			if ae := agentError(t, err); ae.Code != troupe.CodeCancelled || !errors.Is(err, context.Canceled) {
+				t.Errorf("error %v, code %s", err, ae.Code)
+			}
+			if err := gone(); err != nil {
+				t.Errorf("after Run returned, a process of the agent's group still holds the pipe: %v", err)
+			}
+		})
+	}
+}
+
+// A closed hurry channel does nothing until the dispatch is stopped: the agent answers.
+func TestHurryAloneStopsNothing(t *testing.T) {
+	hurry := make(chan struct{})
+	close(hurry)
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "testdata/agent.sh"}})
+	res, err := a.Run(execagent.WithHurry(t.Context(), hurry), dispatch("how many words", nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != troupe.StatusCompleted {
+		t.Errorf("status %s, want completed", res.Status)
+	}
+}

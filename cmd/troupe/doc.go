@@ -29,7 +29,8 @@
 // and prints plain lines elsewhere; --output json prints the run record of
 // docs/run-record.md. Exit codes: 0 the run completed, 1 it failed, 2 the command line or
 // the configuration was wrong, 3 the run paused for a human, 130 it was cancelled (Ctrl-C,
-// which cancels the run cleanly and shows what had finished).
+// which cancels the run cleanly and shows what had finished; a second Ctrl-C SIGKILLs the
+// agents still running rather than wait out their grace, and a third stops troupe at once).
 //
 // Every command is a function of its context, arguments and output streams (run), so the
 // tests drive the command line in-process.

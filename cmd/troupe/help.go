@@ -124,7 +124,8 @@ Runs a query through the workflow CONFIG describes: the query is parsed by the f
 run stage by stage. On a terminal the stages and agents are drawn live, each with a spinner,
 then its duration and outcome, bundle replicates as they finish, and at the end the
 aggregated answer with its confidence, conflicts and warnings. Elsewhere each step is one
-plain line. Ctrl-C cancels the run and shows what had finished.
+plain line. Ctrl-C cancels the run and shows what had finished; a second Ctrl-C kills the
+agents still running at once.
 
 ` + configArg + `
 Flags:

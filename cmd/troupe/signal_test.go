@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/troupehq/troupe/agent/execagent"
 )
 
 // A terminal that closes (an SSH session dropped, a window shut) sends troupe SIGHUP. Its
@@ -112,4 +115,117 @@ func TestHangupIgnoredUnderNohup(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != exitCancelled {
 		t.Errorf("troupe ended with %v, want exit %d (cancelled)\n%s", err, exitCancelled, out.String())
 	}
+}
+
+// An agent that ignores SIGTERM holds a cancelled run for the kill grace. A second Ctrl-C
+// within it must not kill troupe, which would orphan the agent's process group: troupe
+// SIGKILLs the group at once and ends as a cancelled run does.
+func TestSecondInterruptKillsTheAgents(t *testing.T) {
+	dir := t.TempDir()
+	// The agent outlives SIGTERM (its trap notes the signal, which says the grace has begun, and
+	// carries on) and starts a child that ignores it. Both hold the named pipe "hold" open, so
+	// that the test sees when the last of the group is dead: kill(-pgid, 0) would not, since a
+	// zombie left to an init that does not reap (a container's) still counts as a member.
+	script := `trap 'echo > term' TERM
+exec 3>hold
+sh -c 'trap "" TERM; echo $$ > child.pid; exec sleep 60' &
+echo $$ > agent.pid
+while :; do wait; done
+`
+	yaml := "version: 1\nname: stubborn\nagents:\n  stubborn:\n    kind: exec\n    exec: {command: [sh, agent.sh]}\n"
+	for name, body := range map[string]string{"agent.sh": script, "troupe.yaml": yaml} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold := filepath.Join(dir, "hold")
+	if err := syscall.Mkfifo(hold, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The read end is open before the agent opens the write end, which then does not block.
+	held, err := os.OpenFile(hold, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "run", dir, "wait")
+	cmd.Env = append(os.Environ(), "TROUPE_TEST_MAIN=1")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	ended := false
+	defer func() {
+		if !ended {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	pgid := 0
+	waitFor(t, "the agent and its child to start", &out, func() bool {
+		if _, err := os.Stat(filepath.Join(dir, "child.pid")); err != nil {
+			return false
+		}
+		pgid = readPid(filepath.Join(dir, "agent.pid"))
+		return pgid != 0 && readPid(filepath.Join(dir, "child.pid")) != 0
+	})
+	defer syscall.Kill(-pgid, syscall.SIGKILL) // whatever happens, leave nothing behind
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent to get SIGTERM", &out, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "term"))
+		return err == nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	second := time.Now()
+	select {
+	case err = <-done:
+		ended = true
+	case <-time.After(20 * time.Second):
+		t.Fatalf("troupe still running 20s after the second interrupt:\n%s", out.String())
+	}
+	// Without the second interrupt it would end when the grace (from the first) is over.
+	if took := time.Since(second); took >= execagent.DefaultKillGrace/2 {
+		t.Errorf("troupe ended %v after the second interrupt; the kill grace was not cut short", took.Round(time.Millisecond))
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitCancelled {
+		t.Errorf("troupe ended with %v, want exit %d (cancelled)\n%s", err, exitCancelled, out.String())
+	}
+	if !strings.Contains(out.String(), "cancelled") {
+		t.Errorf("the output does not show the run cancelled:\n%s", out.String())
+	}
+	// EOF on the pipe once every process of the group is dead.
+	held.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := held.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("the agent's process group (%d) is still alive after troupe ended: read %d bytes, %v", pgid, n, err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 20 s.
+func waitFor(t *testing.T, what string, out *syncBuffer, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for %s:\n%s", what, out.String())
+		}
+	}
+}
+
+// readPid reads a pid a shell wrote with echo; 0 until the whole line is there.
+func readPid(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.HasSuffix(string(b), "\n") {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
 }
