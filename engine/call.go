@@ -144,6 +144,16 @@ func (c *call) noteBefore(guard string, v troupe.Verdict) {
 	if len(v.Annotations) > 0 {
 		c.work.Annotate(guard, v.Annotations)
 	}
+	// A copy for the run, under its lock, should the deadline pass before finish carries them:
+	// the timeout result is made on another goroutine, which may not read c.work.
+	r := c.r
+	r.mu.Lock()
+	x := r.more()
+	if x.preNotes == nil {
+		x.preNotes = make(map[*call]*troupe.Result)
+	}
+	x.preNotes[c] = &troupe.Result{Warnings: slices.Clone(c.work.Warnings), Annotations: c.work.Annotations} // Annotate replaces maps, never writes into them
+	r.mu.Unlock()
 }
 
 // carryNotes puts the before-dispatch guardrails' warnings and annotations (pre) on res: the
@@ -448,6 +458,9 @@ func (c *call) timedOut() {
 		c.res.Status = troupe.StatusCancelled
 		c.res.Errors[0] = troupe.ErrorInfo{Code: troupe.CodeCancelled,
 			Message: fmt.Sprintf("%s did not stop within the cancel grace after the run was cancelled", c.d.TargetAgent)}
+	}
+	if x := r.rare; x != nil && x.preNotes[c] != nil {
+		carryNotes(c.res, x.preNotes[c]) // what guardrails said before it ran
 	}
 	if c.paused {
 		// It asked a human and then ran out of time: its question no longer holds the run.

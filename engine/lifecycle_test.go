@@ -713,3 +713,31 @@ func TestTeardownWarningAfterSetupFailure(t *testing.T) {
 		t.Errorf("warnings %q do not say a's teardown failed", st.Warnings)
 	}
 }
+
+// What a guardrail said of a dispatch before it ran stays on its result when the dispatch
+// runs out of time, as it does on a completed or failed one: the timeout result, made when
+// the deadline passes, carries the before-dispatch warnings and annotations.
+func TestGuardrailNotesSurviveATimeout(t *testing.T) {
+	audit := troupe.GuardrailFuncs{ID: "audit", Before: func(context.Context, *troupe.Dispatch) troupe.Verdict {
+		return troupe.Verdict{Warnings: []string{"query holds an e-mail address"}, Annotations: map[string]any{"pii": "email"}}
+	}}
+	release := make(chan struct{})
+	defer close(release)
+	stuck := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-release // ignores its context: the deadline alone ends the dispatch
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	reg := troupe.NewRegistry()
+	if err := reg.Add("stuck", stuck, troupe.WithTimeout(50*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("stuck"), Policy: troupe.ErrorPolicy{OnTimeout: troupe.TimeoutSkip}})
+	evs := run(t, eng, troupe.Request{Query: "mail me at a@b.example", Guardrails: []troupe.Guardrail{audit}})
+	r := results(evs)["stuck"][0]
+	if r.Status != troupe.StatusTimeout {
+		t.Fatalf("status %s, want timeout", r.Status)
+	}
+	if !cmp.Equal(r.Warnings, []string{"query holds an e-mail address"}) || !cmp.Equal(r.Annotations, map[string]any{"audit": map[string]any{"pii": "email"}}) {
+		t.Errorf("timeout result: warnings %q, annotations %v; want the guardrail's", r.Warnings, r.Annotations)
+	}
+}

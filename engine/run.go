@@ -104,9 +104,10 @@ type runRare struct {
 	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals
 	routeTokens int64
 	fallbacks   map[string]string
-	lateSetup   map[string]*setupOnce // agents set up when first dispatched, not at INITIALIZE
-	deps        map[*task][]depRef    // depends_on of tasks whose plan does not name agents (resolveDeps)
-	tornDown    bool                  // teardown has run: an agent set up from now on is torn down at once
+	preNotes    map[*call]*troupe.Result // what guardrails noted before a dispatch ran, until it completes (timedOut carries them)
+	lateSetup   map[string]*setupOnce    // agents set up when first dispatched, not at INITIALIZE
+	deps        map[*task][]depRef       // depends_on of tasks whose plan does not name agents (resolveDeps)
+	tornDown    bool                     // teardown has run: an agent set up from now on is torn down at once
 	// stageState is the session state as the current stage began, kept once an agent of a
 	// stage of several wrote to it (stageSnap): the stage's other dispatches read it, not the
 	// write, so what they see does not depend on who finished first.
@@ -1451,6 +1452,9 @@ func (r *Run) completeLocked(c *call) {
 	r.inflight--
 	t := c.t
 	res := c.res
+	if x := r.rare; x != nil && x.preNotes != nil {
+		delete(x.preNotes, c) // carried onto its result by finish or timedOut
+	}
 	if u := c.use; u != nil { // its result counts from now on, its members' with it
 		x := r.more()
 		x.liveTokens -= u.tokens
