@@ -203,3 +203,54 @@ func TestResumeAfterAgentReportedCancel(t *testing.T) {
 		})
 	}
 }
+
+// A run resumed from its log takes the decisions the log records, budget-driven ones too. The
+// time budget's clock starts again on resume, so a failure whose retry the original run refused
+// because the budget would be spent first (and which a fallback replaced) would be retried if
+// decided afresh, under the fallback's dispatch id: the run would end as diverged. The log
+// shows the task went on to another agent, and the resumed run follows it.
+func TestResumeFollowsABudgetRefusedRetry(t *testing.T) {
+	pol := troupe.ErrorPolicy{OnError: troupe.Fallback, Retry: troupe.RetryPolicy{MaxAttempts: 3, Initial: 30 * time.Second, Max: 30 * time.Second},
+		FallbackAgents: map[string][]string{"a": {"spare"}}}
+	for crashAt := 4; crashAt <= 9; crashAt++ {
+		t.Run(fmt.Sprint("crash after ", crashAt, " events"), func(t *testing.T) {
+			clock := troupetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			// a takes 45 s of a 60 s budget and fails: a retry 30 s later would start past it.
+			a := troupetest.NewScript(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+				clock.Advance(45 * time.Second)
+				return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flaky", Recoverable: true}
+			})
+			spare := troupetest.NewScript()
+			reg := agents(t, "a", a, "spare", spare)
+			mem := memory.New()
+			cfg := engine.Config{Registry: reg, Planner: chain("a"), Policy: pol, Executor: local.New(local.Config{Clock: clock.Now})}
+			crashing := cfg
+			crashing.Store = &crashingStore{Store: mem, n: crashAt}
+			req := troupe.Request{Query: "q", RunID: "run_budget", Budget: troupe.Budget{TimeSeconds: 60}}
+			if _, err := troupetest.Collect(newEngine(t, crashing).Run(t.Context(), req)); !errors.Is(err, errCrash) {
+				t.Fatalf("run error %v, want the store's", err)
+			}
+			cfg.Store = mem
+			logged, _ := mem.Events(t.Context(), "run_budget", 0)
+			runs := 1 // a's failure is in the log: the resumed run takes it
+			if len(troupetest.Find(logged, troupe.KindDispatchFailed, "a")) == 0 {
+				runs = 2 // it is not: a runs again, and fails again
+			}
+			r, err := newEngine(t, cfg).Resume(t.Context(), "run_budget", engine.ResumeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Wait(t.Context()); err != nil {
+				t.Fatalf("resumed run: %v", err)
+			}
+			all, _ := mem.Events(t.Context(), "run_budget", 0)
+			troupetest.CheckLog(t, all)
+			if a.Calls() != runs {
+				t.Errorf("a ran %d times, want %d: its retry was refused", a.Calls(), runs)
+			}
+			if got := len(troupetest.Find(all, troupe.KindDispatchCompleted, "spare")); got != 1 {
+				t.Errorf("spare completed %d times in the log, want 1", got)
+			}
+		})
+	}
+}

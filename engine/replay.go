@@ -212,11 +212,17 @@ func (x *replayIndex) diverged(id, agent string) string {
 
 // started says whether the log records dispatch id as started.
 func (x *replayIndex) started(id string) bool {
-	if x == nil {
-		return false
-	}
-	_, ok := x.targets[id]
+	_, ok := x.target(id)
 	return ok
+}
+
+// target is the agent the log records dispatch id as started to, if it does.
+func (x *replayIndex) target(id string) (string, bool) {
+	if x == nil {
+		return "", false
+	}
+	agent, ok := x.targets[id]
+	return agent, ok
 }
 
 func (x *replayIndex) result(id string) (*troupe.Result, bool) {

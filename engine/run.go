@@ -1546,6 +1546,15 @@ func (r *Run) failedLocked(c *call) {
 			}
 		}
 	}
+	if act.Kind == policy.Retry && c.replayed {
+		// The log says what the run did next. Having gone on to another agent, it did not
+		// retry: a time budget refused it, whose clock starts again on resume. The resumed
+		// run does as the log says, not as a fresh budget would.
+		if next, ok := r.replay.target(r.nextID(t)); ok && next != c.d.TargetAgent {
+			f.Attempt = math.MaxInt
+			act = policy.Decide(r.pol, f, rnd)
+		}
+	}
 	switch act.Kind {
 	case policy.Retry:
 		if r.stopping() {
