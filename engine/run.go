@@ -1547,12 +1547,16 @@ func (r *Run) failedLocked(c *call) {
 		}
 	}
 	if act.Kind == policy.Retry && c.replayed {
-		// The log says what the run did next. Having gone on to another agent, it did not
-		// retry: a time budget refused it, whose clock starts again on resume. The resumed
-		// run does as the log says, not as a fresh budget would.
+		// The log says what the run did next. Having gone on to the fallback the policy names
+		// rather than retrying, it was refused the retry by a time budget, whose clock starts
+		// again on resume: the resumed run does as the log says, not as a fresh budget would.
+		// Any other agent there is a divergence, which dispatchLocked reports.
 		if next, ok := r.replay.target(r.nextID(t)); ok && next != c.d.TargetAgent {
-			f.Attempt = math.MaxInt
-			act = policy.Decide(r.pol, f, rnd)
+			nf := f
+			nf.Attempt = math.MaxInt
+			if alt := policy.Decide(r.pol, nf, rnd); alt.Kind == policy.Fallback && alt.Agent == next {
+				act = alt
+			}
 		}
 	}
 	switch act.Kind {
