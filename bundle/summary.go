@@ -713,7 +713,7 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 	// Counts of values every valid replicate agrees on say nothing the consensus does not.
 	if categorical && !unanimous {
 		segs := opts.presentField(f).segs
-		d.Counts = map[string]int{}
+		var cats []any // the values counted, as presented
 		for _, i := range valid {
 			if !f.has[i] {
 				continue
@@ -725,20 +725,26 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 			if arr, ok := v.([]any); ok {
 				for j, e := range arr {
 					if indexOf(arr[:j], e) < 0 { // each element once per replicate
-						d.Counts[categoryName(segs, e, opts)]++
+						cats = append(cats, opts.present(segs, e))
 					}
 				}
 				continue
 			}
-			d.Counts[categoryName(segs, v, opts)]++
+			cats = append(cats, opts.present(segs, v))
+		}
+		// Strings are named as they are, unless other kinds of values are counted beside them:
+		// then by their JSON text, so that "true" and true are two categories, not one.
+		quote := slices.ContainsFunc(cats, func(v any) bool { _, ok := v.(string); return !ok })
+		d.Counts = make(map[string]int, len(cats))
+		for _, v := range cats {
+			d.Counts[categoryName(v, quote)]++
 		}
 	}
 	return d, d.Mean != nil || d.Counts != nil
 }
 
-func categoryName(segs []string, v any, opts *Options) string {
-	v = opts.present(segs, v)
-	if s, ok := v.(string); ok {
+func categoryName(v any, quote bool) string {
+	if s, ok := v.(string); ok && !quote {
 		return s
 	}
 	return canonical(v, 0)

@@ -134,7 +134,9 @@ type Disagreement struct {
 
 // Distribution describes one field over the valid replicates: N values, the mean, population
 // standard deviation, minimum and maximum of the numeric ones, and Counts of the others (for a
-// multi-valued field, of each element).
+// multi-valued field, of each element). A Counts key is a string value as it is and any other
+// value as JSON — strings too when other kinds of values share the field, so "true" and true
+// are counted apart.
 type Distribution struct {
 	N      int            `json:"n"`
 	Mean   *float64       `json:"mean,omitempty"`

@@ -149,8 +149,10 @@ func Last(evs []troupe.Event) troupe.Event {
 }
 
 // CheckLog reports every broken invariant of a complete run log (from seq 1): sequence numbers
-// dense from 1, one run id, a context on every event, at most one terminal event and nothing
-// after it, INITIALIZE first.
+// dense from 1, one run id, a context with the run's trace id on every event, at most one
+// terminal event and nothing after it, INITIALIZE first. Every dispatch_started is answered by
+// exactly one dispatch_completed or dispatch_failed for the same dispatch id, later in the log;
+// only a log that has not ended (paused, or cut short) may leave dispatches unanswered.
 func CheckLog(t testing.TB, evs []troupe.Event) {
 	t.Helper()
 	for _, p := range LogProblems(evs) {
@@ -167,7 +169,13 @@ func LogProblems(evs []troupe.Event) []string {
 	if evs[0].Stage != troupe.StageInitialize {
 		out = append(out, fmt.Sprintf("first event is %s %s, want initialize", evs[0].Stage, evs[0].Kind))
 	}
+	var trace string
+	if c := evs[0].Context; c != nil {
+		trace = c.TraceID()
+	}
 	terminal := -1
+	open := map[string]int64{} // dispatch id → seq of its unanswered dispatch_started
+	var order []string         // dispatch ids in the order they started, for a stable report
 	for i, ev := range evs {
 		if ev.Seq != int64(i)+1 {
 			out = append(out, fmt.Sprintf("event %d has seq %d", i+1, ev.Seq))
@@ -175,14 +183,40 @@ func LogProblems(evs []troupe.Event) []string {
 		if ev.RunID != evs[0].RunID {
 			out = append(out, fmt.Sprintf("event %d has run id %q, want %q", ev.Seq, ev.RunID, evs[0].RunID))
 		}
-		if ev.Context == nil || ev.Context.TraceID() == "" {
+		switch {
+		case ev.Context == nil || ev.Context.TraceID() == "":
 			out = append(out, fmt.Sprintf("event %d (%s) has no context trace id", ev.Seq, ev.Kind))
+		case trace != "" && ev.Context.TraceID() != trace:
+			out = append(out, fmt.Sprintf("event %d (%s) has trace id %q, want the run's %q", ev.Seq, ev.Kind, ev.Context.TraceID(), trace))
 		}
 		if terminal >= 0 {
 			out = append(out, fmt.Sprintf("event %d (%s) follows terminal event %d", ev.Seq, ev.Kind, terminal+1))
 		}
 		if ev.Stage.Terminal() {
 			terminal = i
+		}
+		switch ev.Kind {
+		case troupe.KindDispatchStarted:
+			if at, ok := open[ev.DispatchID]; ok {
+				out = append(out, fmt.Sprintf("event %d starts dispatch %q again, unanswered since event %d", ev.Seq, ev.DispatchID, at))
+				continue
+			}
+			open[ev.DispatchID] = ev.Seq
+			order = append(order, ev.DispatchID)
+		case troupe.KindDispatchCompleted, troupe.KindDispatchFailed:
+			if _, ok := open[ev.DispatchID]; !ok {
+				out = append(out, fmt.Sprintf("event %d (%s) answers dispatch %q, which is not running", ev.Seq, ev.Kind, ev.DispatchID))
+				continue
+			}
+			delete(open, ev.DispatchID)
+		}
+	}
+	if terminal >= 0 {
+		for _, id := range order {
+			if at, ok := open[id]; ok {
+				out = append(out, fmt.Sprintf("dispatch %q started at event %d has no dispatch_completed or dispatch_failed", id, at))
+				delete(open, id)
+			}
 		}
 	}
 	return out
