@@ -94,8 +94,11 @@ func isBasicCredential(match string) bool {
 }
 
 // secretNames are the names of key=value secrets, with any prefix ending in '_' or '-':
-// DB_PASSWORD, client_secret, aws_secret_access_key; not max_tokens or passwordless.
-const secretNames = `(?:[a-z0-9]+[_-])*(?:api[_-]?key|secret|password|passwd|token|access[_-]?key|(?:secret|private)[_-]?key)`
+// DB_PASSWORD, client_secret, aws_secret_access_key; or in camelCase or PascalCase, the name's
+// words capitalized after the prefix's: accessToken, clientSecret, SecretAccessKey. Not
+// max_tokens, maxTokens, passwordless or publicKey.
+const secretNames = `(?:[a-z0-9]+[_-])*(?:api[_-]?key|secret|password|passwd|token|access[_-]?key|(?:secret|private)[_-]?key` +
+	`|(?-i:[A-Za-z][A-Za-z0-9]*(?:Token|Secret|Password|Passwd|(?:Api|API|Access|Secret|Private)Key)))`
 
 // secretName starts a key=value rule: the name, as submatch 1.
 const secretName = `(?i)\b(` + secretNames + `)`
@@ -292,12 +295,13 @@ func (ru *rule) replaceValid(s string) string {
 // types are returned unchanged): strings with
 // rules applied, values under matching field paths — and, with the defaults, under members
 // named as a key=value secret's ("token", "DB_PASSWORD") — replaced whole, and map keys
-// redacted too. v itself is not modified.
+// redacted too. A map or list that holds itself (Go values can; JSON cannot) is replaced where
+// the cycle closes. v itself is not modified.
 func (r *Redactor) Value(v any) any {
 	if r == nil {
 		return v
 	}
-	return r.value(v, nil, 0)
+	return r.value(v, nil, 0, nil)
 }
 
 // ValueAt is Value for a value found at path inside a larger document — path being the member
@@ -317,12 +321,29 @@ func (r *Redactor) ValueAt(path []string, v any) any {
 			return r.replacement
 		}
 	}
-	return r.value(v, p, 0)
+	return r.value(v, p, 0, nil)
 }
 
 const maxDepth = 1000
 
-func (r *Redactor) value(v any, path []string, depth int) any {
+// container identifies a map or a non-empty list by where its contents are: a list by its first
+// element and its length, so that a shorter slice of the same array is another list.
+type container struct {
+	p uintptr
+	n int
+}
+
+// within reports whether c is one of anc, the containers a value is inside of — a cycle, which
+// Go values can have and JSON cannot —, and otherwise returns anc with c added.
+func within(anc []container, c container) ([]container, bool) {
+	if slices.Contains(anc, c) {
+		return anc, true
+	}
+	return append(anc, c), false
+}
+
+// value redacts v, found at path, depth levels down, inside the containers anc.
+func (r *Redactor) value(v any, path []string, depth int, anc []container) any {
 	if depth > maxDepth {
 		return r.replacement
 	}
@@ -330,6 +351,10 @@ func (r *Redactor) value(v any, path []string, depth int) any {
 	case string:
 		return r.String(x)
 	case map[string]any:
+		var cyc bool
+		if anc, cyc = within(anc, container{p: reflect.ValueOf(x).Pointer()}); cyc {
+			return r.replacement // it is being redacted further up
+		}
 		out := make(map[string]any, len(x))
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := append(path, strings.ToLower(k))
@@ -337,15 +362,21 @@ func (r *Redactor) value(v any, path []string, depth int) any {
 			if r.fieldMatch(p) || r.secrets && isSecretMember(k) {
 				out[rk] = r.replacement
 			} else {
-				out[rk] = r.value(x[k], p, depth+1)
+				out[rk] = r.value(x[k], p, depth+1, anc)
 			}
 			path = p[:len(path)]
 		}
 		return out
 	case []any:
+		if len(x) > 0 {
+			var cyc bool
+			if anc, cyc = within(anc, container{reflect.ValueOf(&x[0]).Pointer(), len(x)}); cyc {
+				return r.replacement
+			}
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = r.value(e, path, depth+1)
+			out[i] = r.value(e, path, depth+1, anc)
 		}
 		return out
 	case map[string]string:
@@ -353,24 +384,24 @@ func (r *Redactor) value(v any, path []string, depth int) any {
 		for k, s := range x {
 			m[k] = s
 		}
-		return r.value(m, path, depth)
+		return r.value(m, path, depth, anc)
 	case []string:
 		s := make([]any, len(x))
 		for i, e := range x {
 			s[i] = e
 		}
-		return r.value(s, path, depth)
+		return r.value(s, path, depth, anc)
 	case nil, bool, float64, int, int64, json.Number:
 		return v
 	}
-	return r.typed(v, path, depth)
+	return r.typed(v, path, depth, anc)
 }
 
 // typed redacts the typed lists and maps Go code builds JSON-shaped values with
 // ([]map[string]any, map[string][]string, http.Header, a named string type) as the same value
 // decoded from JSON. Lists of numbers or booleans are returned unchanged, as are structs,
 // pointers and []byte.
-func (r *Redactor) typed(v any, path []string, depth int) any {
+func (r *Redactor) typed(v any, path []string, depth int, anc []container) any {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.String:
@@ -379,19 +410,30 @@ func (r *Redactor) typed(v any, path []string, depth int) any {
 		if rv.Type().Key().Kind() != reflect.String {
 			return v
 		}
+		// The copy is new: the cycle, if any, is the typed map's (type M map[string]M).
+		var cyc bool
+		if anc, cyc = within(anc, container{p: rv.Pointer()}); cyc {
+			return r.replacement
+		}
 		m := make(map[string]any, rv.Len())
 		for it := rv.MapRange(); it.Next(); {
 			m[it.Key().String()] = it.Value().Interface()
 		}
-		return r.value(m, path, depth)
+		return r.value(m, path, depth, anc)
 	case reflect.Slice, reflect.Array:
 		switch rv.Type().Elem().Kind() {
 		case reflect.String, reflect.Interface, reflect.Map, reflect.Slice, reflect.Array:
+			if rv.Kind() == reflect.Slice && rv.Len() > 0 {
+				var cyc bool
+				if anc, cyc = within(anc, container{rv.Pointer(), rv.Len()}); cyc {
+					return r.replacement
+				}
+			}
 			s := make([]any, rv.Len())
 			for i := range s {
 				s[i] = rv.Index(i).Interface()
 			}
-			return r.value(s, path, depth)
+			return r.value(s, path, depth, anc)
 		}
 	}
 	return v

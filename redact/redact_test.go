@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -323,5 +324,75 @@ func TestValueCookies(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, r.Value(in)); diff != "" {
 		t.Errorf("Value (-want +got):\n%s", diff)
+	}
+}
+
+// A value Go code built can hold itself (JSON cannot): a cycle is cut where it closes, so a
+// container that reaches itself more than once costs no more than one that reaches itself once,
+// and what the cycle holds is still redacted.
+func TestValueCycles(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	m := map[string]any{"email": "jane@example.com"}
+	m["a"], m["b"], m["c"] = m, m, []any{m, m}
+	s := []any{"bob@example.org", nil, nil}
+	s[1], s[2] = s, s
+	type node map[string]node
+	n := node{}
+	n["x"], n["y"] = n, n
+	done := make(chan any)
+	go func() { done <- []any{r.Value(m), r.Value(s), r.Value(n)} }()
+	select {
+	case got := <-done:
+		out := got.([]any)
+		if mm := out[0].(map[string]any); mm["email"] != "[REDACTED:email]" || mm["a"] != "[REDACTED]" {
+			t.Errorf("Value(cyclic map) = %v", mm)
+		}
+		if ss := out[1].([]any); ss[0] != "[REDACTED:email]" || ss[1] != "[REDACTED]" {
+			t.Errorf("Value(cyclic slice) = %v", ss)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Value of a cyclic value did not return")
+	}
+	// A value shared without a cycle is no cycle: each place it appears is redacted in full.
+	shared := map[string]any{"email": "amy@example.net"}
+	got := r.Value(map[string]any{"a": shared, "b": []any{shared}})
+	want := map[string]any{"a": map[string]any{"email": "[REDACTED:email]"}, "b": []any{map[string]any{"email": "[REDACTED:email]"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("shared value (-want +got):\n%s", diff)
+	}
+}
+
+// JavaScript's and Java's JSON names its secrets in camelCase — accessToken, clientSecret,
+// secretAccessKey — as often as Python's in snake_case: both spellings are redacted, in text
+// and in a decoded document, and camelCase names that only contain a secret's word stay.
+func TestCamelCaseSecretNames(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	const doc = `{"accessToken": "ya29.a0AfH6", "refreshToken": "1//0gLx", "idToken": "abcd1234", "clientSecret": "GOCSPX-1", ` +
+		`"dbPassword": "hunter22", "secretAccessKey": "wJalrXUt", "sessionToken": "FwoGZXIv", "xApiKey": "k1234567", ` +
+		`"maxTokens": 4096, "inputTokenCount": 12, "passwordless": true, "tokenizer": "cl100k", "publicKey": "ssh-ed25519"}`
+	var in map[string]any
+	if err := json.Unmarshal([]byte(doc), &in); err != nil {
+		t.Fatal(err)
+	}
+	text := r.String(doc)
+	out, _ := json.Marshal(r.Value(in))
+	for _, leak := range []string{"ya29.a0AfH6", "1//0gLx", "abcd1234", "GOCSPX-1", "hunter22", "wJalrXUt", "FwoGZXIv", "k1234567"} {
+		if strings.Contains(text, leak) {
+			t.Errorf("String leaks %q: %s", leak, text)
+		}
+		if strings.Contains(string(out), leak) {
+			t.Errorf("Value leaks %q: %s", leak, out)
+		}
+	}
+	for _, keep := range []string{`"maxTokens":4096`, `"inputTokenCount":12`, `"passwordless":true`, `"tokenizer":"cl100k"`, `"publicKey":"ssh-ed25519"`} {
+		if !strings.Contains(string(out), keep) {
+			t.Errorf("Value redacted what is no secret, %s: %s", keep, out)
+		}
+		if k := strings.ReplaceAll(keep, ":", ": "); !strings.Contains(text, k) {
+			t.Errorf("String redacted what is no secret, %s: %s", k, text)
+		}
+	}
+	if got := r.String("clientSecret=abcdef12 accessToken: xyz12345"); got != "clientSecret=[REDACTED:secret] accessToken: [REDACTED:secret]" {
+		t.Errorf("String(camelCase key=value) = %q", got)
 	}
 }

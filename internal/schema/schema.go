@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
@@ -113,7 +115,7 @@ func (s *Schema) Validate(v any) error {
 		return &Error{Problems: []Problem{{Message: err.Error()}}}
 	}
 	var ps []Problem
-	collect(ve.BasicOutput(), &ps)
+	collect(ve, &ps)
 	if len(ps) == 0 {
 		ps = append(ps, Problem{Message: ve.Error()})
 	}
@@ -121,18 +123,40 @@ func (s *Schema) Validate(v any) error {
 	return &Error{Problems: ps}
 }
 
-func collect(u *jsonschema.OutputUnit, ps *[]Problem) {
-	if u.Error != nil && !u.Valid {
-		msg := u.Error.String()
-		// Failures of "allOf"/"properties" only summarise their children; keep the leaves.
-		if len(u.Errors) == 0 {
-			*ps = append(*ps, Problem{Path: u.InstanceLocation, Message: msg})
+// collect appends the problems of e and its causes. It reads the error tree, not the library's
+// basic output, which puts a $ref's own "validation failed" in place of the error the reference
+// found.
+func collect(e *jsonschema.ValidationError, ps *[]Problem) {
+	if len(e.Causes) == 0 || !wraps(e.ErrorKind) {
+		var path strings.Builder
+		for _, t := range e.InstanceLocation {
+			path.WriteByte('/')
+			path.WriteString(pointerEscaper.Replace(t))
 		}
+		*ps = append(*ps, Problem{Path: path.String(), Message: e.ErrorKind.LocalizedString(printer)})
 	}
-	for i := range u.Errors {
-		collect(&u.Errors[i], ps)
+	for _, c := range e.Causes {
+		collect(c, ps)
 	}
 }
+
+// wraps reports whether an error of kind k only gathers its causes: the whole schema's
+// ("doesn't validate with"), or a reference's ($ref, $dynamicRef, $recursiveRef) own
+// "validation failed".
+func wraps(k jsonschema.ErrorKind) bool {
+	switch kp := k.KeywordPath(); len(kp) {
+	case 0:
+		return true
+	case 1:
+		return kp[0] == "$ref" || kp[0] == "$dynamicRef" || kp[0] == "$recursiveRef"
+	}
+	return false
+}
+
+var (
+	printer        = message.NewPrinter(language.English) // the library's own
+	pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+)
 
 // Details returns the problems of a schema failure wrapped in err as an ErrorInfo's details
 // ({"validation_errors": [{path, message}, …]}), or nil when err is no schema failure.

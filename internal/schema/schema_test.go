@@ -106,3 +106,30 @@ func FuzzCompile(f *testing.F) {
 		_ = s.Validate(map[string]any{"a": 1})
 	})
 }
+
+// A value that fails through a $ref is reported as what is wrong with it, not as the
+// reference's own "validation failed": schemas generated from typed models (Pydantic's $defs,
+// zod's definitions) are made of refs, and an agent author needs the reason to fix an output.
+func TestValidateThroughRef(t *testing.T) {
+	s, err := schema.Compile("risk output", json.RawMessage(`{"type": "object",
+		"$defs": {"score": {"type": "number", "minimum": 0, "maximum": 1},
+			"level": {"enum": ["low", "high"]},
+			"risk": {"type": "object", "properties": {"score": {"$ref": "#/$defs/score"}, "level": {"$ref": "#/$defs/level"}}}},
+		"properties": {"score": {"$ref": "#/$defs/score"}, "risk": {"$ref": "#/$defs/risk"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate(map[string]any{"score": "high", "risk": map[string]any{"score": 1.5, "level": "mid"}})
+	var got []schema.Problem
+	if err != nil {
+		got = err.(*schema.Error).Problems
+	}
+	want := []schema.Problem{
+		{Path: "/risk/level", Message: "value must be one of 'low', 'high'"},
+		{Path: "/risk/score", Message: "maximum: got 1.5, want 1"},
+		{Path: "/score", Message: "got string, want number"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
