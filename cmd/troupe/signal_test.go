@@ -24,29 +24,7 @@ import (
 func TestHangupStopsTheAgents(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			pidFile := filepath.Join(dir, "agent.pid")
-			yaml := "version: 1\nname: hangup\nagents:\n  sleeper:\n    kind: exec\n" +
-				"    exec: {command: [sh, -c, \"echo $$ > agent.pid; exec sleep 60\"]}\n"
-			if err := os.WriteFile(filepath.Join(dir, "troupe.yaml"), []byte(yaml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "run", dir, "wait")
-			cmd.Env = append(os.Environ(), "TROUPE_TEST_MAIN=1")
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := 0
-			for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the agent never started:\n%s", out.String())
-				}
-				if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
-					pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-				}
-			}
+			cmd, out, pid := startSleeperRun(t, os.Args[0])
 			defer syscall.Kill(pid, syscall.SIGKILL) // whatever happens, leave nothing behind
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -66,32 +44,8 @@ func TestHangupStopsTheAgents(t *testing.T) {
 // Under nohup (SIGHUP ignored when troupe starts) a closing terminal must not cancel the run:
 // that is what nohup is for. Notify for SIGHUP would install a handler and undo the ignore.
 func TestHangupIgnoredUnderNohup(t *testing.T) {
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "agent.pid")
-	yaml := "version: 1\nname: hangup\nagents:\n  sleeper:\n    kind: exec\n" +
-		"    exec: {command: [sh, -c, \"echo $$ > agent.pid; exec sleep 60\"]}\n"
-	if err := os.WriteFile(filepath.Join(dir, "troupe.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	// The shell ignores SIGHUP, as nohup does, then becomes troupe: the ignore is inherited.
-	cmd := exec.CommandContext(t.Context(), "sh", "-c", `trap "" HUP; exec "$0" "$@"`, os.Args[0], "run", dir, "wait")
-	cmd.Env = append(os.Environ(), "TROUPE_TEST_MAIN=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := 0
-	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("the agent never started:\n%s", out.String())
-		}
-		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-	}
+	cmd, out, pid := startSleeperRun(t, "sh", "-c", `trap "" HUP; exec "$0" "$@"`, os.Args[0])
 	defer syscall.Kill(pid, syscall.SIGKILL) // whatever happens, leave nothing behind
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -228,4 +182,37 @@ func readPid(path string) int {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid
+}
+
+// startSleeperRun starts `troupe run` (this test binary as the CLI, run through the command
+// prefix, whose last word is the binary) on a workflow of one exec agent that sleeps a minute,
+// and returns once the agent has started, with the agent's pid.
+func startSleeperRun(t *testing.T, prefix ...string) (*exec.Cmd, *bytes.Buffer, int) {
+	t.Helper()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "agent.pid")
+	yaml := "version: 1\nname: hangup\nagents:\n  sleeper:\n    kind: exec\n" +
+		"    exec: {command: [sh, -c, \"echo $$ > agent.pid; exec sleep 60\"]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "troupe.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), prefix[0], append(prefix[1:], "run", dir, "wait")...)
+	cmd.Env = append(os.Environ(), "TROUPE_TEST_MAIN=1")
+	out := new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	for deadline := time.Now().Add(20 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("the agent never started:\n%s", out.String())
+		}
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	return cmd, out, pid
 }
