@@ -66,7 +66,7 @@ func TestArchImportArrows(t *testing.T) {
 		// never the engine, an executor or a store.
 		"flow": {"", "internal/jsonvalue", "internal/schema", "internal/stray", "policy", "aggregate"},
 		// Evidence bundles: pure statistics, and the agent that replicates and decides.
-		"bundle":   {"internal/jsonvalue"},
+		"bundle":   {"internal/jsonvalue", "internal/schema"},
 		"redact":   {},
 		"evidence": {"", "bundle", "redact", "internal/stray"},
 		// Adapters reach the outside world; they know the contracts and the composites they

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/troupehq/troupe/internal/schema"
 )
 
 // Schema is a compiled JSON Schema that replicates are validated against, and the source of
@@ -156,46 +158,12 @@ func (s *Schema) Validate(v any) []string {
 		return []string{"bundle: schema: " + err.Error()}
 	}
 	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		// A $ref's own error ("validation failed") and the whole schema's ("doesn't validate
-		// with") say nothing their causes do not; the library's basic output even puts the
-		// former in place of the error the reference found, so the causes are read here.
-		if len(e.Causes) == 0 || !wraps(e.ErrorKind) {
-			loc := "/"
-			if len(e.InstanceLocation) > 0 {
-				loc = ""
-				for _, t := range e.InstanceLocation {
-					loc += "/" + escapePointer(t)
-				}
-			}
-			out = append(out, "at "+loc+": "+message(e.ErrorKind))
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+	for _, p := range schema.Problems(ve) {
+		out = append(out, "at "+p.String())
 	}
-	walk(ve)
 	slices.Sort(out)
 	out = slices.Compact(out)
 	return out
-}
-
-// wraps reports whether an error of kind k only gathers its causes: the whole schema's, a
-// group's, or a reference's ($ref, $dynamicRef, $recursiveRef).
-func wraps(k jsonschema.ErrorKind) bool {
-	switch kp := k.KeywordPath(); {
-	case len(kp) == 0:
-		return true
-	case len(kp) == 1:
-		return kp[0] == "$ref" || kp[0] == "$dynamicRef" || kp[0] == "$recursiveRef"
-	}
-	return false
-}
-
-// message is the library's text for one error of kind k, without its causes.
-func message(k jsonschema.ErrorKind) string {
-	return (&jsonschema.ValidationError{ErrorKind: k}).BasicOutput().Error.String()
 }
 
 // number reads a JSON number in any of the forms decoders and Go code produce.

@@ -1090,12 +1090,17 @@ func (r *Run) fillLocked() {
 	}
 }
 
+// nowLocked is the time of the current transition, or the clock outside one.
+func (r *Run) nowLocked() time.Time {
+	if r.now.IsZero() {
+		return r.e.exec.Now()
+	}
+	return r.now
+}
+
 // budgetLocked says why no new dispatch may start, recording it once.
 func (r *Run) budgetLocked() string {
-	now := r.now
-	if now.IsZero() {
-		now = r.e.exec.Now()
-	}
+	now := r.nowLocked()
 	elapsed := now.Sub(r.startedAt)
 	liveTokens, liveCost := r.live()
 	if elapsed < r.timeBudget && r.cost+liveCost < r.costBudget && r.tokens+liveTokens < r.tokBudget && int(r.dispatches) < r.e.maxDisp {
@@ -1135,10 +1140,7 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 // retryPastBudgetLocked says why a retry after backoff may not be scheduled: it would start
 // when the time budget is spent, and no dispatch starts then.
 func (r *Run) retryPastBudgetLocked(backoff time.Duration) string {
-	now := r.now
-	if now.IsZero() {
-		now = r.e.exec.Now()
-	}
+	now := r.nowLocked()
 	if now.Add(backoff).Sub(r.startedAt) < r.timeBudget {
 		return ""
 	}
@@ -1161,10 +1163,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	t.serial++
 	t.nextID = ""
 	r.dispatches++
-	now := r.now
-	if now.IsZero() {
-		now = r.e.exec.Now()
-	}
+	now := r.nowLocked()
 	rec := t.first
 	if t.serial > 1 { // counted already
 		rec = new(dispatchRec) // a retry or fallback: the first dispatch's record is logged
@@ -1260,10 +1259,7 @@ var emptyParsed = map[string]any{}
 func (r *Run) invalidLocked(c *call) {
 	d := c.d
 	d.Bind(nil) // the log keeps the dispatch; it must not keep the call
-	now := r.now
-	if now.IsZero() {
-		now = r.e.exec.Now()
-	}
+	now := r.nowLocked()
 	why := "invalid"
 	if err := d.Validate(r.e.reg); err != nil {
 		why = err.Error()

@@ -95,8 +95,8 @@ func (s *SequentialAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 	return out, err
 }
 
-// execute is Execute, also returning what each step's agent returned (its error, if any).
-func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (*SequenceOutcome, []error, error) {
+// execute is Execute, also returning what the first step's agent returned as its error, if any.
+func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (_ *SequenceOutcome, firstCause, err error) {
 	ms, err := s.lazy.get("sequential", s.agents)
 	if err != nil {
 		return nil, nil, err
@@ -108,7 +108,6 @@ func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 	f.peers = ms
 	st := over(d)
 	out := &SequenceOutcome{}
-	causes := make([]error, 0, len(ms))
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
 	var prev *Handoff
 	for i := range ms {
@@ -126,18 +125,20 @@ func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 		}
 		out.Results = append(out.Results, res)
 		out.Handoffs = append(out.Handoffs, h)
-		causes = append(causes, cause)
+		if i == 0 {
+			firstCause = cause
+		}
 		upstream = append(upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
 			Confidence: res.Confidence, Summary: res.Summary(), Handoff: h.Map()})
 		prev = &out.Handoffs[len(out.Handoffs)-1]
 		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil || errors.Is(cause, troupe.ErrPaused)) {
 			out.State = st.snapshot()
 			ae := errorOf(fmt.Sprintf("flow: sequential: step %d of %d", i+1, len(ms)), res)
-			return out, causes, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
+			return out, firstCause, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
 		}
 	}
 	out.State = st.snapshot()
-	return out, causes, nil
+	return out, firstCause, nil
 }
 
 // Run runs the sequence as an agent. Its agent_result is the agent_results of the completed
@@ -146,7 +147,7 @@ func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (*Seq
 // failure under StopOnError returns that partial result with the *StepError; so does a
 // sequence under ContinueOnError none of whose steps completed, with the first step's failure.
 func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	out, causes, err := s.execute(ctx, d)
+	out, first, err := s.execute(ctx, d)
 	if out == nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.
 		// ContinueOnError, and no step completed: the error says which failed first, and how.
 		r := out.Results[0]
 		ae := errorOf(fmt.Sprintf("flow: sequential: every step failed; step 1 of %d", len(out.Results)), r)
-		return res, &StepError{Step: 1, Agent: r.AgentName, Result: r, Err: ae, Cause: causes[0]}
+		return res, &StepError{Step: 1, Agent: r.AgentName, Result: r, Err: ae, Cause: first}
 	}
 	warnUnfinished(res, out.Results)
 	return res, nil

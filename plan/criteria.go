@@ -114,7 +114,7 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 				c.SecondaryIntents = vs
 			}
 		case EntityKPIs:
-			if vs, ok := kpiList(v); ok {
+			if vs, ok := jsonvalue.StringOrStrings(v); ok {
 				addEntity(key, vs)
 			} else {
 				want(key, "a string or a list of strings", v)
@@ -180,22 +180,9 @@ func topLevelEntity(parsed map[string]any, key string) (vs []string, ok bool) {
 	case v == nil:
 		return nil, false
 	case key == EntityKPIs:
-		return kpiList(v)
+		return jsonvalue.StringOrStrings(v)
 	}
 	return jsonvalue.Strings(v)
-}
-
-// kpiList reads "kpis": a list of strings, or one KPI as a string ("" for none), as the rule
-// router does.
-func kpiList(v any) ([]string, bool) {
-	switch s, ok := v.(string); {
-	case !ok:
-		return jsonvalue.Strings(v)
-	case s == "":
-		return []string{}, true
-	default:
-		return []string{s}, true
-	}
 }
 
 // toFloat converts any Go number to a finite float64.

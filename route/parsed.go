@@ -55,7 +55,7 @@ func readParsed(parsed map[string]any, readIntent, readKPIs bool) (parsedQuery, 
 	if readKPIs {
 		top, topOK := []string(nil), false
 		if v := parsed["kpis"]; v != nil {
-			if top, topOK = kpiList(v); topOK {
+			if top, topOK = jsonvalue.StringOrStrings(v); topOK {
 				q.kpis = top
 			} else {
 				want("kpis", "a string or a list of strings", v)
@@ -92,16 +92,4 @@ func readParsed(parsed map[string]any, readIntent, readKPIs bool) (parsedQuery, 
 		return parsedQuery{}, fmt.Errorf("route: parsed query: %w", es)
 	}
 	return q, nil
-}
-
-// kpiList reads "kpis": a list of strings, or one KPI as a string ("" for none).
-func kpiList(v any) ([]string, bool) {
-	switch s, ok := v.(string); {
-	case !ok:
-		return jsonvalue.Strings(v)
-	case s == "":
-		return nil, true
-	default:
-		return []string{s}, true
-	}
 }

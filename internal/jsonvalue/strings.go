@@ -22,3 +22,16 @@ func Strings(v any) (_ []string, ok bool) {
 	}
 	return nil, false
 }
+
+// StringOrStrings reads a value that is one string or a list of them, as Strings reads a list;
+// one string is a list of it, and "" a list of none.
+func StringOrStrings(v any) (_ []string, ok bool) {
+	switch s, ok := v.(string); {
+	case !ok:
+		return Strings(v)
+	case s == "":
+		return []string{}, true
+	default:
+		return []string{s}, true
+	}
+}

@@ -35,3 +35,22 @@ func TestStrings(t *testing.T) {
 		t.Error("Strings returned the caller's slice, not a copy")
 	}
 }
+
+func TestStringOrStrings(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want []string
+		ok   bool
+	}{
+		{"NRx", []string{"NRx"}, true},
+		{"", []string{}, true},
+		{[]any{"NRx", "TRx"}, []string{"NRx", "TRx"}, true},
+		{[]any{"NRx", 7.0}, nil, false},
+		{7.0, nil, false},
+	} {
+		got, ok := jsonvalue.StringOrStrings(tc.in)
+		if ok != tc.ok || !cmp.Equal(got, tc.want) {
+			t.Errorf("StringOrStrings(%v) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -114,8 +114,7 @@ func (s *Schema) Validate(v any) error {
 	if !errors.As(err, &ve) {
 		return &Error{Problems: []Problem{{Message: err.Error()}}}
 	}
-	var ps []Problem
-	collect(ve, &ps)
+	ps := Problems(ve)
 	if len(ps) == 0 {
 		ps = append(ps, Problem{Message: ve.Error()})
 	}
@@ -123,9 +122,16 @@ func (s *Schema) Validate(v any) error {
 	return &Error{Problems: ps}
 }
 
-// collect appends the problems of e and its causes. It reads the error tree, not the library's
-// basic output, which puts a $ref's own "validation failed" in place of the error the reference
-// found.
+// Problems lists what a validation error of the library found, each at the JSON pointer of the
+// value at fault ("" for the value itself), in the order the library found them. It reads the
+// error tree, not the library's basic output, which puts a $ref's own "validation failed" in
+// place of the error the reference found; errors that only gather their causes are left out.
+func Problems(e *jsonschema.ValidationError) []Problem {
+	var ps []Problem
+	collect(e, &ps)
+	return ps
+}
+
 func collect(e *jsonschema.ValidationError, ps *[]Problem) {
 	if len(e.Causes) == 0 || !wraps(e.ErrorKind) {
 		var path strings.Builder
