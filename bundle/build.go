@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // ErrTooLarge is returned by Build when even a bundle stripped of everything the caps may drop
@@ -35,6 +38,7 @@ func Build(meta Meta, in []Input, opts Options) (*Bundle, []byte, error) {
 		}
 	}
 
+	in = encodable(in)
 	b := &Bundle{Meta: meta, Replicates: make([]Replicate, len(in)), Summary: Summarize(in, opts)}
 	b.Meta.K = len(in)
 	b.Meta.Seeds = make([]int64, len(in))
@@ -95,6 +99,39 @@ func Build(meta Meta, in []Input, opts Options) (*Bundle, []byte, error) {
 		}
 	}
 	return b, out, nil
+}
+
+// encodable returns in with every replicate that holds a NaN or an infinity — in its data or its
+// usage's cost; JSON has no such number, so no bundle could be encoded with it — made invalid,
+// saying where it was: its data keeps each such number as its text, its cost counts as 0. The
+// other replicates are as they were; in itself is not modified.
+func encodable(in []Input) []Input {
+	var out []Input
+	for i := range in {
+		path, text := jsonvalue.NonFinite(in[i].Data, "data")
+		cost := in[i].Usage.CostDollars
+		badCost := math.IsNaN(cost) || math.IsInf(cost, 0)
+		if text == "" && !badCost {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(in)
+		}
+		r := &out[i]
+		r.Errors = slices.Clip(r.Errors)
+		if text != "" {
+			r.Data = jsonvalue.Encodable(r.Data)
+			r.Errors = append(r.Errors, fmt.Sprintf("%s is %s, which JSON cannot encode (kept as the text %q)", path, text, text))
+		}
+		if badCost {
+			r.Usage.CostDollars = 0
+			r.Errors = append(r.Errors, fmt.Sprintf("usage cost_dollars is %v, which JSON cannot encode (counted as 0)", cost))
+		}
+	}
+	if out == nil {
+		return in
+	}
+	return out
 }
 
 // shrink drops the next thing the caps allow, lossless first; false when nothing is left.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -332,6 +333,74 @@ func TestBuildQualityReason(t *testing.T) {
 		if diff := cmp.Diff(want[i], r.Quality); diff != "" {
 			t.Errorf("%s quality (-want +got):\n%s", r.ID, diff)
 		}
+	}
+}
+
+// Degenerate replicates build a bundle that says what they are: none, one, all alike, all
+// failed, empty documents. A number JSON cannot hold (NaN, an infinity) makes its replicate
+// invalid, saying where, rather than making the whole bundle impossible to encode.
+func TestBuildDegenerateReplicates(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		name       string
+		in         []bundle.Input
+		consensus  map[string]any
+		confidence float64
+		quality    []bundle.Quality
+		data       []any
+		cost       float64
+	}{
+		{"none", nil, map[string]any{}, 0, []bundle.Quality{}, []any{}, 0},
+		{"one: nothing to agree with", inputs(`{"x":1}`), map[string]any{}, 0, []bundle.Quality{{Valid: true}}, []any{obj(`{"x":1}`)}, 0},
+		{"all identical", inputs(`{"x":1,"y":"a"}`, `{"x":1,"y":"a"}`, `{"x":1,"y":"a"}`), map[string]any{"x": 1.0, "y": "a"}, 1,
+			[]bundle.Quality{{Valid: true}, {Valid: true}, {Valid: true}}, []any{obj(`{"x":1,"y":"a"}`), obj(`{"x":1,"y":"a"}`), obj(`{"x":1,"y":"a"}`)}, 0},
+		{"all failed", []bundle.Input{{ID: "r1", Status: "failed", Errors: []string{"boom"}}, {ID: "r2", Status: "timeout"}}, map[string]any{}, 0,
+			[]bundle.Quality{{Errors: []string{"boom"}}, {Errors: []string{"replicate produced no data"}}}, []any{nil, nil}, 0},
+		{"empty objects", inputs(`{}`, `{}`), map[string]any{"": map[string]any{}}, 1,
+			[]bundle.Quality{{Valid: true}, {Valid: true}}, []any{map[string]any{}, map[string]any{}}, 0},
+		{"NaN and infinities in the data", []bundle.Input{
+			{ID: "r1", Data: map[string]any{"x": math.NaN(), "y": 1.0}},
+			{ID: "r2", Data: map[string]any{"x": 1.0, "y": []any{-inf}}},
+			{ID: "r3", Data: map[string]any{"x": 1.0, "y": 1.0}},
+		}, map[string]any{}, 0, []bundle.Quality{
+			{Errors: []string{`data.x is NaN, which JSON cannot encode (kept as the text "NaN")`}},
+			{Errors: []string{`data.y[0] is -Inf, which JSON cannot encode (kept as the text "-Inf")`}},
+			{Valid: true},
+		}, []any{obj(`{"x":"NaN","y":1}`), obj(`{"x":1,"y":["-Inf"]}`), obj(`{"x":1,"y":1}`)}, 0},
+		{"a cost JSON cannot hold", []bundle.Input{
+			{ID: "r1", Data: obj(`{"x":1}`), Usage: bundle.Usage{CostDollars: inf}},
+			{ID: "r2", Data: obj(`{"x":1}`), Usage: bundle.Usage{CostDollars: 0.5}},
+		}, map[string]any{}, 0, []bundle.Quality{
+			{Errors: []string{"usage cost_dollars is +Inf, which JSON cannot encode (counted as 0)"}},
+			{Valid: true},
+		}, []any{obj(`{"x":1}`), obj(`{"x":1}`)}, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fmt.Sprint(tc.in)
+			b, out, err := bundle.Build(bundle.Meta{Task: "t"}, tc.in, bundle.Options{})
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			var decoded bundle.Bundle
+			if err := json.Unmarshal(out, &decoded); err != nil {
+				t.Fatalf("the encoding does not decode: %v", err)
+			}
+			quality, data := []bundle.Quality{}, []any{}
+			for _, r := range decoded.Replicates {
+				quality, data = append(quality, r.Quality), append(data, r.Data)
+			}
+			got := []any{decoded.Summary.Consensus, decoded.Summary.Confidence, quality, data, decoded.Meta.Usage.CostDollars}
+			want := []any{tc.consensus, tc.confidence, tc.quality, tc.data, tc.cost}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("consensus, confidence, qualities, data, cost (-want +got):\n%s", diff)
+			}
+			if len(b.Summary.PairwiseDistance) != len(tc.in) {
+				t.Errorf("pairwise distances %v for %d replicates", b.Summary.PairwiseDistance, len(tc.in))
+			}
+			if after := fmt.Sprint(tc.in); after != before {
+				t.Errorf("Build modified its input: %s, now %s", before, after)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -556,6 +557,7 @@ func (r *run) overBudget() string {
 func (r *run) record(o outcome) {
 	in := &r.in[o.i]
 	r.done[o.i] = true
+	var badUsage string
 	if o.res != nil {
 		if o.res.ModelUsed != nil {
 			r.models[o.i] = *o.res.ModelUsed
@@ -563,8 +565,12 @@ func (r *run) record(o outcome) {
 		if o.res.TokensUsed != nil && *o.res.TokensUsed > 0 {
 			in.Usage.Tokens = *o.res.TokensUsed
 		}
-		if o.res.CostDollars != nil && *o.res.CostDollars > 0 {
-			in.Usage.CostDollars = *o.res.CostDollars
+		if c := o.res.CostDollars; c != nil && (math.IsNaN(*c) || math.IsInf(*c, 0)) {
+			// Summed, it would end every budget check (NaN) or every bundle (JSON has no
+			// such number): the replicate is invalid, its cost unknown.
+			badUsage = fmt.Sprintf("reported cost_dollars %v, which is not a number of dollars", *c)
+		} else if c != nil && *c > 0 {
+			in.Usage.CostDollars = *c
 		}
 		r.tokens += in.Usage.Tokens
 		r.cost += in.Usage.CostDollars
@@ -606,6 +612,9 @@ func (r *run) record(o outcome) {
 	default:
 		in.Status = "completed"
 		r.accept(in, o.res)
+	}
+	if badUsage != "" {
+		in.Errors = append(in.Errors, badUsage)
 	}
 	if len(in.Errors) > maxErrors {
 		in.Errors = append(in.Errors[:maxErrors:maxErrors], fmt.Sprintf("and %d more errors", len(in.Errors)-maxErrors))

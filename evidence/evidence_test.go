@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -777,6 +778,45 @@ func TestFailures(t *testing.T) {
 	var ae *troupe.AgentError
 	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "no replicate produced output") {
 		t.Errorf("all failed: %v", err)
+	}
+}
+
+// A sub-agent that reports what JSON cannot hold — NaN in its answer, an infinite or NaN cost —
+// gives an invalid replicate that says why; the bundle is still built, and every event it
+// emits can be written to the run's log. Unchecked, an infinite cost made the bundle
+// impossible to encode and a NaN one was counted as nothing.
+func TestNonFiniteReplicateOutput(t *testing.T) {
+	sub := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		switch d.UserContext[evidence.ReplicateKey] {
+		case "r1":
+			return ok(map[string]any{"v": math.NaN()}, 1, 0.01), nil
+		case "r2":
+			return ok(map[string]any{"v": 1.0}, 1, math.Inf(1)), nil
+		case "r3":
+			return ok(map[string]any{"v": 1.0}, 1, math.NaN()), nil
+		}
+		return ok(map[string]any{"v": 1.0}, 1, 0.01), nil
+	})
+	rec := &recorder{}
+	res, err := evidence.Bundle(sub, evidence.Config{K: 4}).Run(t.Context(), dispatch(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundleOf(t, res)
+	want := []string{"agent_result is not JSON", "reported cost_dollars +Inf, which is not a number of dollars",
+		"reported cost_dollars NaN, which is not a number of dollars", ""}
+	for i, r := range b.Replicates {
+		if got := strings.Join(r.Quality.Errors, "; "); r.Quality.Valid != (want[i] == "") || !strings.Contains(got, want[i]) {
+			t.Errorf("%s: valid %v, errors %q; want %q", r.ID, r.Quality.Valid, got, want[i])
+		}
+	}
+	if cost := *res.CostDollars; cost != 0.02 {
+		t.Errorf("cost_dollars %v, want the 0.02 of the replicates that said what they cost", cost)
+	}
+	for _, e := range rec.events {
+		if _, err := json.Marshal(e.data); err != nil {
+			t.Errorf("event %s cannot be logged: %v", e.kind, err)
+		}
 	}
 }
 

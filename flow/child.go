@@ -32,6 +32,12 @@ func Named(name string, a troupe.Agent, opts ...troupe.Option) *troupe.AgentSpec
 	return s
 }
 
+// MaxNesting bounds how deeply dispatches nest inside one another through composites and
+// agent tools — counting the planned dispatch at the bottom — however they came to nest: a
+// member that would be the MaxNesting+1th fails with a *troupe.MaxDepthExceededError before
+// it starts. Real workflows nest a few levels; only a composite that runs itself goes deeper.
+const MaxNesting = 64
+
 // member is a composite's compiled member.
 type member struct {
 	spec    *troupe.AgentSpec
@@ -427,12 +433,20 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		}
 		return &res, nil
 	}
+	enclosing := enclosingOf(f.d)
+	if len(enclosing) >= MaxNesting {
+		// A composite that runs itself, through Go code no tool call passes (a member calling
+		// its own composite's Run), would nest until the goroutine's stack overflows, which no
+		// recover catches and which ends the process.
+		err := &troupe.MaxDepthExceededError{Stack: append(slices.Clip(enclosing), m.spec.Name), MaxDepth: MaxNesting}
+		return result(ctx, m, &d, nil, err, time.Now()), err
+	}
 	if err := f.d.Admit(); err != nil {
 		// The run's budget is spent: the member is not started (nor recorded as started).
 		aerr := &troupe.AgentError{Code: troupe.CodeBudget, Message: "not started", Cause: err}
 		return result(ctx, m, &d, nil, aerr, time.Now()), aerr
 	}
-	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st, enclosing: enclosingOf(f.d)}
+	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st, enclosing: enclosing}
 	if f.em != nil {
 		rt.tc = f.tc.Child()
 	}

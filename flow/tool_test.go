@@ -416,3 +416,30 @@ func TestCycleThroughAnEnclosingComposite(t *testing.T) {
 		t.Errorf("lint ran %d times, want once: the cycle is found before team runs again", n)
 	}
 }
+
+// A composite that runs itself through Go code — a member calling its own composite's Run, no
+// tool call in between — is stopped at MaxNesting levels with a MaxDepthExceededError, not
+// left to nest until the goroutine's stack overflows, which no recover catches and which ends
+// the process.
+func TestCompositeRunningItselfIsBounded(t *testing.T) {
+	const giveUp = 10 * flow.MaxNesting // the test's own bound, so that unbounded nesting fails it
+	var seq *flow.SequentialAgent
+	var depth atomic.Int32
+	again := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if depth.Add(1) >= giveUp {
+			return &troupe.Result{AgentResult: map[string]any{"depth": giveUp}}, nil
+		}
+		return seq.Run(ctx, d)
+	})
+	seq = flow.Sequential(flow.SequentialConfig{}, flow.Named("again", again))
+	d := troupe.NewDispatch()
+	d.TargetAgent = "planner" // the planned agent, at the bottom
+	_, err := seq.Run(t.Context(), d)
+	var deep *troupe.MaxDepthExceededError
+	if !errors.As(err, &deep) || deep.MaxDepth != flow.MaxNesting || len(deep.Stack) != flow.MaxNesting+1 {
+		t.Fatalf("err = %v; want a MaxDepthExceededError at %d levels", err, flow.MaxNesting)
+	}
+	if n := depth.Load(); n != flow.MaxNesting-1 {
+		t.Errorf("the member ran %d times nested, want %d", n, flow.MaxNesting-1)
+	}
+}

@@ -22,6 +22,9 @@
 //     tokens_used, …), or status "failed" with errors shaped as {code, message, recoverable}.
 //     It is validated with troupe.DecodeResult: output that fails is never accepted; the
 //     dispatch fails with code INVALID_OUTPUT, every problem listed in the error's details.
+//     So does output that is not UTF-8 (JSON text must be), a bare {"error": ...} in place
+//     of a result (the error quotes it), and output over Config.MaxOutputBytes, whose
+//     process group is then stopped at once, as on a timeout.
 //  4. To fail without a result, exit non-zero: the dispatch fails with code AGENT_ERROR, the exit
 //     status and the stderr tail, not recoverable — except exit 75 (EX_TEMPFAIL, ExitTempFail)
 //     and death by a signal, which are recoverable, so the run's error policy may retry.

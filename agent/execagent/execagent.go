@@ -137,6 +137,11 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.cfg.Timeout, troupe.ErrTimeout)
 	defer cancel()
+	// Output over its bound fails the dispatch whatever comes next: the process group is
+	// stopped then, as on a timeout, not left to run (and be reported timed out) until one.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	out.stop = func() { stop(errTooMuch) }
 
 	cmd := exec.CommandContext(ctx, a.cfg.Command[0], a.cfg.Command[1:]...)
 	cmd.Dir = a.cfg.Dir
@@ -185,12 +190,12 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 		}
 		return m
 	}
-	if ctx.Err() != nil {
-		return nil, a.stopped(ctx, details(), a.quoteTail(errw))
-	}
 	if out.over {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details(),
 			Message: fmt.Sprintf("execagent: %s wrote more than %d bytes to stdout%s", a.name, a.cfg.MaxOutputBytes, a.quoteTail(errw))}
+	}
+	if ctx.Err() != nil {
+		return nil, a.stopped(ctx, details(), a.quoteTail(errw))
 	}
 	if waitErr != nil {
 		var ee *exec.ExitError
@@ -237,17 +242,21 @@ func (a *Agent) quoteTail(e *stderr) string {
 }
 
 // capped keeps stdout up to max bytes; past that it fails the write, which stops os/exec's
-// copying and closes the pipe under the agent.
+// copying and closes the pipe under the agent, and calls stop, which stops the agent.
 type capped struct {
 	buf  bytes.Buffer
 	max  int
 	over bool
+	stop func()
 }
 
 var errTooMuch = errors.New("execagent: stdout over its bound")
 
 func (c *capped) Write(p []byte) (int, error) {
 	if c.buf.Len()+len(p) > c.max {
+		if !c.over && c.stop != nil {
+			c.stop()
+		}
 		c.over = true
 		return 0, errTooMuch
 	}

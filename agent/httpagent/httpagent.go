@@ -182,13 +182,15 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, a.max+1))
-	if err != nil {
+	failed := resp.StatusCode < 200 || resp.StatusCode > 299
+	if err != nil && (!failed || ctx.Err() != nil) {
 		return nil, a.transportError(ctx, err)
 	}
 	details := map[string]any{"url": a.url, "http_status": resp.StatusCode}
-	// The status first: a 503's error page over the bound is still a 503, recoverable, and
-	// its excerpt needs only the start of the body.
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	// The status first: a 503's error page over the bound, or cut short by a lost connection,
+	// is still a 503, recoverable (a 400's, permanent), and its excerpt needs only the start
+	// of the body.
+	if failed {
 		// A service may echo the token it was sent (a 401 quoting it): scrubbed before the
 		// excerpt is cut, which would split it.
 		return nil, a.statusError(resp, []byte(a.secrets.String(string(data))), details)

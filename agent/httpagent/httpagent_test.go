@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,25 @@ func TestFailures(t *testing.T) {
 			want{troupe.CodeAgentError, false, nil, 400, []string{"400 Bad Request"}}},
 		{"slow server: timeout", func(w http.ResponseWriter, r *http.Request) { hang(r) }, httpagent.Config{Timeout: 100 * time.Millisecond},
 			want{troupe.CodeTimeout, true, nil, nil, []string{"dispatch timed out"}}},
+		// A connection lost in the middle of an error page does not turn a permanent 400 into
+		// a recoverable network error, nor hide a 503's Retry-After.
+		{"a 400 whose body is cut short is still a permanent 400", cutShort(400, nil, `{"error":"query too long, max`), httpagent.Config{},
+			want{troupe.CodeAgentError, false, nil, 400, []string{"status 400 Bad Request", "query too long"}}},
+		{"a 503 whose body is cut short is still a 503", cutShort(503, map[string]string{"Retry-After": "5"}, "<html>maint"), httpagent.Config{},
+			want{troupe.CodeAgentError, true, 5.0, 503, []string{"503 Service Unavailable", "maint"}}},
+		{"a 200 whose body is cut short", cutShort(200, nil, `{"agent_result":{"n":`), httpagent.Config{},
+			want{troupe.CodeAgentError, true, nil, nil, []string{"unexpected EOF"}}},
+		{"the connection reset before an answer", func(w http.ResponseWriter, r *http.Request) {
+			c, _, _ := w.(http.Hijacker).Hijack()
+			c.Close()
+		}, httpagent.Config{}, want{troupe.CodeAgentError, true, nil, nil, []string{"EOF"}}},
+		// A 200 that reports a failure: what it reported is the message, not "completed
+		// status requires agent_result".
+		{"a 200 with an error object, not a result", status(200, nil, `{"error":{"message":"database unavailable","type":"server_error"}}`), httpagent.Config{},
+			want{troupe.CodeInvalidOutput, false, nil, 200, []string{`answered an error, not a result: "database unavailable"`}}},
+		// Latin-1 "café": decoded anyway, the é would become U+FFFD unseen.
+		{"a 200 whose body is not UTF-8", status(200, nil, "{\"agent_result\":{\"text\":\"caf\xe9\"}}"), httpagent.Config{},
+			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"not UTF-8, as JSON must be: byte 28 is 0xe9"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
@@ -211,6 +231,24 @@ func TestFailures(t *testing.T) {
 func hang(r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	<-r.Context().Done()
+}
+
+// cutShort answers with a status and the start of a body longer than it sends, then drops the
+// connection, as a server that crashes mid-answer does.
+func cutShort(code int, hdr map[string]string, start string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range hdr {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(start)+100))
+		w.WriteHeader(code)
+		io.WriteString(w, start)
+		w.(http.Flusher).Flush()
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.Close()
+		}
+	}
 }
 
 func status(code int, hdr map[string]string, body string) http.HandlerFunc {

@@ -3,7 +3,10 @@ package llmagent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -26,6 +29,7 @@ const (
 	DefaultMaxRetryDelay = 30 * time.Second
 	DefaultCallTimeout   = 2 * time.Minute
 	DefaultMaxResponse   = 32 << 20
+	DefaultMaxToolResult = 1 << 20
 	DefaultPrompt        = "{{if not .HandoffInQuery}}{{with .Handoff}}{{.}}\n\n{{end}}{{end}}{{.Query}}"
 )
 
@@ -97,6 +101,10 @@ type Config struct {
 	// MaxTurns bounds the completions of one dispatch (each tool round trip is one);
 	// 0 means DefaultMaxTurns.
 	MaxTurns int
+	// MaxToolResultBytes bounds what one tool call's result may give the model; 0 means
+	// DefaultMaxToolResult. A longer result is not sent: the model is told its size instead,
+	// as a tool error, and a "tool_result_too_large" progress event records it.
+	MaxToolResultBytes int64
 
 	// Stream asks for a streamed completion and emits each piece of text as an
 	// agent_progress event of kind "token" (data: {"text": ...}).
@@ -168,11 +176,13 @@ func compile(cfg Config) (*compiled, error) {
 	positive(&cfg.MaxRetryDelay, DefaultMaxRetryDelay, "max_retry_delay", bad)
 	positive(&cfg.CallTimeout, DefaultCallTimeout, "call_timeout", bad)
 	positive(&cfg.MaxResponseBytes, DefaultMaxResponse, "max_response_bytes", bad)
+	positive(&cfg.MaxToolResultBytes, DefaultMaxToolResult, "max_tool_result_bytes", bad)
 	countOrNone(&cfg.MaxReasks, DefaultMaxReasks)
 	countOrNone(&cfg.MaxRetries, DefaultMaxRetries)
-	for m, p := range cfg.Prices {
-		if p.PromptPerMillion < 0 || p.CompletionPerMillion < 0 {
-			bad("prices[%s]: negative price", m)
+	for _, m := range slices.Sorted(maps.Keys(cfg.Prices)) {
+		// A NaN price would make every cost NaN, which no budget check ever finds spent.
+		if p := cfg.Prices[m]; !price(p.PromptPerMillion) || !price(p.CompletionPerMillion) {
+			bad("prices[%s]: %v and %v are not both finite and ≥ 0", m, p.PromptPerMillion, p.CompletionPerMillion)
 		}
 	}
 	if cfg.HTTPClient == nil {
@@ -232,6 +242,9 @@ func positive[T int | int64 | time.Duration](v *T, def T, field string, bad func
 		bad("%s: %v is negative", field, *v)
 	}
 }
+
+// price reports whether p is a price: finite and not negative.
+func price(p float64) bool { return p >= 0 && !math.IsInf(p, 1) }
 
 // countOrNone sets a zero count to its default and a negative one to none.
 func countOrNone(v *int, def int) {

@@ -9,7 +9,8 @@
 //   - Tool calls: the model may call Config.Tools (agents as tools, MCP tools — anything
 //     implementing troupe.Tool) over several turns, at most MaxTurns completions. A tool's
 //     error is the model's to handle and goes back as the tool's answer; an error whose
-//     Fatal() reports true (the cycle and depth guards) fails the dispatch.
+//     Fatal() reports true (the cycle and depth guards) fails the dispatch. A result over
+//     MaxToolResultBytes is not sent: the model is told its size, to ask for less.
 //   - Structured output: with a Schema the answer is requested as response_format
 //     json_schema and validated on arrival; an invalid answer is asked again with the
 //     validation errors, at most MaxReasks times, then the dispatch fails with the errors
@@ -35,7 +36,10 @@
 //     still refused is a timeout (code TIMEOUT, matching troupe.ErrTimeout), as httpagent
 //     reports one, so the run's on_timeout applies to it.
 //     Every response body, a stream's whole included, is bounded by MaxResponseBytes: an
-//     answer over it fails with code INVALID_OUTPUT.
+//     answer over it fails with code INVALID_OUTPUT. A 200 that carries an error object
+//     instead of choices fails with that error (recoverable when its code is a status worth
+//     retrying); a stream answered with no stream chunks at all (a server that ignores
+//     "stream", a proxy's page) fails with code INVALID_OUTPUT naming its Content-Type.
 //   - Lifecycle: the agent's Setup sets up the Config.Tools that implement troupe.Setupper,
 //     in order, tearing down those already set up if one fails; its Teardown tears down those
 //     that implement troupe.Teardowner, the last first, and joins the errors. A tool shared

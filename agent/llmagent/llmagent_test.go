@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -743,11 +744,13 @@ func TestConfigErrors(t *testing.T) {
 	_, err := llmagent.New(llmagent.Config{
 		BaseURL: "ftp://x", Temperature: troupe.Ptr(3.0), MaxTokens: -1, Prompt: "{{.Query",
 		Schema: json.RawMessage(`{"type": 12}`), Tools: []troupe.Tool{addTool, addTool},
+		Prices: map[string]llmagent.Price{"a": {PromptPerMillion: -1}, "b": {PromptPerMillion: math.NaN()}, "c": {CompletionPerMillion: math.Inf(1)}},
 	})
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"llmagent: config:", "base_url", "model: required", "temperature", "max_tokens", "prompt:", "schema:", `"add" offered twice`} {
+	for _, want := range []string{"llmagent: config:", "base_url", "model: required", "temperature", "max_tokens", "prompt:", "schema:", `"add" offered twice`,
+		"prices[a]", "prices[b]", "prices[c]"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

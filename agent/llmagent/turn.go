@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -61,6 +62,9 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	}
 	t := &turn{model: resp.Model, promptTokens: resp.Usage.PromptTokens, completionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
+		if err := reportedError(a.c.cfg.Model, secrets, resp.Error); err != nil {
+			return t, err
+		}
 		return t, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: "llmagent: " + a.c.cfg.Model + ": response has no choices"}
 	}
 	msg := &resp.Choices[0].Message
@@ -84,10 +88,37 @@ func excerpt(secrets *wire.Secrets, text string, n int) string {
 	return secrets.Head(string(r[:n-1]), true) + "…"
 }
 
+// reportedError is the error a response without choices reports in its "error" member, as
+// some servers and gateways answer a failed call with status 200 (OpenRouter, for a provider's
+// failure): recoverable when its code is a status worth retrying (wire.Recoverable). Nil when
+// there is none.
+func reportedError(model string, secrets *wire.Secrets, raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var obj struct {
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
+	msg := string(raw)
+	if json.Unmarshal(raw, &msg) != nil && json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+		msg = obj.Message
+	}
+	ae := &troupe.AgentError{Code: troupe.CodeAgentError,
+		Message: fmt.Sprintf("llmagent: %s: the server answered 200 with an error: %s", model, excerpt(secrets, strings.TrimSpace(msg), 500))}
+	var code int
+	if json.Unmarshal(obj.Code, &code) == nil && code != 0 {
+		ae.Recoverable, ae.Details = wire.Recoverable(code), map[string]any{"error_code": code}
+	}
+	return ae
+}
+
 // wireCompletion is the part of a chat.completion object (OpenAI API reference) the agent
-// reads. Null content and refusal decode as "".
+// reads. Null content and refusal decode as "". Error is what a server that failed the call
+// but answered 200 sends instead of choices.
 type wireCompletion struct {
-	Model   string `json:"model"`
+	Error   json.RawMessage `json:"error"`
+	Model   string          `json:"model"`
 	Choices []struct {
 		Message struct {
 			Content   string `json:"content"`
@@ -119,7 +150,9 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 	t := &turn{}
 	var content, refusal []byte
 	byIndex := map[int64]int{}
+	chunks := 0
 	for s.Next() {
+		chunks++
 		ch := s.Current()
 		if ch.Model != "" {
 			t.model = ch.Model
@@ -163,6 +196,16 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 		}
 		return t, apiError(a.c.cfg.Model, secrets, err, res)
 	}
+	if chunks == 0 {
+		// Not one event: a server that ignores "stream" and answers a whole completion, or a
+		// proxy's page. Read as an empty answer, it would be asked again to no end.
+		ct := ""
+		if res != nil {
+			ct = res.Header.Get("Content-Type")
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: map[string]any{"content_type": ct},
+			Message: fmt.Sprintf("llmagent: %s: asked for a stream, the server sent no stream chunks (Content-Type %q); if it does not stream, set stream to false", a.c.cfg.Model, ct)}
+	}
 	return t, nil
 }
 
@@ -203,6 +246,12 @@ func (a *Agent) callTool(ctx context.Context, d *troupe.Dispatch, tc toolCall) (
 	}
 	if len(out) == 0 {
 		return "null", nil
+	}
+	if max := a.c.cfg.MaxToolResultBytes; int64(len(out)) > max {
+		// Sent on, it would be sent again with every later turn, and overflow the model's
+		// context; told, the model can ask for less (a narrower query, a range of a file).
+		d.Progress("tool_result_too_large", map[string]any{"tool": tc.name, "id": tc.id, "bytes": len(out), "max_bytes": max})
+		return fmt.Sprintf("error: the result of %s is %d bytes, over the %d a tool result may have (max_tool_result_bytes): call it so that it returns less", tc.name, len(out), max), nil
 	}
 	return string(out), nil
 }

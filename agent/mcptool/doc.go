@@ -16,5 +16,7 @@
 // A Client owns its session and, for stdio, the server's process: Close ends both and waits
 // for them, terminating a server that does not exit StopTimeout after its stdin closes. The
 // server runs in its own process group; whatever is left of the group then (the child of a
-// wrapper such as npx or a shell script) is killed with it.
+// wrapper such as npx or a shell script) is killed with it. A session lost while the Client is
+// open (the server crashed) fails the call in flight; the next call starts or dials the
+// server again.
 package mcptool

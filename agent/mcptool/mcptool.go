@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +40,8 @@ type Config struct {
 	URL        string
 	HTTPClient *http.Client
 
-	// Transport is any MCP transport, for in-process servers and tests.
+	// Transport is any MCP transport, for in-process servers and tests. A lost session is
+	// re-established by connecting it again, which an in-memory transport cannot do.
 	Transport mcp.Transport
 
 	// Include, when not empty, keeps only the tools it names (as the server names them); a
@@ -58,17 +60,35 @@ type Config struct {
 // Client is a connected MCP server and the tools it offers. Its methods are safe for
 // concurrent use. Close ends the session (and stops a stdio server's process); a Client must
 // be closed.
+//
+// A session lost while the Client is open — the server crashed, or the connection dropped —
+// is started or dialled again by the next call that finds it closed: the call that was in
+// flight when it was lost fails, the calls after it reach a new session (a new process, for a
+// stdio server). A call finds the session closed before its request is sent, so it is sent
+// once, to the new session.
 type Client struct {
-	session *mcp.ClientSession
+	cfg     Config // validated: what a lost session is re-established with
 	tools   []*Tool
 	timeout time.Duration
+
+	swap   chan struct{} // held (one slot) while the session is replaced or closed
+	mu     sync.Mutex    // guards sess and closed
+	sess   *session
+	closed bool
 }
+
+// session is one connection to the server.
+type session struct {
+	cs   *mcp.ClientSession
+	lost atomic.Bool // a call found it closed
+}
+
+var errClientClosed = errors.New("mcptool: the client is closed")
 
 // Connect starts or dials the server, initializes the session and lists the server's tools.
 // ctx bounds the connection and listing only, not the session.
 func Connect(ctx context.Context, cfg Config) (*Client, error) {
-	t, err := transport(cfg)
-	if err != nil {
+	if _, err := transport(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.CallTimeout < 0 || cfg.StopTimeout < 0 {
@@ -77,19 +97,15 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	name := cfg.ClientName
-	if name == "" {
-		name = "troupe"
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	session, err := client.Connect(ctx, t, nil)
+	cfg.Command, cfg.Env, cfg.Include = slices.Clone(cfg.Command), slices.Clone(cfg.Env), slices.Clone(cfg.Include)
+	cs, err := dial(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("mcptool: connect to %s: %w", describe(cfg), err)
+		return nil, err
 	}
-	c := &Client{session: session, timeout: cfg.CallTimeout}
-	for tool, err := range session.Tools(ctx, nil) {
+	c := &Client{cfg: cfg, sess: &session{cs: cs}, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1)}
+	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			session.Close()
+			cs.Close()
 			return nil, fmt.Errorf("mcptool: %s: list tools: %w", describe(cfg), err)
 		}
 		if len(cfg.Include) > 0 && !slices.Contains(cfg.Include, tool.Name) {
@@ -107,11 +123,71 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	for _, want := range cfg.Include {
 		if _, ok := c.Tool(want); !ok {
-			session.Close()
+			cs.Close()
 			return nil, fmt.Errorf("mcptool: %s: no tool named %q (offered: %s)", describe(cfg), want, strings.Join(c.Names(), ", "))
 		}
 	}
 	return c, nil
+}
+
+// dial starts or dials the server and initializes a session; ctx bounds that only.
+func dial(ctx context.Context, cfg Config) (*mcp.ClientSession, error) {
+	t, err := transport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.ClientName
+	if name == "" {
+		name = "troupe"
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	session, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: connect to %s: %w", describe(cfg), err)
+	}
+	return session, nil
+}
+
+// current returns the session calls go to: the open one, or, once a call found it lost, a new
+// one, which it connects with ctx first. One caller at a time replaces a lost session; the
+// others wait for it (or for ctx).
+func (c *Client) current(ctx context.Context) (*session, error) {
+	c.mu.Lock()
+	s, closed := c.sess, c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return nil, errClientClosed
+	case !s.lost.Load():
+		return s, nil
+	}
+	select {
+	case c.swap <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	defer func() { <-c.swap }()
+	c.mu.Lock()
+	s, closed = c.sess, c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return nil, errClientClosed
+	case !s.lost.Load():
+		return s, nil // another call replaced it
+	}
+	// What is left of the lost session goes first: its process waited for, its group killed.
+	// Its error (the exit status of a server that crashed) was the failed call's news.
+	_ = s.cs.Close()
+	cs, err := dial(ctx, c.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the session was lost, and reconnecting failed: %w", err)
+	}
+	n := &session{cs: cs}
+	c.mu.Lock()
+	c.sess = n
+	c.mu.Unlock()
+	return n, nil
 }
 
 func transport(cfg Config) (mcp.Transport, error) {
@@ -215,9 +291,20 @@ func (c *Client) Tool(name string) (*Tool, bool) {
 }
 
 // Close ends the session; for a stdio server it closes the process's stdin and waits for it to
-// exit (terminating it if it does not), then kills whatever is left of its process group.
+// exit (terminating it if it does not), then kills whatever is left of its process group. A
+// session being re-established is waited for first. Calls after Close fail.
 func (c *Client) Close() error {
-	err := c.session.Close()
+	c.swap <- struct{}{}
+	defer func() { <-c.swap }()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	s := c.sess
+	c.mu.Unlock()
+	err := s.cs.Close()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && !ee.Exited() {
 		return nil // a server that ignored its closed stdin was terminated, as Close promises
@@ -255,7 +342,11 @@ func (e *ToolError) Error() string { return "mcptool: " + e.Tool + ": " + e.Mess
 func (t *Tool) Call(ctx context.Context, _ *troupe.Dispatch, args json.RawMessage) (json.RawMessage, error) {
 	res, err := t.call(ctx, args)
 	if err != nil {
-		return nil, err
+		var te *ToolError
+		if errors.As(err, &te) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("mcptool: %s: %w", t.info.Name, err)
 	}
 	if res.StructuredContent != nil {
 		return json.Marshal(res.StructuredContent)
@@ -266,11 +357,12 @@ func (t *Tool) Call(ctx context.Context, _ *troupe.Dispatch, args json.RawMessag
 	return json.Marshal(res.Content)
 }
 
+// call invokes the tool. Its errors but a *ToolError do not name the tool: the callers do.
 func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var in map[string]any
 	if len(args) > 0 {
 		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, fmt.Errorf("mcptool: %s: arguments are not a JSON object: %w", t.info.Name, err)
+			return nil, fmt.Errorf("arguments are not a JSON object: %w", err)
 		}
 	}
 	if in == nil {
@@ -278,15 +370,34 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
 	defer cancel()
-	res, err := t.c.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: in})
-	if err != nil {
-		return nil, fmt.Errorf("mcptool: %s: %w", t.info.Name, err)
+	var res *mcp.CallToolResult
+	for retried := false; ; retried = true {
+		s, err := t.c.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err = s.cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: in})
+		if errors.Is(err, mcp.ErrConnectionClosed) {
+			// The session was lost (the server exited, the connection dropped) before this
+			// call was sent: it goes, once, to a new session.
+			s.lost.Store(true)
+			if !retried && ctx.Err() == nil {
+				continue
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	if res.IsError {
 		msg, ok := textOf(res)
 		if !ok {
 			b, _ := json.Marshal(res.Content)
 			msg = string(b)
+		}
+		if strings.TrimSpace(msg) == "" {
+			msg = "the tool reported an error without saying what"
 		}
 		return nil, &ToolError{Tool: t.info.Name, Message: msg}
 	}
@@ -311,8 +422,8 @@ func textOf(res *mcp.CallToolResult) (string, bool) {
 // agent_result is the tool's structured content when it is an object, else {"text": ...}
 // for text content, else {"content": [...]}. A tool's own error fails the dispatch with code
 // AGENT_ERROR (not recoverable: the same arguments fail the same way); a lost session is a
-// recoverable AGENT_ERROR, and a call that outlasts CallTimeout or the dispatch's deadline a
-// recoverable TIMEOUT.
+// recoverable AGENT_ERROR (the next call reaches a new session), and a call that outlasts
+// CallTimeout or the dispatch's deadline a recoverable TIMEOUT.
 func Agent(t *Tool) troupe.Agent {
 	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		args, err := arguments(d)
@@ -325,15 +436,17 @@ func Agent(t *Tool) troupe.Agent {
 			if errors.As(err, &te) {
 				return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: err.Error()}
 			}
+			msg := "mcptool: " + t.info.Name
 			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", msg, err)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				// CallTimeout or the dispatch's deadline: a TIMEOUT, as the other adapters say,
 				// so that the error policy's on_timeout applies.
-				return nil, &troupe.AgentError{Code: troupe.CodeTimeout, Message: err.Error(), Recoverable: true, Cause: errors.Join(troupe.ErrTimeout, err)}
+				return nil, &troupe.AgentError{Code: troupe.CodeTimeout, Message: msg, Recoverable: true, Cause: fmt.Errorf("%w: %w", err, troupe.ErrTimeout)}
 			}
-			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: err.Error(), Recoverable: true, Cause: err}
+			// A lost session among them: the next call reaches a new one.
+			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Recoverable: true, Cause: err}
 		}
 		out := map[string]any{}
 		summary := ""

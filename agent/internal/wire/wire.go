@@ -31,24 +31,33 @@ import (
 // than {"agent_result": {...}}. Fields it does send are checked as sent.
 func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.AgentSet, extra map[string]any) (*troupe.Result, error) {
 	var problems []string
-	r, err := troupe.DecodeResult(fillEngineFields(data, d, time.Now()), agents)
-	var ves troupe.ValidationErrors
-	switch {
-	case errors.As(err, &ves):
-		for _, e := range ves {
-			problems = append(problems, e.Error())
+	if p := notUTF8(data); p != "" {
+		// encoding/json would read each bad byte as U+FFFD: the agent's text, changed unseen.
+		problems = append(problems, p)
+	} else if p := errorReport(data); p != "" {
+		// Filled in as "completed", it would fail for want of an agent_result, which says
+		// nothing of what the agent reported.
+		problems = append(problems, p)
+	} else {
+		r, err := troupe.DecodeResult(fillEngineFields(data, d, time.Now()), agents)
+		var ves troupe.ValidationErrors
+		switch {
+		case errors.As(err, &ves):
+			for _, e := range ves {
+				problems = append(problems, e.Error())
+			}
+		case err != nil:
+			problems = append(problems, err.Error())
 		}
-	case err != nil:
-		problems = append(problems, err.Error())
-	}
-	if err == nil && r.DispatchID != d.DispatchID {
-		problems = append(problems, fmt.Sprintf("dispatch_id %q answers another dispatch than %q", r.DispatchID, d.DispatchID))
-	}
-	if err == nil && d.TargetAgent != "" && r.AgentName != d.TargetAgent {
-		problems = append(problems, fmt.Sprintf("agent_name %q is not the dispatch's target %q", r.AgentName, d.TargetAgent))
-	}
-	if len(problems) == 0 {
-		return r, nil
+		if err == nil && r.DispatchID != d.DispatchID {
+			problems = append(problems, fmt.Sprintf("dispatch_id %q answers another dispatch than %q", r.DispatchID, d.DispatchID))
+		}
+		if err == nil && d.TargetAgent != "" && r.AgentName != d.TargetAgent {
+			problems = append(problems, fmt.Sprintf("agent_name %q is not the dispatch's target %q", r.AgentName, d.TargetAgent))
+		}
+		if len(problems) == 0 {
+			return r, nil
+		}
 	}
 	details := map[string]any{"errors": problems, "output": Head(data, OutputExcerpt)}
 	for k, v := range extra {
@@ -68,6 +77,54 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 
 // OutputExcerpt is how many bytes of invalid output DecodeResult quotes under "output".
 const OutputExcerpt = 512
+
+// notUTF8 says where data stops being UTF-8, which JSON text exchanged between systems must
+// be (RFC 8259, section 8.1); "" when it is.
+func notUTF8(data []byte) string {
+	if utf8.Valid(data) {
+		return ""
+	}
+	i := 0
+	for i < len(data) {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		i += n
+	}
+	return fmt.Sprintf("the output is not UTF-8, as JSON must be: byte %d is 0x%02x", i, data[i])
+}
+
+// errorReport reads an agent's report of its own failure in place of a result — an object with
+// an "error" member but neither status nor agent_result, as many services answer — and says
+// what it reported; "" for anything else.
+func errorReport(data []byte) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return ""
+	}
+	raw, ok := obj["error"]
+	_, hasStatus := obj["status"]
+	_, hasResult := obj["agent_result"]
+	if !ok || hasStatus || hasResult || string(raw) == "null" {
+		return ""
+	}
+	text := strings.TrimSpace(string(raw))
+	var s string
+	var m struct {
+		Message string `json:"message"`
+	}
+	switch {
+	case json.Unmarshal(raw, &s) == nil:
+		text = s
+	case json.Unmarshal(raw, &m) == nil && m.Message != "":
+		text = m.Message
+	}
+	if r := []rune(text); len(r) > 200 {
+		text = string(r[:199]) + "…"
+	}
+	return fmt.Sprintf("the agent answered an error, not a result: %q", text)
+}
 
 // fillEngineFields adds to a JSON object the engine-owned result fields it lacks, taken from
 // d; anything that is not a JSON object is returned as it is, for DecodeResult to report.

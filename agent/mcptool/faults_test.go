@@ -1,0 +1,125 @@
+package mcptool_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/mcptool"
+)
+
+// flakyServer is an MCP server over stdio, in Python: pid answers its process id; crash
+// writes the start of its answer and exits 3, as a server dying mid-call does; mute fails
+// (isError) without a word.
+const flakyServer = `
+import json, os, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, id = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": m["params"]["protocolVersion"],
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "flaky", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("pid", "crash", "mute")]}})
+    elif method == "tools/call":
+        name = m["params"]["name"]
+        if name == "pid":
+            send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": str(os.getpid())}]}})
+        elif name == "crash":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "res' % id)
+            sys.stdout.flush()
+            sys.exit(3)
+        elif name == "mute":
+            send({"jsonrpc": "2.0", "id": id, "result": {"content": [], "isError": True}})
+    elif id is not None:
+        send({"jsonrpc": "2.0", "id": id, "result": {}})
+`
+
+func flaky(t *testing.T) *mcptool.Client {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	script := filepath.Join(t.TempDir(), "flaky.py")
+	if err := os.WriteFile(script, []byte(flakyServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return connect(t, mcptool.Config{Command: []string{"python3", script}, CallTimeout: 30 * time.Second, StopTimeout: 200 * time.Millisecond})
+}
+
+// A stdio server that dies in the middle of a call fails that call, at once; the calls after
+// it reach a new server process — one, however many calls find the old one gone — rather than
+// failing, every one, for as long as the client lives. The dead process has been waited for.
+func TestServerDyingMidCall(t *testing.T) {
+	c := flaky(t)
+	before := call(t, tool(t, c, "pid"), `{}`)
+
+	_, err := mcptool.Agent(tool(t, c, "crash")).Run(t.Context(), troupe.NewDispatch())
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeAgentError || !ae.Recoverable {
+		t.Fatalf("the call the server died in: %v; want a recoverable AGENT_ERROR", err)
+	}
+	if n := strings.Count(err.Error(), `calling "tools/call"`); n != 1 {
+		t.Errorf("error %q says what failed %d times, want once", err, n)
+	}
+
+	var wg sync.WaitGroup
+	after := make([]string, 3)
+	for i := range after {
+		wg.Go(func() {
+			out, err := tool(t, c, "pid").Call(t.Context(), nil, nil)
+			if err != nil {
+				t.Errorf("a call after the server died: %v", err)
+			}
+			after[i] = string(out)
+		})
+	}
+	wg.Wait()
+	if after[0] == before || after[0] != after[1] || after[1] != after[2] {
+		t.Errorf("server pids: %s before, %v after; want one new server for the calls after", before, after)
+	}
+	var text string
+	if err := json.Unmarshal([]byte(before), &text); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the dead server %d is still in the process table (kill 0: %v)", pid, err)
+	}
+}
+
+// A tool that fails without saying why fails with a message that says so, not an empty one.
+func TestToolErrorWithoutAMessage(t *testing.T) {
+	c := flaky(t)
+	_, err := tool(t, c, "mute").Call(t.Context(), nil, nil)
+	var te *mcptool.ToolError
+	if !errors.As(err, &te) || te.Message != "the tool reported an error without saying what" {
+		t.Errorf("err = %v; want a ToolError saying it has no message", err)
+	}
+}
+
+// A call on a closed client fails; it does not start the server again.
+func TestCallAfterClose(t *testing.T) {
+	c := flaky(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("call after Close: %v", err)
+	}
+}
