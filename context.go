@@ -34,8 +34,15 @@ func (c Context) TraceID() string { return c.traceID }
 // Profile is the security profile name.
 func (c Context) Profile() string { return c.profile }
 
-// Parent is the context of the orchestration that started this one, or nil.
-func (c Context) Parent() *Context { return c.parent }
+// Parent is the context of the orchestration that started this one, or nil. It is a copy:
+// the parent every copy of c shares cannot be changed through it (seed 001: frozen).
+func (c Context) Parent() *Context {
+	if c.parent == nil {
+		return nil
+	}
+	p := *c.parent
+	return &p
+}
 
 // IsZero reports whether c is the zero Context.
 func (c Context) IsZero() bool {

@@ -186,6 +186,16 @@ func TestContextChild(t *testing.T) {
 			}
 		})
 	}
+	t.Run("parent cannot be changed through Parent", func(t *testing.T) {
+		c := root.Child()
+		shared := c // a copy shares c's parent
+		*c.Parent() = troupe.NewContext("other-trace", "other")
+		for _, x := range []troupe.Context{c, shared} {
+			if diff := cmp.Diff(&root, x.Parent(), contextComparer); diff != "" {
+				t.Errorf("parent after writing through Parent() (-want +got):\n%s", diff)
+			}
+		}
+	})
 	t.Run("parent is a snapshot", func(t *testing.T) {
 		c := root.Child()
 		_ = root.WithMetadata("later", true)

@@ -49,8 +49,12 @@ type UpstreamResult struct {
 // upstreamFields is UpstreamResult without its methods, for encoding/json.
 type upstreamFields UpstreamResult
 
-// MarshalJSON writes u's fields and, beside them, its Extra keys (a key that is a field's
-// name is the field's).
+// upstreamKeys are UpstreamResult's JSON keys.
+var upstreamKeys = [...]string{"agent", "result", "dispatch_id", "confidence", "analysis_summary", "handoff"}
+
+// MarshalJSON writes u's fields and, beside them, its Extra keys. A key that is a field's name
+// is the field's, even when the field is left out as empty: Extra's value under it is not
+// written (it could be one the field cannot hold, which UnmarshalJSON would then refuse).
 func (u UpstreamResult) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(upstreamFields(u))
 	if err != nil || len(u.Extra) == 0 {
@@ -59,6 +63,9 @@ func (u UpstreamResult) MarshalJSON() ([]byte, error) {
 	all := make(map[string]any, len(u.Extra)+6)
 	for k, v := range u.Extra {
 		all[k] = v
+	}
+	for _, k := range upstreamKeys {
+		delete(all, k)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
@@ -80,7 +87,7 @@ func (u *UpstreamResult) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &all); err != nil {
 		return err
 	}
-	for _, k := range []string{"agent", "result", "dispatch_id", "confidence", "analysis_summary", "handoff"} {
+	for _, k := range upstreamKeys {
 		delete(all, k)
 	}
 	if len(all) > 0 {
@@ -184,12 +191,24 @@ func (d *Dispatch) Partial(result map[string]any) {
 	}
 }
 
-// Timeout returns the dispatch's own timeout, or 0 when it has none.
+// Timeout returns the dispatch's own timeout, or 0 when it has none (or one Validate refuses:
+// not positive). A valid timeout is never 0 nor negative: one shorter than a nanosecond is a
+// nanosecond, and one longer than a Duration holds (about 292 years) is the longest Duration.
 func (d *Dispatch) Timeout() time.Duration {
-	if d.TimeoutSeconds == nil {
+	t := d.TimeoutSeconds
+	if t == nil || !(*t > 0) {
 		return 0
 	}
-	return time.Duration(*d.TimeoutSeconds * float64(time.Second))
+	// A float64 beyond int64's range converts to an arbitrary value (on amd64, the most
+	// negative Duration): saturate first.
+	switch ns := *t * float64(time.Second); {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns < 1:
+		return 1
+	default:
+		return time.Duration(ns)
+	}
 }
 
 // MarshalJSON encodes d with nil lists as [] and a nil parsed_query as {}: seed 000's model
@@ -346,8 +365,9 @@ func (d *Dispatch) Validate(agents AgentSet) error {
 		bad("execution_mode", fmt.Sprintf("%q is not one of sequential, parallel", d.ExecutionMode), ErrInvalidDispatch)
 	}
 	for i, dep := range d.DependsOn {
-		if agents != nil && !agents.Has(dep) {
-			bad(fmt.Sprintf("depends_on[%d]", i), fmt.Sprintf("invalid dependency: %s", dep), ErrUnknownAgent)
+		// As for target_agent, "" is in no VALID_AGENTS: it fails without agents too.
+		if dep == "" || agents != nil && !agents.Has(dep) {
+			bad(fmt.Sprintf("depends_on[%d]", i), fmt.Sprintf("invalid dependency: %q", dep), ErrUnknownAgent)
 		}
 	}
 	// JSON holds no infinity, but a Dispatch built in Go may: a timeout or a cost limit must

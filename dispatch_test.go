@@ -273,6 +273,12 @@ func TestSeed000DispatchValidation(t *testing.T) {
 				}
 			})
 		}
+		// Without an agent set names are not checked, but "" names no agent whatever the set
+		// (as for target_agent).
+		t.Run("nil agent set", func(t *testing.T) {
+			_, err := decodeDispatchDoc(t, nil, func(doc map[string]any) { doc["depends_on"] = []any{"oracle", ""} })
+			checkProblems(t, err, []string{"depends_on[1]"}, troupe.ErrUnknownAgent)
+		})
 	})
 
 	t.Run("timeout and cost must be positive", func(t *testing.T) {
@@ -691,6 +697,12 @@ func TestDispatchTimeout(t *testing.T) {
 		{"none", nil, 0},
 		{"whole", troupe.Ptr(30.0), 30 * time.Second},
 		{"fraction", troupe.Ptr(0.25), 250 * time.Millisecond},
+		// A valid timeout is a timeout: never read as none, nor as one already past.
+		{"below a nanosecond", troupe.Ptr(1e-10), time.Nanosecond},
+		{"beyond a Duration", troupe.Ptr(1e11), math.MaxInt64},
+		{"infinite", troupe.Ptr(math.Inf(1)), math.MaxInt64},
+		{"not positive", troupe.Ptr(-2.0), 0},
+		{"NaN", troupe.Ptr(math.NaN()), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -793,6 +805,15 @@ func TestUpstreamResultKeepsOtherKeys(t *testing.T) {
 	}
 	if got := string(b); got != `{"agent":"a","result":null,"x":1}` {
 		t.Errorf("encoded %s", got)
+	}
+	// Also a field left out as empty: Extra does not speak for it, and what is written reads back.
+	u := troupe.UpstreamResult{Agent: "a", Extra: map[string]any{"confidence": "high", "handoff": 1, "dispatch_id": false, "x": 1}}
+	again, b := roundTrip(t, u)
+	if got := string(b); got != `{"agent":"a","result":null,"x":1}` {
+		t.Errorf("encoded %s", got)
+	}
+	if want := (troupe.UpstreamResult{Agent: "a", Extra: map[string]any{"x": 1.0}}); !cmp.Equal(want, again) {
+		t.Errorf("read back (-want +got):\n%s", cmp.Diff(want, again))
 	}
 	c := d.Clone()
 	c.UpstreamResults[0].Extra["rank"] = 3

@@ -141,8 +141,8 @@ func (p *ErrorPolicy) Validate(agents AgentSet) error {
 	if p.Retry.Initial < 0 || p.Retry.Max < 0 {
 		bad("retry", "backoff cannot be negative", nil)
 	}
-	if p.Retry.Multiplier < 0 {
-		bad("retry.multiplier", "cannot be negative", nil)
+	if m := p.Retry.Multiplier; !(m >= 0) {
+		bad("retry.multiplier", fmt.Sprintf("%v is not a non-negative number", m), nil)
 	}
 	if j := p.Retry.Jitter; !(j >= 0 && j <= 1) {
 		bad("retry.jitter", fmt.Sprintf("%v is outside [0, 1]", j), nil)

@@ -3,6 +3,7 @@ package troupe_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -119,6 +120,8 @@ func TestErrorPolicyValidate(t *testing.T) {
 		{"negative attempts", troupe.ErrorPolicy{Retry: troupe.RetryPolicy{MaxAttempts: -1}}, reg, []string{"retry.max_attempts"}, nil},
 		{"negative backoff", troupe.ErrorPolicy{Retry: troupe.RetryPolicy{Initial: -time.Second}}, reg, []string{"retry"}, nil},
 		{"negative multiplier", troupe.ErrorPolicy{Retry: troupe.RetryPolicy{Multiplier: -2}}, reg, []string{"retry.multiplier"}, nil},
+		// JSON cannot carry a NaN; a policy built in Go can, and policy.Backoff cannot use it.
+		{"NaN multiplier", troupe.ErrorPolicy{Retry: troupe.RetryPolicy{Multiplier: math.NaN()}}, reg, []string{"retry.multiplier"}, nil},
 		{"jitter above 1", troupe.ErrorPolicy{Retry: troupe.RetryPolicy{Jitter: 1.5}}, reg, []string{"retry.jitter"}, nil},
 		{
 			"unknown fallback agents, with their path",

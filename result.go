@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 )
@@ -142,7 +143,7 @@ func (r *Result) plainlyValid(agents AgentSet) bool {
 		r.StartedAt.IsZero(), r.CompletedAt.IsZero(), r.CompletedAt.Before(r.StartedAt),
 		r.NextAgent != nil && *r.NextAgent != "" && agents != nil && !agents.Has(*r.NextAgent),
 		r.TokensUsed != nil && *r.TokensUsed < 0,
-		r.CostDollars != nil && *r.CostDollars < 0:
+		r.CostDollars != nil && !(*r.CostDollars >= 0 && *r.CostDollars <= math.MaxFloat64):
 		return false
 	}
 	return true
@@ -192,8 +193,13 @@ func (r *Result) validate(agents AgentSet) error {
 	if r.TokensUsed != nil && *r.TokensUsed < 0 {
 		bad("tokens_used", "cannot be negative", ErrInvalidResult)
 	}
-	if r.CostDollars != nil && *r.CostDollars < 0 {
+	// A cost is added to the run's spend and checked against its budget: a NaN would make
+	// every budget check pass, an infinity would spend every budget at once, and neither
+	// can be encoded (aggregate.Combine refuses both).
+	if c := r.CostDollars; c != nil && *c < 0 {
 		bad("cost_dollars", "cannot be negative", ErrInvalidResult)
+	} else if c != nil && !(*c <= math.MaxFloat64) {
+		bad("cost_dollars", fmt.Sprintf("%v is not a finite number", *c), ErrInvalidResult)
 	}
 	return es.orNil()
 }

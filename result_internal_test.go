@@ -1,6 +1,7 @@
 package troupe
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -10,6 +11,8 @@ import (
 func FuzzResultFastPathAgrees(f *testing.F) {
 	f.Add("disp_0000000000000001", "s", "q", "a", "completed", true, 0.5, int64(3), int64(1), int64(2), "", int64(0), 0.0)
 	f.Add("", "s", "q", "a", "failed", false, 1.5, int64(-1), int64(2), int64(1), "ghost", int64(-4), -1.0)
+	f.Add("disp_0000000000000001", "s", "q", "a", "timeout", true, 0.5, int64(3), int64(1), int64(2), "", int64(0), math.NaN())
+	f.Add("disp_0000000000000001", "s", "q", "a", "timeout", true, 0.5, int64(3), int64(1), int64(2), "", int64(0), math.Inf(1))
 	f.Fuzz(func(t *testing.T, id, session, query, agent, status string, withResult bool, conf float64, ms, start, end int64, next string, tokens int64, cost float64) {
 		r := &Result{DispatchID: id, SessionID: session, QueryID: query, AgentName: agent, Status: Status(status),
 			Confidence: &conf, ExecutionTimeMS: ms, StartedAt: time.Unix(start, 0), CompletedAt: time.Unix(end, 0),

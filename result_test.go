@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,18 @@ func TestSeed000ResponseValidation(t *testing.T) {
 			{"tokens_used", -1, false},
 			{"cost_dollars", 0, true},
 			{"cost_dollars", -0.5, false},
+		}
+		// JSON cannot carry these; a Result built in Go can, and a NaN cost would pass
+		// every budget check of the run that adds it up.
+		for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			t.Run(fmt.Sprintf("cost_dollars=%v", v), func(t *testing.T) {
+				r, err := decodeResultDoc(t, reg, func(map[string]any) {})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.CostDollars = troupe.Ptr(v)
+				checkProblems(t, r.Validate(reg), []string{"cost_dollars"}, troupe.ErrInvalidResult)
+			})
 		}
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("%s=%v", tt.field, tt.value), func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -86,7 +87,9 @@ func (c *SelectionCriteria) ComplexityLevel() string {
 	return c.Complexity
 }
 
-// Validate checks the criteria's enumerations and bounds.
+// Validate checks the criteria's enumerations and bounds: an intent, a known complexity, a
+// confidence threshold in [0, 1], and a time budget that is positive and finite (a budget a
+// clock can reach, and one JSON can hold).
 func (c *SelectionCriteria) Validate() error {
 	var es ValidationErrors
 	bad := func(field, problem string) {
@@ -105,6 +108,8 @@ func (c *SelectionCriteria) Validate() error {
 	}
 	if t := c.TimeBudgetSeconds; t != nil && !(*t > 0) {
 		bad("time_budget_seconds", "must be positive")
+	} else if t != nil && math.IsInf(*t, 1) {
+		bad("time_budget_seconds", "must be finite")
 	}
 	return es.orNil()
 }
@@ -121,7 +126,8 @@ type Plan struct {
 
 // PlanStage is a group of tasks that may run concurrently, at most MaxConcurrency at once:
 // seed 000's ParallelExecutionGroup. GroupID names the group, and SharedResources lists what
-// two or more of its tasks use at once. The planner (package plan) names its stages "group_1",
+// two or more of its tasks use at once. In JSON it also has the group's "agents", as seed 000
+// spells it (see MarshalJSON). The planner (package plan) names its stages "group_1",
 // "group_2", ... and lists as shared the session state keys two or more of a stage's agents
 // declare they read (no agent of a stage writes a key another of it reads or writes). Both
 // are descriptive: the engine runs a stage the same without them.
@@ -130,6 +136,45 @@ type PlanStage struct {
 	Tasks           []Task   `json:"tasks"`
 	SharedResources []string `json:"shared_resources,omitempty"`
 	MaxConcurrency  int      `json:"max_concurrency"`
+}
+
+// MarshalJSON encodes s with, beside its tasks, seed 000's "agents": the tasks' agents in
+// order, a task routed at run time as "?" and its ID (as Plan.ExecutionPlan writes it).
+func (s PlanStage) MarshalJSON() ([]byte, error) {
+	type plain PlanStage
+	agents := make([]string, len(s.Tasks))
+	for i, t := range s.Tasks {
+		agents[i] = t.Agent
+		if t.Agent == "" {
+			agents[i] = "?" + t.ID
+		}
+	}
+	return json.Marshal(struct {
+		GroupID string   `json:"group_id,omitempty"`
+		Agents  []string `json:"agents"`
+		plain
+	}{s.GroupID, agents, plain(s)})
+}
+
+// UnmarshalJSON decodes what MarshalJSON writes, and a seed 000 ParallelExecutionGroup too:
+// without "tasks", each of its "agents" becomes a task of that ID and agent. With tasks,
+// "agents" is ignored: it is derived from them.
+func (s *PlanStage) UnmarshalJSON(b []byte) error {
+	type plain PlanStage
+	var w struct {
+		plain
+		Agents []string `json:"agents"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = PlanStage(w.plain)
+	if s.Tasks == nil {
+		for _, a := range w.Agents {
+			s.Tasks = append(s.Tasks, Task{ID: a, Agent: a})
+		}
+	}
+	return nil
 }
 
 // Task is one planned unit of work. Agent names the agent, or is empty when the router is to

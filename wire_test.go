@@ -222,3 +222,49 @@ func roundTrip[T any](t *testing.T, v T) (T, []byte) {
 	}
 	return got, b
 }
+
+// Seed 000's ParallelExecutionGroup is {group_id, agents, shared_resources, max_concurrency}: a
+// plan's stage says which agents it holds under those names, and reads one back.
+func TestPlanStageIsSeed000Group(t *testing.T) {
+	stage := troupe.PlanStage{
+		GroupID: "group_2",
+		Tasks: []troupe.Task{
+			{ID: "gap_analyzer", Agent: "gap_analyzer", Reason: "r", Priority: 0.85, DependsOn: []string{"causal_impact"}},
+			{ID: "route", Reason: "routed at run time"},
+		},
+		SharedResources: []string{"effect"},
+		MaxConcurrency:  10,
+	}
+	want := map[string]any{
+		"group_id": "group_2", "agents": []any{"gap_analyzer", "?route"},
+		"shared_resources": []any{"effect"}, "max_concurrency": 10.0,
+	}
+	for _, v := range []any{stage, &stage, troupe.Plan{Stages: []troupe.PlanStage{stage}}} {
+		m := jsonMembers(t, v)
+		if p, ok := v.(troupe.Plan); ok {
+			m = jsonMembers(t, p)["stages"].([]any)[0].(map[string]any)
+		}
+		got := map[string]any{}
+		for k := range want {
+			got[k] = m[k]
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%T: seed 000 members (-want +got):\n%s", v, diff)
+		}
+	}
+	if again, b := roundTrip(t, stage); !cmp.Equal(stage, again) {
+		t.Errorf("round trip of %s (-want +got):\n%s", b, cmp.Diff(stage, again))
+	}
+
+	var group troupe.PlanStage
+	seed := `{"group_id":"group_1","agents":["gap_analyzer","heterogeneous_optimizer"],"shared_resources":["sales"],"max_concurrency":10}`
+	if err := json.Unmarshal([]byte(seed), &group); err != nil {
+		t.Fatal(err)
+	}
+	wantGroup := troupe.PlanStage{GroupID: "group_1", SharedResources: []string{"sales"}, MaxConcurrency: 10, Tasks: []troupe.Task{
+		{ID: "gap_analyzer", Agent: "gap_analyzer"}, {ID: "heterogeneous_optimizer", Agent: "heterogeneous_optimizer"},
+	}}
+	if diff := cmp.Diff(wantGroup, group); diff != "" {
+		t.Errorf("seed 000 group decoded (-want +got):\n%s", diff)
+	}
+}

@@ -348,6 +348,9 @@ func TestCombineErrors(t *testing.T) {
 		{"NaN in agent_result", []*troupe.Result{result("a", map[string]any{"x": map[string]any{"y": []any{1, math.NaN()}}})}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"infinity in agent_result", []*troupe.Result{result("a", map[string]any{"x": math.Inf(-1)})}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"NaN in a later agent's result", []*troupe.Result{result("a", map[string]any{"x": 1}), result("b", map[string]any{"x": []float64{1, math.NaN()}})}, aggregate.Options{}, troupe.ErrInvalidResult},
+		// Containers Go agents build results with encode as map[string]any and []any do.
+		{"NaN in a typed map", []*troupe.Result{result("a", map[string]any{"scores": map[string]float64{"x": math.NaN()}})}, aggregate.Options{}, troupe.ErrInvalidResult},
+		{"infinity in a matrix", []*troupe.Result{result("a", map[string]any{"m": [][]float64{{1}, {math.Inf(1)}}})}, aggregate.Options{}, troupe.ErrInvalidResult},
 		// The walk that finds them keeps one spelling of a path per result; the other still counts.
 		{"NaN in the spelling of a path not kept", []*troupe.Result{result("a", map[string]any{"x.y": 1, "x": map[string]any{"y": math.NaN()}})}, aggregate.Options{}, troupe.ErrInvalidResult},
 		// Its later result is combined; the superseded one is still refused.

@@ -39,10 +39,16 @@ func (f flat) walk(prefix string, m map[string]any, depth int) {
 		if prefix != "" {
 			p = prefix + "." + k
 		}
-		if _, ok := f.value(p); ok {
-			continue // a literal dotted key naming a path already seen: the first in sorted order wins
-		}
 		v := m[k]
+		if _, ok := f.value(p); ok {
+			// A literal dotted key naming a path already seen: the first in sorted order wins
+			// there, but a path below it that only this spelling holds is still the result's,
+			// as collect finds it (DetectConflicts may report a conflict there).
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
+				f.walk(p, sub, depth+1)
+			}
+			continue
+		}
 		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
 			f.interior[p] = sub
 			f.walk(p, sub, depth+1)
@@ -281,7 +287,10 @@ func DetectConflicts(results []*troupe.Result) []troupe.Conflict {
 // shared. A conflict counts only if its field is one of those shared paths, so conflicts
 // computed from other results cannot push the score out of range. As in Combine, a path under
 // a conflicting one is part of that conflict: it is counted neither as shared nor as
-// conflicting, so ConsistencyScore(rs, DetectConflicts(rs)) is Combine's consistency_score.
+// conflicting, so ConsistencyScore(rs, DetectConflicts(rs)) is Combine's consistency_score
+// when no agent completed more than once. (Combine keeps only an agent's last completed
+// result; ConsistencyScore and DetectConflicts take every completed result given, so an agent
+// that changed its answer between two of them is in conflict with itself.)
 func ConsistencyScore(results []*troupe.Result, conflicts []troupe.Conflict) float64 {
 	rs := completed(results)
 	var paths []string

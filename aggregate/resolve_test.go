@@ -207,3 +207,25 @@ func TestStrategyValidate(t *testing.T) {
 		t.Errorf("Validate of a misspelled strategy = %v, want ErrUnknownStrategy", err)
 	}
 }
+
+// MostRecent finds an agent's result behind a conflict value wherever DetectConflicts found
+// the value: a path that only a literal dotted key spells ("a.b" → "d", beside a nested
+// a → b) is held by that result, so its completion time counts.
+func TestResolveMostRecentFindsDottedPaths(t *testing.T) {
+	x1 := result("x", map[string]any{"a": map[string]any{"b": map[string]any{"c": 1}}, "a.b": map[string]any{"d": 2}}, doneAt(1))
+	x2 := result("x", map[string]any{"z": 1}, doneAt(5)) // x again, without the field
+	y := result("y", map[string]any{"a.b.d": 3}, doneAt(3))
+	results := []*troupe.Result{x1, x2, y}
+	cs := aggregate.DetectConflicts(results)
+	if len(cs) != 1 || cs[0].Field != "a.b.d" {
+		t.Fatalf("DetectConflicts = %+v, want one conflict on a.b.d", cs)
+	}
+	resolved, out, err := aggregate.Resolve(cs, aggregate.MostRecent, results)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	// x's value came from x1 (completed at 1s), not x2 (5s), which does not hold the field.
+	if out[0].Winner != "y" || resolved["a.b.d"] != 3 {
+		t.Errorf("winner %s with %v (%s), want y with 3", out[0].Winner, resolved["a.b.d"], out[0].Reason)
+	}
+}

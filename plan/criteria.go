@@ -159,14 +159,9 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 	return c, nil
 }
 
-// validateCriteria is SelectionCriteria.Validate plus what a plan needs to be encodable:
-// finite numbers.
+// validateCriteria is SelectionCriteria.Validate, its error saying it is the plan's.
 func validateCriteria(c *troupe.SelectionCriteria) error {
-	err := c.Validate()
-	if t := c.TimeBudgetSeconds; err == nil && t != nil && math.IsInf(*t, 0) {
-		err = troupe.ValidationErrors{{Object: "criteria", Field: "time_budget_seconds", Problem: "must be finite"}}
-	}
-	if err != nil {
+	if err := c.Validate(); err != nil {
 		return fmt.Errorf("plan: invalid criteria: %w", err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -540,6 +541,11 @@ func TestPlanErrors(t *testing.T) {
 			name:  "invalid explicit criteria",
 			req:   &troupe.Request{Criteria: &troupe.SelectionCriteria{IntentType: "causal", ConfidenceThreshold: ptr(1.5)}},
 			wants: []string{"plan: invalid criteria", "confidence_threshold"},
+		},
+		{
+			name:  "infinite time budget",
+			req:   &troupe.Request{Criteria: &troupe.SelectionCriteria{IntentType: "causal", TimeBudgetSeconds: ptr(math.Inf(1))}},
+			wants: []string{"plan: invalid criteria", "time_budget_seconds", "must be finite"},
 		},
 		{
 			name: "everything excluded",

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/troupehq/troupe"
@@ -71,7 +72,8 @@ type Rules struct {
 	// FlagRequiresExperimentation to the agents that flag calls for.
 	FlagAgents map[string][]string `json:"flag_agents,omitempty"`
 	// ExclusivePairs never share a stage (seed 000's EXCLUSIVE_PAIRS), and when nothing else
-	// orders a pair its first agent runs first ("SHAP before deploy").
+	// orders a pair its first agent runs first ("SHAP before deploy"); so one pair may not be
+	// listed in both orders.
 	ExclusivePairs [][2]string `json:"exclusive_pairs,omitempty"`
 	// CompatiblePairs may share a stage even under sequence_required (seed 000's
 	// PARALLEL_COMPATIBLE); pairs are unordered.
@@ -180,11 +182,19 @@ func (r *Rules) Validate(c troupe.Catalog) error {
 			path := fmt.Sprintf("%s[%d]", field, i)
 			agent(path+"[0]", p[0])
 			agent(path+"[1]", p[1])
+			// An exclusive pair is ordered, its first agent running first: the two agents
+			// listed the other way round as well would each run first.
+			reversed := -1
+			if other == nil && p[0] != p[1] {
+				reversed = slices.Index(ps[:i], [2]string{p[1], p[0]})
+			}
 			switch {
 			case p[0] == p[1] && p[0] != "":
 				bad(path, fmt.Sprintf("pairs agent %q with itself", p[0]))
 			case other != nil && other.has(p[0], p[1]):
 				bad(path, "also listed in "+otherField)
+			case reversed >= 0:
+				bad(path, fmt.Sprintf("reverses %s[%d]: %q and %q cannot each run first", field, reversed, p[0], p[1]))
 			}
 		}
 	}

@@ -147,13 +147,15 @@ const (
 )
 
 // Backoff returns the wait before attempt (from 2): Initial·Multiplier^(attempt-2), capped at
-// Max, then scaled by 1 ± Jitter using rnd. Zero fields take the defaults above.
+// Max, then scaled by 1 ± Jitter using rnd. Zero fields take the defaults above (as does a
+// Multiplier that is no positive number). The wait is never negative: one beyond what a
+// Duration holds is the longest Duration.
 func Backoff(r troupe.RetryPolicy, attempt int, rnd uint64) time.Duration {
 	initial, maxB, mult := r.Initial, maxBackoff(r), r.Multiplier
 	if initial <= 0 {
 		initial = DefaultInitialBackoff
 	}
-	if mult <= 0 {
+	if !(mult > 0) {
 		mult = DefaultMultiplier
 	}
 	if attempt < 2 {
@@ -166,6 +168,11 @@ func Backoff(r troupe.RetryPolicy, attempt int, rnd uint64) time.Duration {
 	if r.Jitter > 0 {
 		u := float64(rnd>>11) / (1 << 53) // [0, 1)
 		w *= 1 + r.Jitter*(2*u-1)
+	}
+	// float64(math.MaxInt64) is 2^63, one past it: a float64 that large converts to an
+	// arbitrary Duration (on amd64, the most negative one), a retry due at once.
+	if w >= math.MaxInt64 {
+		return math.MaxInt64
 	}
 	return time.Duration(w)
 }

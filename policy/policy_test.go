@@ -104,6 +104,28 @@ func TestBackoff(t *testing.T) {
 	if policy.Backoff(r, 3, 12345) != policy.Backoff(r, 3, 12345) {
 		t.Error("the same draw gives a different backoff")
 	}
+	// A wait at or beyond the longest Duration is the longest Duration, never one that wraps
+	// around to a negative wait (a retry due at once).
+	longest := time.Duration(math.MaxInt64)
+	for _, tc := range []struct {
+		name string
+		r    troupe.RetryPolicy
+		rnd  uint64
+	}{
+		{"initial and max at the longest", troupe.RetryPolicy{Initial: longest, Max: longest}, 0},
+		{"jitter above a long max", troupe.RetryPolicy{Initial: longest / 3 * 2, Max: longest / 3 * 2, Jitter: 1}, ^uint64(0)},
+	} {
+		for _, attempt := range []int{2, 3, 60} {
+			if got := policy.Backoff(tc.r, attempt, tc.rnd); got < tc.r.Max {
+				t.Errorf("%s: Backoff(attempt %d) = %v, want at least Max %v", tc.name, attempt, got, tc.r.Max)
+			}
+		}
+	}
+	// A multiplier that is no number takes the default, as zero does.
+	nan := troupe.RetryPolicy{Initial: 10 * time.Millisecond, Multiplier: math.NaN()}
+	if got, want := policy.Backoff(nan, 3, 0), 20*time.Millisecond; got != want {
+		t.Errorf("NaN multiplier: Backoff(attempt 3) = %v, want %v (the default multiplier)", got, want)
+	}
 }
 
 func TestJudge(t *testing.T) {

@@ -48,7 +48,8 @@ const (
 type Config struct {
 	// Rules is the rule router consulted first; required. Its decision stands unless it fell
 	// to its default (metadata "source": "default", as route.Rules reports) or it found no
-	// agent at all.
+	// agent at all (an error wrapping troupe.ErrUnknownAgent); any other error it returns,
+	// such as route.Rules's for a parsed query of the wrong shape, is Route's.
 	Rules troupe.Router
 	// Intents the model chooses from; nil means seed 000's eight (Intents).
 	Intents []Intent
@@ -177,11 +178,17 @@ func New(cfg Config) (*Router, error) {
 // transport, timeout, an intent not in the list, an intent the rules do not place — the rule
 // router's own decision stands (its default) with "llm_fallback" in its metadata saying why;
 // failures are not cached, so a later call may classify. When the rule router has no default
-// either, Route returns its error with the reason added.
+// either, Route returns its error with the reason added. An error of the rule router other
+// than finding no agent (troupe.ErrUnknownAgent) is returned as it is, and no model is asked.
 func (r *Router) Route(ctx context.Context, in troupe.RouteInput, c troupe.Context) (troupe.RoutingDecision, error) {
 	first, ferr := r.rules.Route(ctx, in, c)
-	if ferr == nil && first.Metadata["source"] != "default" {
+	switch {
+	case ferr == nil && first.Metadata["source"] != "default":
 		return first, nil
+	case ferr != nil && !errors.Is(ferr, troupe.ErrUnknownAgent):
+		// Not "no agent": the input is wrong (a parsed query of the wrong shape), and an
+		// intent from the model would only route around what the rules refuse.
+		return troupe.RoutingDecision{}, ferr
 	}
 	intent, usage, err := r.classify(ctx, in)
 	if err == nil {

@@ -319,6 +319,22 @@ func TestNoDefaultReturnsTheRulesErrorWithTheReason(t *testing.T) {
 	}
 }
 
+// A parsed query the rules refuse (an intent that is not a string) is an error, as it is for
+// the rules alone: the model is not asked to route around it.
+func TestRulesInputErrorAsksNoModel(t *testing.T) {
+	rt, cl := newRouter(t, map[string]string{"why?": `{"intent":"causal"}`}, rules())
+	in := input("why?")
+	in.ParsedQuery = map[string]any{"intent": 5}
+	dec, err := rt.Route(context.Background(), in, troupe.Context{})
+	var es troupe.ValidationErrors
+	if !errors.As(err, &es) || errors.Is(err, troupe.ErrUnknownAgent) || !strings.Contains(err.Error(), `"intent"`) {
+		t.Errorf("decision %+v, err %v; want the rules' error naming intent", dec, err)
+	}
+	if n := cl.requests(); n != 0 {
+		t.Errorf("%d model requests, want none", n)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  llmroute.Config
