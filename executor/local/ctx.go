@@ -53,7 +53,16 @@ func (c *jobCtx) Err() error {
 	if err != nil {
 		return err
 	}
-	return c.s.ctx.Err()
+	// The scope's context may be cancelled before the scope has cancelled its jobs. Err may
+	// say so only once Done is closed (context.Context's contract), so it cancels this one
+	// first; the first cancel wins, so the error read back may be an earlier one's.
+	if err = c.s.ctx.Err(); err != nil {
+		c.cancel(err)
+		c.mu.Lock()
+		err = c.err
+		c.mu.Unlock()
+	}
+	return err
 }
 
 func (c *jobCtx) Value(key any) any { return c.s.ctx.Value(key) }
