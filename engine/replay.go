@@ -28,6 +28,19 @@ type replayIndex struct {
 	asked     map[string]bool
 	reviews   map[string]*troupe.Question // reviews asked with the result under review, by dispatch id
 	plan      *troupe.Plan
+	questions []loggedQuestion // in log order
+
+	// Dispatches of the plan that the log shows waiting for a human's answer it does not
+	// hold, when the resumed run has no one to ask either: the run that made the log was
+	// pausing, and started nothing new until they were done with (waits). Each leaves the set
+	// when it completes again (asking again, most often, which pauses this run too).
+	awaiting map[string]bool
+
+	// The budget the log records as spent (budget_exhausted), and where: from there on the run
+	// that made the log started nothing new, so neither does the resumed run, whose own
+	// accounts (its time budget's clock starts again) might say otherwise.
+	budgetWhy string
+	budgetAt  int
 
 	// Dispatches the run made again whose results the log holds, not yet applied: they are
 	// applied in the order the log recorded them (take), which is the order they finished in.
@@ -38,12 +51,17 @@ type replayIndex struct {
 	// (troupe.Recorder).
 	nestedDispatch map[string]*troupe.Dispatch
 	nestedResult   map[string]*troupe.Result
+	nestedParent   map[string]string // the dispatch each nested one was made for, by id
+	// Nested dispatches the log shows started and not finished: one made again under its id
+	// is not recorded as started a second time (its first start is still open).
+	nestedOpen map[string]bool
 }
 
 // eventKey identifies an event that a resumed run would produce again; "" means the kind is
 // never deduplicated (progress, warnings, terminal events, and nested events: a composite
 // resumed takes its finished members' results from the log, with no new events, and records
-// what the members it runs again do this time).
+// what the members it runs again do this time, all but the start of one the log shows still
+// running, which recorded keeps from being recorded twice).
 func eventKey(ev *troupe.Event) string {
 	if ev.Parent != "" {
 		return ""
@@ -106,6 +124,7 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 			x.resultAt[d.DispatchID] = i
 		case *troupe.Question:
 			x.asked[d.ID] = true
+			x.questions = append(x.questions, loggedQuestion{d, ev.Step})
 			if d.Kind == troupe.QuestionReview && d.Result != nil && d.DispatchID != "" {
 				if x.reviews == nil {
 					x.reviews = map[string]*troupe.Question{}
@@ -114,6 +133,10 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 			}
 		case *troupe.Answer:
 			x.answers[d.QuestionID] = *d
+		case *troupe.Warning:
+			if ev.Kind == troupe.KindBudgetExhausted && x.budgetWhy == "" {
+				x.budgetWhy, x.budgetAt = strings.TrimSuffix(d.Message, budgetSpentSuffix), i
+			}
 		}
 	}
 	if start == nil {
@@ -127,9 +150,18 @@ func (x *replayIndex) indexNested(ev *troupe.Event) {
 	case *troupe.Dispatch:
 		if x.nestedDispatch == nil {
 			x.nestedDispatch = map[string]*troupe.Dispatch{}
+			x.nestedParent = map[string]string{}
 		}
 		x.nestedDispatch[d.DispatchID] = d
+		x.nestedParent[d.DispatchID] = ev.Parent
+		if ev.Kind == troupe.KindDispatchStarted {
+			if x.nestedOpen == nil {
+				x.nestedOpen = map[string]bool{}
+			}
+			x.nestedOpen[d.DispatchID] = true
+		}
 	case *troupe.Result:
+		delete(x.nestedOpen, d.DispatchID)
 		if d.Status != troupe.StatusCompleted {
 			return // a member that failed runs again
 		}
@@ -181,6 +213,15 @@ func inputOf(d *troupe.Dispatch) dispatchInput {
 }
 
 func (x *replayIndex) recorded(ev *troupe.Event) bool {
+	if ev.Parent != "" {
+		// A nested dispatch the log shows running when the run stopped, made again: its
+		// start is recorded, once (its result will be).
+		if ev.Kind == troupe.KindDispatchStarted && x.nestedOpen[ev.DispatchID] {
+			delete(x.nestedOpen, ev.DispatchID)
+			return true
+		}
+		return false
+	}
 	k := eventKey(ev)
 	return k != "" && x.keys[k]
 }
@@ -208,12 +249,6 @@ func (x *replayIndex) diverged(id, agent string) string {
 		return fmt.Sprintf("the log records a result of %s for dispatch %s, which would now go to %s", res.AgentName, id, agent)
 	}
 	return ""
-}
-
-// started says whether the log records dispatch id as started.
-func (x *replayIndex) started(id string) bool {
-	_, ok := x.target(id)
-	return ok
 }
 
 // target is the agent the log records dispatch id as started to, if it does.
@@ -254,13 +289,27 @@ func (x *replayIndex) take() *call {
 
 // waits says whether dispatch id must wait for a held result the log recorded before the
 // dispatch: the run that made the log started it only once that result was in. A dispatch the
-// log does not hold started after every result it holds.
-func (x *replayIndex) waits(id string) bool {
+// log does not hold started after every result it holds, and, if the log shows dispatches
+// waiting for a human (awaiting), after they were done with: a pausing run starts nothing
+// new. With nothing in flight (inflight), none of those will run again to ask, and nothing
+// waits for them any more.
+func (x *replayIndex) waits(id string, inflight int) bool {
+	at, logged := x.startAt[id]
+	if !logged && x.budgetWhy != "" {
+		// The run that made the log never started it: the budget was spent by then. It is
+		// skipped once the results recorded before the budget ran out are in, as it was.
+		at = x.budgetAt
+		logged = true
+	} else if !logged && len(x.awaiting) > 0 {
+		if inflight > 0 {
+			return true
+		}
+		clear(x.awaiting)
+	}
 	if len(x.held) == 0 {
 		return false
 	}
-	at, ok := x.startAt[id]
-	if !ok {
+	if !logged {
 		return true
 	}
 	for _, c := range x.held {
@@ -269,6 +318,76 @@ func (x *replayIndex) waits(id string) bool {
 		}
 	}
 	return false
+}
+
+// overBudget says whether the dispatch or routing decision id, which the log does not hold,
+// comes after the log records the budget spent: the run that made the log never made it.
+func (x *replayIndex) overBudget(id string, decision bool) bool {
+	if x == nil || x.budgetWhy == "" {
+		return false
+	}
+	if decision {
+		_, ok := x.decisions[id]
+		return !ok
+	}
+	_, ok := x.startAt[id]
+	return !ok
+}
+
+// await records the dispatches of the plan that wait for answers to questions the log holds
+// none to (see awaiting): the run that made the log was pausing on them. A run with a human to
+// ask has no pause to reproduce: its questions are answered as they are asked again.
+func (x *replayIndex) await() {
+	for _, a := range x.questions {
+		q := a.q
+		if _, ok := x.answers[q.ID]; ok {
+			continue
+		}
+		id := q.DispatchID
+		for range len(x.nestedParent) + 1 { // a nested dispatch's question: the planned one it is part of
+			if _, ok := x.targets[id]; ok {
+				break
+			}
+			id = x.nestedParent[id]
+		}
+		if _, planned := x.targets[id]; !planned {
+			continue
+		}
+		if _, done := x.results[id]; done {
+			continue
+		}
+		if x.awaiting == nil {
+			x.awaiting = map[string]bool{}
+		}
+		x.awaiting[id] = true
+	}
+}
+
+// answerEvent is the event that records a, an answer given on resume, naming the dispatch,
+// agent and step its question's event named.
+func (x *replayIndex) answerEvent(a *troupe.Answer) troupe.Event {
+	ev := troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: a}
+	for _, q := range x.questions {
+		if q.q.ID == a.QuestionID {
+			ev.Step, ev.DispatchID, ev.Agent = q.step, q.q.DispatchID, q.q.Agent
+			break
+		}
+	}
+	return ev
+}
+
+// loggedQuestion is a question the log records, and the step of the dispatch that asked it.
+type loggedQuestion struct {
+	q    *troupe.Question
+	step int
+}
+
+// settled says dispatch id is done with (it completed, or asked again and paused): nothing new
+// waits for it.
+func (x *replayIndex) settled(id string) {
+	if len(x.awaiting) > 0 {
+		delete(x.awaiting, id)
+	}
 }
 
 // review returns the review a paused run asked of dispatch id's result, with that result.
@@ -326,8 +445,11 @@ type ResumeOptions struct {
 // stopped mid-way. Recorded routing decisions are taken instead of asking the router again,
 // recorded dispatch results instead of dispatching again, in the order the log recorded them,
 // recorded events are not appended again, and the plan, and every dispatch already recorded,
-// must come out as recorded. A run that reached a terminal stage cannot be resumed
-// (troupe.ErrRunFinished).
+// must come out as recorded. A budget the log records as spent stays spent: nothing the run
+// had not started by then starts. A run whose log shows it waiting for a human's answer it
+// still lacks, with no one to ask now either, starts nothing new until the dispatches waiting
+// have asked again (and paused it) or finished, as the run that made the log did. A run that
+// reached a terminal stage cannot be resumed (troupe.ErrRunFinished).
 //
 // A dispatch the log shows started but not finished runs again under its id. One engine
 // refuses to resume a run it already has live; two processes sharing a durable store do not
@@ -362,6 +484,9 @@ func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (
 	req := *start.Request
 	req.Seed, req.RunID = start.Seed, runID
 	req.Human, req.Guardrails = opts.Human, opts.Guardrails
+	if req.Human == nil && e.human == nil {
+		x.await()
+	}
 	r, err := e.newRun(ctx, req, x)
 	if err != nil {
 		return nil, err

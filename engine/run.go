@@ -583,7 +583,7 @@ func (r *Run) begin(answers []troupe.Answer) {
 	r.emitLocked(troupe.Event{Stage: troupe.StageInitialize, Kind: kind, Data: &troupe.RunStart{Request: &r.rec.req, Seed: r.rec.req.Seed, Setup: r.setup}})
 	for i := range answers {
 		a := answers[i]
-		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindHumanAnswered, Data: &a})
+		r.emitLocked(r.replay.answerEvent(&a))
 	}
 	switch {
 	case setupErr != nil && r.ctxErr() != nil:
@@ -951,7 +951,7 @@ func (r *Run) advanceStagesLocked() {
 			}
 			r.stageUpstreamLocked()
 			for _, t := range r.stages[r.stage] {
-				if r.budgetLocked() != "" {
+				if r.budgetLocked() != "" || r.replay != nil && r.replay.overBudget(r.nextID(t), true) && r.budgetFromLogLocked() != "" {
 					// Spent for good (time, cost, tokens and dispatches only grow): no task
 					// is routed any more, so a router that asks a model is not paid for
 					// decisions no dispatch will follow. The rest of the plan is skipped.
@@ -1012,8 +1012,14 @@ func (r *Run) stageUpstreamLocked() {
 	x.visible, x.upSet = x.ordered[:len(x.ordered):len(x.ordered)], true
 }
 
-func (r *Run) stopping() bool {
-	return r.failure != nil || r.pausing || r.err != nil || r.ctxErr() != nil
+// stopping says no new task of the plan may start: the run is ending, or pausing for a human.
+func (r *Run) stopping() bool { return r.pausing || r.ending() }
+
+// ending says the run will not go on: it failed, was cancelled, or its log broke. A run that is
+// only pausing still recovers its failures (retries and fallbacks start), as a run resumed from
+// its log does, which knows nothing of a pause that was coming when it takes such a failure.
+func (r *Run) ending() bool {
+	return r.failure != nil || r.err != nil || r.ctxErr() != nil
 }
 
 // routeLocked makes the task's routing decision and records it. A resumed run takes the
@@ -1078,11 +1084,11 @@ func (r *Run) fillLocked() {
 	}
 	for r.next < len(tasks) && r.inflight < limit && !r.stopping() {
 		t := tasks[r.next]
-		if r.replay != nil && r.replay.waits(r.nextID(t)) {
+		if r.replay != nil && r.replay.waits(r.nextID(t), r.inflight) {
 			return // a result the log recorded before this dispatch is applied first
 		}
 		r.next++
-		if why := r.budgetLocked(); why != "" {
+		if why := r.budgetLocked(); why != "" || r.replay != nil && r.replay.overBudget(r.nextID(t), false) && r.budgetFromLogLocked() != "" {
 			continue // never dispatched: reported as skipped
 		}
 		t.attempt = 1
@@ -1127,15 +1133,34 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	default:
 		return ""
 	}
+	return r.budgetSpentAsLocked(why)
+}
+
+// budgetSpentSuffix ends the message of a budget_exhausted event, after the budget spent.
+const budgetSpentSuffix = "; no new dispatches start"
+
+// budgetSpentAsLocked records, the first time, that the budget is spent for the reason why,
+// or for the reason a resumed run's log recorded: the resumed run may find another budget
+// spent first, looking later than the run that made the log did. It returns the reason.
+func (r *Run) budgetSpentAsLocked(why string) string {
 	if !r.budgetHit {
+		if r.replay != nil && r.replay.budgetWhy != "" {
+			why = r.replay.budgetWhy
+		}
 		r.budgetHit = true
 		r.more().budgetWhy = why
-		msg := why + "; no new dispatches start"
+		msg := why + budgetSpentSuffix
 		r.warnLocked(msg)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindBudgetExhausted, Data: &troupe.Warning{Message: msg, Code: troupe.CodeBudget}})
 	}
 	return why
 }
+
+// budgetFromLogLocked is the budget a resumed run's log records as spent, recorded as this
+// run's (overBudget).
+//
+//go:noinline
+func (r *Run) budgetFromLogLocked() string { return r.budgetSpentAsLocked(r.replay.budgetWhy) }
 
 // retryPastBudgetLocked says why a retry after backoff may not be scheduled: it would start
 // when the time budget is spent, and no dispatch starts then.
@@ -1448,6 +1473,9 @@ func (r *Run) completeLocked(c *call) {
 	r.inflight--
 	t := c.t
 	res := c.res
+	if r.replay != nil {
+		r.replay.settled(c.d.DispatchID)
+	}
 	if x := r.rare; x != nil && x.preNotes != nil {
 		delete(x.preNotes, c) // carried onto its result by finish or timedOut
 	}
@@ -1511,19 +1539,25 @@ func (r *Run) failedLocked(c *call) {
 	switch {
 	case r.ctxErr() != nil && r.failure == nil:
 		f.Status = troupe.StatusCancelled
-	case f.Status == troupe.StatusCancelled && r.ctxErr() == nil && (!c.replayed || r.replay.started(r.nextID(t))):
+	case f.Status == troupe.StatusCancelled && r.ctxErr() == nil:
 		// The agent says it was cancelled (a remote service's task was), but the run goes
 		// on: its dispatch did not complete, and the policy applies as to any failure, not
 		// the skip of a run that is ending. A result a resumed run takes from its log is
-		// handled so only when the log shows the task went on (a retry or fallback): one a
-		// cancellation made before the run stopped cannot be told from it otherwise.
+		// handled the same: the run records a cancellation of its own making only once its
+		// context has ended, after the failure that ended it, which the resumed run takes
+		// from the log first, so its context has ended again by then. (A run cancelled by its
+		// caller records nothing of that until run_cancelled: resumed from a log cut before
+		// it, its cancelled dispatches are failures the policy handles.)
 		f.Status = troupe.StatusFailed
 	}
 	rnd := mix(r.rec.req.Seed, saltJitter, uint64(t.index), uint64(t.serial))
 	act := policy.Decide(r.pol, f, rnd)
 	budgetStopped := false
-	if (act.Kind == policy.Retry || act.Kind == policy.Fallback) && !r.stopping() {
-		if why := r.budgetLocked(); why != "" {
+	if (act.Kind == policy.Retry || act.Kind == policy.Fallback) && !r.ending() {
+		if why := r.budgetLocked(); why != "" || r.replay != nil && r.replay.overBudget(r.nextID(t), false) {
+			if why == "" {
+				why = r.budgetFromLogLocked()
+			}
 			budgetStopped = true
 			// No retry or fallback may start: the failure stands as if none were left, and
 			// the policy says what then (continue, or fail the run), not a silent skip.
@@ -1557,7 +1591,7 @@ func (r *Run) failedLocked(c *call) {
 	}
 	switch act.Kind {
 	case policy.Retry:
-		if r.stopping() {
+		if r.ending() {
 			break
 		}
 		t.attempt++
@@ -1567,7 +1601,7 @@ func (r *Run) failedLocked(c *call) {
 		r.dispatchLocked(t, res.AgentName, fmt.Sprintf("retry %d of %s: %s", t.attempt, res.AgentName, firstError(res)), act.Backoff)
 		return
 	case policy.Fallback:
-		if r.stopping() {
+		if r.ending() {
 			break
 		}
 		t.fbUsed++
@@ -1731,6 +1765,9 @@ func (r *Run) finish() {
 			stage, kind = troupe.StageFailed, troupe.KindRunFailed
 		}
 	}
+	if kind != "" && kind != troupe.KindRunPaused && r.err == nil && r.pausing {
+		r.endPausedLocked()
+	}
 	if aggregateIt && r.err == nil {
 		r.status = troupe.RunAggregating
 		r.aggregateLocked()
@@ -1773,6 +1810,38 @@ func (r *Run) finish() {
 		close(r.done)
 	}
 	r.onDoneMu.Unlock()
+}
+
+// endPausedLocked records how the dispatches waiting for a human's answer ended when the run
+// ends failed or cancelled instead of pausing: cancelled, as the answer will never come. A
+// terminal log answers every dispatch it started, and the outcome counts these as failed.
+//
+//go:noinline
+func (r *Run) endPausedLocked() {
+	x := r.more()
+	now := r.nowLocked()
+	for i, c := range x.askedBy {
+		if slices.Index(x.askedBy, c) < i {
+			continue // it asked more than one question
+		}
+		start := c.d.DispatchedAt
+		if c.work != nil && !c.work.StartedAt.IsZero() {
+			start = c.work.StartedAt
+		}
+		res := &troupe.Result{DispatchID: c.d.DispatchID, SessionID: c.d.SessionID, QueryID: c.d.QueryID, AgentName: c.d.TargetAgent,
+			Status: troupe.StatusCancelled, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(), TraceID: &r.rec.traceID,
+			Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled,
+				Message: fmt.Sprintf("%s was waiting for a human's answer to %s when the run ended", c.d.TargetAgent, x.questions[i].ID)}}}
+		c.paused, c.res = false, res
+		if c.t.last == c {
+			c.t.final = res
+		}
+		x.errs = append(x.errs, res.Errors...)
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchFailed, Step: c.t.step, DispatchID: res.DispatchID,
+			Agent: res.AgentName, Status: res.Status, Data: res})
+	}
+	clear(x.askedBy)
+	x.questions, x.askedBy, r.pausing = x.questions[:0], x.askedBy[:0], false
 }
 
 func statusOf(s troupe.RunStatus) troupe.Status {
