@@ -273,6 +273,15 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	if req.Budget.TimeSeconds < 0 || req.Budget.MaxCostDollars < 0 || req.Budget.MaxTokens < 0 {
 		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
 	}
+	if b := req.Budget; math.IsNaN(b.TimeSeconds) || math.IsInf(b.TimeSeconds, 0) || math.IsNaN(b.MaxCostDollars) || math.IsInf(b.MaxCostDollars, 0) {
+		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
+			Message: fmt.Sprintf("budget must be finite: time_seconds %v, max_cost_dollars %v", b.TimeSeconds, b.MaxCostDollars)}
+	}
+	if c := req.Criteria; c != nil && c.TimeBudgetSeconds != nil && (!(*c.TimeBudgetSeconds > 0) || math.IsInf(*c.TimeBudgetSeconds, 0)) {
+		// A planner that checks the criteria refuses it too, but the budget is the engine's.
+		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
+			Message: fmt.Sprintf("invalid criteria time_budget_seconds %v: want a positive, finite number of seconds", *c.TimeBudgetSeconds)}
+	}
 	// What the run's events and results point at lives apart from the Run, so a finished
 	// run's log does not keep the Run (and through it its tasks, calls and executor scope).
 	rec := &runRecord{req: req, traceID: req.Context.TraceID()}
@@ -519,7 +528,19 @@ func (r *Run) ctxDone() {
 	}
 }
 
-func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+func secs(s float64) time.Duration {
+	// A float64 beyond int64's range converts to an arbitrary value (on amd64, the most
+	// negative Duration, which would read as a budget long spent): saturate, and round a
+	// positive time under a nanosecond up to one, not down to none.
+	switch ns := s * float64(time.Second); {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns > 0 && ns < 1:
+		return 1
+	default:
+		return time.Duration(ns)
+	}
+}
 
 // ID returns the run id.
 func (r *Run) ID() string { return r.rec.req.RunID }
