@@ -1,12 +1,18 @@
 package engine_test
 
 import (
+	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/store/memory"
+	"github.com/troupehq/troupe/troupetest"
 )
 
 // TestHugeTimesAreLongNotSpent: a time budget or a timeout too long for a time.Duration (1e12
@@ -50,5 +56,46 @@ func TestUnusableBudgetsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Start(%+v) = %v; want an error saying %q", tt.req.Budget, err, tt.want)
 		}
+	}
+}
+
+// TestResumedRunKeepsItsBudgetSpent: a resumed run's time budget counts the time its log shows
+// the run active before, not only the time since the resume. Here a and b take 40 s and 30 s of
+// a 60 s budget; the log is cut once b's result is in, before the run found the budget spent.
+// The resumed run, whose budget clock started again from nothing, dispatched c.
+func TestResumedRunKeepsItsBudgetSpent(t *testing.T) {
+	req := troupe.Request{Query: "q", RunID: "run_active", Budget: troupe.Budget{TimeSeconds: 60}}
+	setup := func(t *testing.T, st troupe.Store) (engine.Config, *troupetest.Script) {
+		clock := troupetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		step := func(d time.Duration) troupe.Agent {
+			return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+				clock.Advance(d)
+				return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+			})
+		}
+		c := troupetest.NewScript()
+		return engine.Config{Registry: agents(t, "a", step(40*time.Second), "b", step(30*time.Second), "c", c), Planner: chain("a", "b", "c"),
+			Store: st, Executor: local.New(local.Config{Clock: clock.Now})}, c
+	}
+	cfg, c := setup(t, memory.New())
+	want := run(t, newEngine(t, cfg), req)
+	if out := outcome(t, want); c.Calls() != 0 || !slices.Equal(out.Skipped, []string{"c"}) || !strings.HasPrefix(out.Budget, "time budget") {
+		t.Fatalf("uninterrupted run: c ran %d times, skipped %v, budget %q; want c skipped for the time budget", c.Calls(), out.Skipped, out.Budget)
+	}
+	cut := slices.IndexFunc(want, func(ev troupe.Event) bool { return ev.Kind == troupe.KindDispatchCompleted && ev.Agent == "b" }) + 1
+	st := memory.New()
+	if err := st.Append(t.Context(), want[:cut]...); err != nil {
+		t.Fatal(err)
+	}
+	cfg, c = setup(t, st)
+	r, err := newEngine(t, cfg).Resume(t.Context(), "run_active", engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = r.Wait(t.Context())
+	got, _ := st.Events(t.Context(), "run_active", 0)
+	troupetest.CheckLog(t, got)
+	if out := outcome(t, got); c.Calls() != 0 || !slices.Equal(out.Skipped, []string{"c"}) || !strings.Contains(out.Budget, "(1m10s elapsed)") {
+		t.Errorf("resumed run: c ran %d times, skipped %v, budget %q; want c skipped, 70s of the budget elapsed", c.Calls(), out.Skipped, out.Budget)
 	}
 }

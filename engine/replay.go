@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/troupehq/troupe"
 )
@@ -38,9 +39,15 @@ type replayIndex struct {
 
 	// The budget the log records as spent (budget_exhausted), and where: from there on the run
 	// that made the log started nothing new, so neither does the resumed run, whose own
-	// accounts (its time budget's clock starts again) might say otherwise.
+	// accounts (looking at the clock later than the run that made the log) might say otherwise.
 	budgetWhy string
 	budgetAt  int
+
+	// How long the log shows the run active before this resume: from each run_initialized or
+	// run_resumed to the last event before the next resume. The time budget counts it, and not
+	// the time the run lay crashed or paused for a human, so a resumed run does not start its
+	// budget's clock again from nothing.
+	activeBefore time.Duration
 
 	// Dispatches the run made again whose results the log holds, not yet applied: they are
 	// applied in the order the log recorded them (take), which is the order they finished in.
@@ -89,10 +96,18 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		results: map[string]*troupe.Result{}, resultAt: map[string]int{}, startAt: map[string]int{},
 		answers: map[string]troupe.Answer{}, asked: map[string]bool{}}
 	var start *troupe.RunStart
+	var segStart, segLast time.Time // the active stretch being read: its first and last events
 	for i := range events {
 		ev := &events[i]
 		if ev.Stage.Terminal() {
 			return nil, nil, fmt.Errorf("engine: resume %s: %w (it ended %s at event %d)", ev.RunID, troupe.ErrRunFinished, ev.Stage, ev.Seq)
+		}
+		if ev.Parent == "" && (ev.Kind == troupe.KindRunInitialized || ev.Kind == troupe.KindRunResumed) {
+			x.activeBefore += activeSpan(segStart, segLast)
+			segStart = ev.Time
+		}
+		if ev.Time.After(segLast) {
+			segLast = ev.Time
 		}
 		if ev.Parent != "" {
 			// A nested event: its results are the composite's business, not the plan's; the
@@ -142,7 +157,17 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 	if start == nil {
 		return nil, nil, fmt.Errorf("engine: resume: the log has no run_initialized event")
 	}
+	x.activeBefore += activeSpan(segStart, segLast)
 	return x, start, nil
+}
+
+// activeSpan is the time from an active stretch's first event to its last; 0 for none, or for
+// a clock that went back.
+func activeSpan(first, last time.Time) time.Duration {
+	if first.IsZero() || !last.After(first) {
+		return 0
+	}
+	return last.Sub(first)
 }
 
 func (x *replayIndex) indexNested(ev *troupe.Event) {
@@ -320,18 +345,15 @@ func (x *replayIndex) waits(id string, inflight int) bool {
 	return false
 }
 
-// overBudget says whether the dispatch or routing decision id, which the log does not hold,
-// comes after the log records the budget spent: the run that made the log never made it.
-func (x *replayIndex) overBudget(id string, decision bool) bool {
-	if x == nil || x.budgetWhy == "" {
-		return false
-	}
+// logged says whether the log holds the dispatch id's start (with decision, its routing
+// decision): what the run that made the log did, which no budget refuses on resume.
+func (x *replayIndex) logged(id string, decision bool) bool {
 	if decision {
 		_, ok := x.decisions[id]
-		return !ok
+		return ok
 	}
 	_, ok := x.startAt[id]
-	return !ok
+	return ok
 }
 
 // await records the dispatches of the plan that wait for answers to questions the log holds
@@ -446,7 +468,9 @@ type ResumeOptions struct {
 // recorded dispatch results instead of dispatching again, in the order the log recorded them,
 // recorded events are not appended again, and the plan, and every dispatch already recorded,
 // must come out as recorded. A budget the log records as spent stays spent: nothing the run
-// had not started by then starts. A run whose log shows it waiting for a human's answer it
+// had not started by then starts. The time budget counts the time the log shows the run
+// active (from its start, or each resume, to the last event recorded before the next), not
+// the time it lay stopped or waited for a human, plus the time since this resume. A run whose log shows it waiting for a human's answer it
 // still lacks, with no one to ask now either, starts nothing new until the dispatches waiting
 // have asked again (and paused it) or finished, as the run that made the log did. A run that
 // reached a terminal stage cannot be resumed (troupe.ErrRunFinished).

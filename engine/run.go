@@ -972,7 +972,7 @@ func (r *Run) advanceStagesLocked() {
 			}
 			r.stageUpstreamLocked()
 			for _, t := range r.stages[r.stage] {
-				if r.budgetLocked() != "" || r.replay != nil && r.replay.overBudget(r.nextID(t), true) && r.budgetFromLogLocked() != "" {
+				if r.budgetForLocked(t, true) != "" {
 					// Spent for good (time, cost, tokens and dispatches only grow): no task
 					// is routed any more, so a router that asks a model is not paid for
 					// decisions no dispatch will follow. The rest of the plan is skipped.
@@ -1109,7 +1109,7 @@ func (r *Run) fillLocked() {
 			return // a result the log recorded before this dispatch is applied first
 		}
 		r.next++
-		if why := r.budgetLocked(); why != "" || r.replay != nil && r.replay.overBudget(r.nextID(t), false) && r.budgetFromLogLocked() != "" {
+		if r.budgetForLocked(t, false) != "" {
 			continue // never dispatched: reported as skipped
 		}
 		t.attempt = 1
@@ -1185,13 +1185,43 @@ func (r *Run) budgetFromLogLocked() string { return r.budgetSpentAsLocked(r.repl
 
 // retryPastBudgetLocked says why a retry after backoff may not be scheduled: it would start
 // when the time budget is spent, and no dispatch starts then.
-func (r *Run) retryPastBudgetLocked(backoff time.Duration) string {
-	now := r.nowLocked()
-	if now.Add(backoff).Sub(r.startedAt) < r.timeBudget {
+func (r *Run) retryPastBudgetLocked(t *task, backoff time.Duration) string {
+	elapsed := r.nowLocked().Sub(r.startedAt)
+	if r.replay != nil && !r.replay.logged(r.nextID(t), false) {
+		elapsed += r.replay.activeBefore
+	}
+	if elapsed+backoff < r.timeBudget {
 		return ""
 	}
 	return fmt.Sprintf("time budget of %v would be spent before a retry after %v could start (%v elapsed)",
-		r.timeBudget, backoff, now.Sub(r.startedAt).Round(time.Millisecond))
+		r.timeBudget, backoff, elapsed.Round(time.Millisecond))
+}
+
+// budgetForLocked says why t's next dispatch (with decision, its routing decision) may not be
+// made for a budget, or "". A resumed run makes what its log holds, which the run that made the
+// log found within budget; of what the log does not hold, it makes nothing once the log records
+// a budget spent, and counts against the time budget the time the log shows the run active
+// before the resume as well as the time since (its own clock started again).
+func (r *Run) budgetForLocked(t *task, decision bool) string {
+	if why := r.budgetLocked(); why != "" || r.replay == nil {
+		return why
+	}
+	return r.replayBudgetLocked(t, decision)
+}
+
+//go:noinline
+func (r *Run) replayBudgetLocked(t *task, decision bool) string {
+	x := r.replay
+	if x.logged(r.nextID(t), decision) {
+		return ""
+	}
+	if x.budgetWhy != "" {
+		return r.budgetFromLogLocked()
+	}
+	if elapsed := r.nowLocked().Sub(r.startedAt) + x.activeBefore; elapsed >= r.timeBudget {
+		return r.budgetSpentLocked(elapsed)
+	}
+	return ""
 }
 
 // dispatchLocked creates the next dispatch of t to agent and hands it to the executor (or, when
@@ -1575,10 +1605,7 @@ func (r *Run) failedLocked(c *call) {
 	act := policy.Decide(r.pol, f, rnd)
 	budgetStopped := false
 	if (act.Kind == policy.Retry || act.Kind == policy.Fallback) && !r.ending() {
-		if why := r.budgetLocked(); why != "" || r.replay != nil && r.replay.overBudget(r.nextID(t), false) {
-			if why == "" {
-				why = r.budgetFromLogLocked()
-			}
+		if why := r.budgetForLocked(t, false); why != "" {
 			budgetStopped = true
 			// No retry or fallback may start: the failure stands as if none were left, and
 			// the policy says what then (continue, or fail the run), not a silent skip.
@@ -1586,7 +1613,7 @@ func (r *Run) failedLocked(c *call) {
 			act = policy.Decide(r.pol, f, rnd)
 			act.Reason = why + "; " + act.Reason
 		} else if act.Kind == policy.Retry {
-			if why := r.retryPastBudgetLocked(act.Backoff); why != "" {
+			if why := r.retryPastBudgetLocked(t, act.Backoff); why != "" {
 				// The retry would start once the time budget is spent: none is left that can
 				// start in time, though a fallback, which starts now, still may.
 				budgetStopped = true
