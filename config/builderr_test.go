@@ -168,7 +168,7 @@ agents:
 	if err := os.Remove(filepath.Join(dir, "in.json")); err != nil {
 		t.Fatal(err)
 	}
-	gone := fmt.Sprintf("cannot read the schema: open %s: no such file or directory", filepath.Join(dir, "in.json"))
+	gone := fmt.Sprintf("cannot read the schema %s: no such file or directory", filepath.Join(dir, "in.json"))
 	want := []string{path + ":5:19: agents.judge.input_schema: " + gone}
 	if diff := cmp.Diff(want, buildErrs(t, f, fieldFactories)); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

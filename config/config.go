@@ -199,11 +199,23 @@ type SequentialSpec struct {
 }
 
 // ParallelSpec lists the agents of a parallel agent; MaxConcurrency caps how many run at
-// once (0 is the runtime's bound).
+// once (0 is the runtime's bound). Strategy is how their results make the group's (seed 002's
+// AggregationStrategy: StrategyCollectAll when empty, StrategyFirstSuccess or
+// StrategyMajorityVote); under majority_vote, Vote is the key of each agent_result whose value
+// is the agent's answer.
 type ParallelSpec struct {
 	Agents         []string `json:"agents"`
 	MaxConcurrency int      `json:"max_concurrency,omitempty"`
+	Strategy       string   `json:"strategy,omitempty"`
+	Vote           string   `json:"vote,omitempty"`
 }
+
+// The strategies of a parallel agent.
+const (
+	StrategyCollectAll   = "collect_all"
+	StrategyFirstSuccess = "first_success"
+	StrategyMajorityVote = "majority_vote"
+)
 
 // LoopSpec repeats Agent at most MaxIterations times, stopping early once the session state
 // key Until.Key holds Until.Equals.

@@ -56,10 +56,13 @@
 //	troupe.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)
 //	troupe.yaml:11:23: agents.summarize.sequential.agents[1]: unknown agent "sumarize" (did you mean "summarize"?)
 //
-// It checks the YAML — refusing, with the place, a file that nests more than 200 deep, holds
-// a mapping of more than 5000 keys or expands (aliases included) to more than 100000 values,
-// so that loading any file takes bounded time and memory — then the schema (unknown fields
-// are errors), then what the schema cannot say: that every agent named in after, composites,
+// It checks that the file is UTF-8 text (a byte order mark is dropped; UTF-16, bytes that are
+// not UTF-8 and control characters are refused at their place), then the YAML — reporting
+// every duplicate key, and refusing, with the place, a file that nests more than 200 deep,
+// holds a mapping of more than 5000 keys or expands (aliases included) to more than 100000
+// values, so that loading any file takes bounded time and memory — then the schema (unknown
+// fields are errors; numbers and durations are within what their Go fields hold), then what
+// the schema cannot say: that every agent named in after, composites,
 // routing, pairs, coordinator, fallbacks and the parser, and every MCP server named, is
 // declared; that no composite contains itself and after has no
 // cycle; that no agent is its own fallback, and, with neither routing nor coordinator to plan

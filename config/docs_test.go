@@ -154,6 +154,13 @@ func typeOf(s map[string]any, resolve func(map[string]any) map[string]any, path 
 				return "map of " + vt, child
 			}
 			return "*map* (any fields)", nil
+		case "integer", "number":
+			// A bound short of what the Go field holds is the field's own: say it.
+			lo, hasLo := s["minimum"].(float64)
+			hi, hasHi := s["maximum"].(float64)
+			if hasLo && hasHi && hi < 1e15 {
+				return fmt.Sprintf("%s, %v to %v", tt, lo, hi), nil
+			}
 		}
 		return tt, nil
 	}

@@ -2,9 +2,11 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -25,12 +27,22 @@ const MaxFileBytes = 4 << 20
 func Resolve(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("config: %w", err)
+		return "", fileError(path, err)
 	}
 	if fi.IsDir() {
 		return filepath.Join(path, FileName), nil
 	}
 	return path, nil
+}
+
+// fileError says why the file at path cannot be read, in a user's words: "no such file or
+// directory" rather than "stat x: no such file or directory".
+func fileError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("config: %s: %w", path, err)
 }
 
 // Load reads and validates the configuration at path (a file, or a directory holding
@@ -41,18 +53,37 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(p)
+	data, err := readFile(p)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("config: %s: no such file (a directory must hold %s)", p, FileName)
-		}
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	f, err := Parse(p, data)
 	if f != nil {
 		f.Dir = filepath.Dir(p)
 	}
 	return f, err
+}
+
+// readFile reads the file p, but no more than one byte past MaxFileBytes, so that a path such
+// as /dev/zero is refused as too long rather than read until memory runs out.
+func readFile(p string) ([]byte, error) {
+	fh, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Resolve found p, unless it made it from a directory.
+		return nil, fmt.Errorf("config: %s: no such file (a directory must hold %s)", p, FileName)
+	}
+	if err != nil {
+		return nil, fileError(p, err)
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("config: %s is a directory, not a file", p)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
+	if err != nil {
+		return nil, fileError(p, err)
+	}
+	return data, nil
 }
 
 // Parse validates data as the configuration file named name (used in errors and to resolve
@@ -63,7 +94,11 @@ func Load(path string) (*File, error) {
 // comes after a trigger that fires on everything. Every problem found is returned at once, as Errors.
 func Parse(name string, data []byte) (*File, error) {
 	if len(data) > MaxFileBytes {
-		return nil, Errors{{File: name, Problem: fmt.Sprintf("the file is %d bytes; a configuration is at most %d", len(data), MaxFileBytes)}}
+		return nil, Errors{{File: name, Problem: fmt.Sprintf("the file is more than %d MiB; a configuration is at most %d MiB (%d bytes)", MaxFileBytes>>20, MaxFileBytes>>20, MaxFileBytes)}}
+	}
+	data, at, problem := text(data)
+	if problem != "" {
+		return nil, Errors{{File: name, Line: at.line, Column: at.col, Problem: problem}}
 	}
 	t, err := parseYAML(name, data)
 	if err != nil {
@@ -74,6 +109,11 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, err
 	}
 	errs := Errors(t.errs)
+	if t.over {
+		// The document was read only up to a bound: what was not read would be reported
+		// missing.
+		return nil, sortErrors(errs)
+	}
 	if t.value == nil {
 		errs = append(errs, &Error{File: name, Line: 1, Column: 1, Problem: "the file is empty: a configuration needs at least version and agents"})
 		return nil, sortErrors(errs)
@@ -230,6 +270,12 @@ func check(t *tree, f *File) Errors {
 			c.refs(base+"/sequential/agents", a.Sequential.Agents)
 		case a.Parallel != nil:
 			c.refs(base+"/parallel/agents", a.Parallel.Agents)
+			switch p := a.Parallel; {
+			case p.Strategy == StrategyMajorityVote && p.Vote == "":
+				c.add(base+"/parallel/strategy", "majority_vote needs vote: the key of each agent's agent_result whose value is its answer")
+			case p.Strategy != StrategyMajorityVote && p.Vote != "":
+				c.add(base+"/parallel/vote", fmt.Sprintf("vote is the answer counted under strategy majority_vote, and this group's strategy is %s: write strategy: majority_vote, or remove vote", cmp.Or(p.Strategy, StrategyCollectAll)))
+			}
 		case a.Loop != nil:
 			c.ref(base+"/loop/agent", a.Loop.Agent)
 			if u, m := a.Loop.Until, f.Agents[a.Loop.Agent]; u != nil && m != nil && !slices.Contains(m.Writes, u.Key) {

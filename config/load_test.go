@@ -47,7 +47,7 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:1:1: missing required field "agents"`,
 			`t.yaml:1:1: missing required field "version"`,
 		}},
-		{"wrong version", "version: 2\nagents: {a: {kind: builtin}}\n", []string{"t.yaml:1:10: version: value must be 1"}},
+		{"wrong version", "version: 2\nagents: {a: {kind: builtin}}\n", []string{"t.yaml:1:10: version: version 2 is not a version this troupe reads: write version: 1"}},
 		{"unknown top-level field", "version: 1\nagents: {a: {kind: builtin}}\nagnets: {}\n", []string{
 			`t.yaml:3:1: agnets: unknown field "agnets" (did you mean "agents"?)`,
 		}},
@@ -75,7 +75,7 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:3:3: agents.9lives: "9lives" is not a valid agent name: a letter, then letters, digits, _ and -`,
 		}},
 		{"duplicate key", "version: 1\nagents:\n  a: {kind: builtin}\n  a: {kind: builtin}\n", []string{
-			`t.yaml:4:3: agents.a: YAML syntax: mapping key "a" already defined at [3:3]`,
+			`t.yaml:4:3: agents.a: duplicate key "a": it is first on line 3; a key is given once`,
 		}},
 		{"merge key", "version: 1\nx: &x {kind: builtin}\nagents:\n  a:\n    <<: *x\n", []string{
 			// The merge key is reported; so are the consequences, at their own places.
@@ -96,8 +96,8 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:4:68: agents.l.loop.until.key: j does not declare writes of "done", so the loop would never see it change; add it to j's writes`,
 		}},
 		{"bundle of more replicates than a bundle runs", "version: 1\nagents:\n  j: {kind: builtin}\n  b: {kind: bundle, bundle: {agent: j, replicates: 100, min_replicates: 1}}\n", []string{
-			`t.yaml:4:52: agents.b.bundle.replicates: maximum: got 100, want 32`,
-			`t.yaml:4:73: agents.b.bundle.min_replicates: minimum: got 1, want 2`,
+			`t.yaml:4:52: agents.b.bundle.replicates: 100 is too large: want at most 32`,
+			`t.yaml:4:73: agents.b.bundle.min_replicates: 1 is too small: want 2 or more`,
 		}},
 		{"bundle and its agent declare input schemas", "version: 1\nagents:\n  j:\n    kind: builtin\n    input_schema: {type: object}\n  inner: {kind: bundle, bundle: {agent: j, replicates: 2}}\n  b:\n    kind: bundle\n    bundle: {agent: inner, replicates: 3}\n    input_schema: {required: [intent]}\n", []string{
 			`t.yaml:10:19: agents.b.input_schema: inner, the agent this bundle replicates, takes j's input_schema (line 5), which the bundle takes too, as a replicate's input is the bundle's: declare the schema on one of them`,
@@ -109,8 +109,8 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:4:14: coordinator: routing and coordinator are exclusive: a file either plans stages of agents (routing) or routes each request to one agent (coordinator)`,
 		}},
 		{"fallback references", "version: 1\nagents: {a: {kind: builtin}}\nerror_policy:\n  fallback_agents: {b: [a, c]}\n", []string{
-			`t.yaml:4:21: error_policy.fallback_agents.b: unknown agent "b" (did you mean "a"?)`,
-			`t.yaml:4:28: error_policy.fallback_agents.b[1]: unknown agent "c" (did you mean "a"?)`,
+			`t.yaml:4:21: error_policy.fallback_agents.b: unknown agent "b" (not declared under agents)`,
+			`t.yaml:4:28: error_policy.fallback_agents.b[1]: unknown agent "c" (not declared under agents)`,
 		}},
 		{"not a JSON number", "version: 1\nagents: {a: {kind: builtin}}\nbudget: {max_cost_dollars: .inf}\n", []string{
 			`t.yaml:3:28: budget.max_cost_dollars: infinity and NaN are not numbers a configuration can hold`,
@@ -161,7 +161,7 @@ func TestParseExplainsIndentation(t *testing.T) {
 			"t.yaml:5:1: agents.total.exec: YAML syntax: found character '\t' that cannot start any token; indent with spaces: YAML does not allow tabs in indentation",
 		}},
 		{"duplicate key is not an indentation problem", agents + "    exec: {command: [./total.sh]}\n    kind: http\n", []string{
-			`t.yaml:6:5: agents.total.kind: YAML syntax: mapping key "kind" already defined at [4:5]`,
+			`t.yaml:6:5: agents.total.kind: duplicate key "kind": it is first on line 4; a key is given once`,
 		}},
 		{"unclosed flow sequence", agents + "    exec: {command: [./total.sh}\n", []string{
 			`t.yaml:5:32: agents.total.exec: YAML syntax: ',' or ']' must be specified`,
@@ -245,7 +245,7 @@ func TestParseCoordinatorTriggers(t *testing.T) {
 			`t.yaml:5:19: coordinator.triggers[0].pattern: unknown field "pattern" (did you mean "patterns"?)`,
 		}},
 		{"patterns of the wrong type are not a catch-all", head + "    - {name: one, patterns: hello, target: a}\n    - {name: two, patterns: [hi], target: b}\n", []string{
-			`t.yaml:5:29: coordinator.triggers[0].patterns: got string, want array`,
+			`t.yaml:5:29: coordinator.triggers[0].patterns: got string, want array; write a list, even of one item: ["hello"]`,
 		}},
 	}
 	for _, tt := range tests {
@@ -271,14 +271,14 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		`t.yaml:11:33: agents.summarize.sequential.agents[2]: unknown agent "ghost" (not declared under agents)`,
 		`t.yaml:12:5: agents.summarize.http: field "http" is not allowed in an agent of kind sequential: an agent has the block of its own kind only`,
 		`t.yaml:14:5: agents.loop1: loop agent "loop1" contains itself: loop1 → loop1`,
-		`t.yaml:15:42: agents.loop1.loop.max_iterations: minimum: got 0, want 1`,
+		`t.yaml:15:42: agents.loop1.loop.max_iterations: 0 is too small: want 1 or more`,
 		`t.yaml:18:12: agents.a.after: after has a cycle, so no agent of it can run first: a → b → a`,
 		`t.yaml:22:19: agents.b.input_schema: invalid JSON Schema: type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; type: got number, want array`,
 		`t.yaml:26:24: routing.intents[0].primary[1]: unknown agent "nobody" (not declared under agents)`,
 		`t.yaml:27:21: routing.exclusive_pairs[0]: a pair is two different agents, not "a" twice`,
 		`t.yaml:28:19: routing.kpi_map.NRx[0]: unknown agent "fetchh" (did you mean "fetch"?)`,
 		`t.yaml:30:3: coordinator: routing and coordinator are exclusive: a file either plans stages of agents (routing) or routes each request to one agent (coordinator)`,
-		`t.yaml:30:12: coordinator.default: unknown agent "x" (did you mean "a"?)`,
+		`t.yaml:30:12: coordinator.default: unknown agent "x" (not declared under agents)`,
 		`t.yaml:31:1: errorpolicy: unknown field "errorpolicy" (did you mean "error_policy"?)`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

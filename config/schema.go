@@ -2,11 +2,15 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"math/big"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -62,16 +66,17 @@ func checkSchema(t *tree) (Errors, [][]string) {
 	if err != nil {
 		return Errors{{File: t.path, Problem: err.Error()}}, nil
 	}
+	// Durations the pattern accepts but Go cannot hold are the one problem of a field the
+	// schema cannot tell.
+	out, bad := durationRange(t)
 	err = s.Validate(t.value)
 	var ve *jsonschema.ValidationError
 	if err == nil || !errors.As(err, &ve) {
 		if err != nil {
 			return Errors{{File: t.path, Problem: err.Error()}}, nil
 		}
-		return nil, nil
+		return out, bad
 	}
-	var out Errors
-	var bad [][]string
 	var missing []struct{ ptr, field string } // required fields absent, by the object's pointer
 	misspelt := map[string]bool{}             // pointers of the fields unknown fields are near misses of
 	var leaves func(e *jsonschema.ValidationError)
@@ -129,13 +134,37 @@ func checkSchema(t *tree) (Errors, [][]string) {
 				out = append(out, t.keyErrorAt(ptr, problem))
 			}
 		case *kind.Pattern:
-			problem := e.ErrorKind.LocalizedString(printer)
+			problem := fmt.Sprintf("%q does not match the pattern %s", k.Got, k.Want)
+			if what, ok := patterns[k.Want]; ok {
+				problem = fmt.Sprintf("%q is not %s", k.Got, what)
+			}
 			if isDurationPattern(k.Want) {
 				problem = fmt.Sprintf("%q is not a duration: write one as Go does, such as 30s, 1m30s or 250ms", k.Got)
 				if d, err := time.ParseDuration(k.Got); err == nil && d < 0 {
 					problem = fmt.Sprintf("%q is negative: a duration here is positive, such as 30s", k.Got)
 				} else if _, err := strconv.ParseFloat(k.Got, 64); err == nil {
 					problem = fmt.Sprintf("%q is not a duration: %s", k.Got, unitless(k.Got))
+				}
+			}
+			out = append(out, t.errorAt(ptr, problem))
+		case *kind.Minimum, *kind.Maximum, *kind.ExclusiveMinimum, *kind.ExclusiveMaximum:
+			out = append(out, t.errorAt(ptr, t.boundProblem(ptr, e.ErrorKind)))
+		case *kind.MinItems:
+			out = append(out, t.errorAt(ptr, fmt.Sprintf("the list has %s; want at least %s", items(k.Got), items(k.Want))))
+		case *kind.MaxItems:
+			out = append(out, t.errorAt(ptr, fmt.Sprintf("the list has %s; want at most %s", items(k.Got), items(k.Want))))
+		case *kind.MinLength:
+			if k.Got == 0 {
+				out = append(out, t.errorAt(ptr, "empty: give a value, or leave the field out where it is optional"))
+				break
+			}
+			out = append(out, t.errorAt(ptr, e.ErrorKind.LocalizedString(printer)))
+		case *kind.Const:
+			problem := e.ErrorKind.LocalizedString(printer)
+			if ptr == "/version" {
+				problem = fmt.Sprintf("version %s is not a version this troupe reads: write version: %d", t.written(ptr), Version)
+				if _, ok := k.Got.(string); ok {
+					problem = fmt.Sprintf("version is a number, not the string %s: write version: %d", t.written(ptr), Version)
 				}
 			}
 			out = append(out, t.errorAt(ptr, problem))
@@ -178,6 +207,10 @@ func checkSchema(t *tree) (Errors, [][]string) {
 			if n, ok := t.valueAt(ptr).(json.Number); ok && isDurationPattern(schemaPattern(e.SchemaURL, "/type")) {
 				// A bare number says no unit (a request's timeouts are seconds, a file's are not).
 				problem = fmt.Sprintf("%s is not a duration: %s", n, unitless(n.String()))
+			} else if k.Got == "null" {
+				problem = nullProblem(k.Want)
+			} else if hint := cmp.Or(t.numberHint(ptr, k), t.shapeHint(ptr, k)); hint != "" {
+				problem += "; " + hint
 			}
 			out = append(out, t.errorAt(ptr, problem))
 		default:
@@ -223,6 +256,15 @@ func prune(v any, loc []string) any {
 		}
 	}
 	return v
+}
+
+// patterns say in words what the schema's patterns (other than a duration's) want.
+var patterns = map[string]string{
+	`^https?://`:               "an http:// or https:// URL",
+	`^[A-Za-z][A-Za-z0-9_-]*$`: "a valid name: a letter, then letters, digits, _ and -",
+	`^[A-Za-z_][A-Za-z0-9_]*$`: "an environment variable's name: a letter or _, then letters, digits and _",
+	`^[A-Za-z0-9_-]*$`:         "made of letters, digits, _ and - only",
+	`^([A-Za-z][A-Za-z0-9_-]*|mcp:[A-Za-z][A-Za-z0-9_-]*(/.+)?)$`: "an agent's name, mcp:SERVER or mcp:SERVER/TOOL",
 }
 
 // agentKind returns the kind of the agent whose block loc is in (loc = agents/NAME/block).
@@ -332,11 +374,17 @@ func closestField(name string, known []string) string {
 	return Closest(strings.ToLower(name), known)
 }
 
-// Closest returns the candidate nearest to name, if one is within two edits of it (a typo),
-// for "did you mean" messages; the first of equally near ones.
+// Closest returns the candidate nearest to name, if one is near enough to be a typo of it,
+// for "did you mean" messages: within two edits, and within a third of name's length (one
+// edit for a name of two to five letters, none for one of a letter), an edit being a letter
+// added, removed, changed or swapped with the next; the first of equally near ones. A short
+// name is not taken for a typo of every other short name: "x" suggests nothing rather than "a".
 func Closest(name string, candidates []string) string {
-	best, bestD := "", 3
+	best, bestD := "", min(2, max(1, len(name)/3), len(name)-1)+1
 	for _, c := range candidates {
+		if abs(len(c)-len(name)) >= bestD {
+			continue // as many edits at least
+		}
 		if d := editDistance(name, c); d < bestD {
 			best, bestD = c, d
 		}
@@ -344,9 +392,13 @@ func Closest(name string, candidates []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+func abs(n int) int { return max(n, -n) }
+
+// editDistance is the optimal string alignment distance between a and b, in bytes: the
+// Levenshtein distance with a swap of two adjacent letters ("agnets") one edit, not two.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
+	prev2 := make([]int, len(b)+1) // row i-2
+	prev := make([]int, len(b)+1)  // row i-1
 	cur := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
@@ -359,8 +411,225 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// written is the value at ptr as the file writes it: a number or a boolean in its own
+// characters (JSON would write 1e+19 for 10000000000000000000, true for True), a string quoted.
+func (t *tree) written(ptr string) string {
+	v := t.valueAt(ptr)
+	if s, ok := t.scalars[ptr]; ok {
+		if _, str := v.(string); !str {
+			return s.text
+		}
+	}
+	switch v := v.(type) {
+	case json.Number:
+		return v.String()
+	case string:
+		return strconv.Quote(v)
+	case nil:
+		return "null"
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}
+
+// boundProblem says how the number at ptr is out of the bound k (a minimum or a maximum) of
+// its field, in the file's digits rather than the library's floating point.
+func (t *tree) boundProblem(ptr string, k jsonschema.ErrorKind) string {
+	got := t.written(ptr)
+	switch k := k.(type) {
+	case *kind.Minimum:
+		return fmt.Sprintf("%s is too small: want %s or more", got, k.Want.RatString())
+	case *kind.Maximum:
+		return fmt.Sprintf("%s is too large: want at most %s", got, k.Want.RatString())
+	case *kind.ExclusiveMinimum:
+		return fmt.Sprintf("%s is too small: want more than %s", got, k.Want.RatString())
+	case *kind.ExclusiveMaximum:
+		return fmt.Sprintf("%s is too large: want less than %s", got, k.Want.RatString())
+	}
+	return k.LocalizedString(printer)
+}
+
+// items counts list items.
+func items(n int) string {
+	if n == 1 {
+		return "1 item"
+	}
+	return fmt.Sprintf("%d items", n)
+}
+
+// numberHint explains a wrong type where a number is wanted: a number with a fraction where a
+// whole one is; a string written as a number, quoted ("3"), which makes it a string, or plain but
+// not a number the YAML reader takes, as an exponent without a point (1e3) or a whole number too
+// large for 64 bits.
+func (t *tree) numberHint(ptr string, k *kind.Type) string {
+	wantInt, wantNum := slices.Contains(k.Want, "integer"), slices.Contains(k.Want, "number")
+	if k.Got == "number" && wantInt {
+		return t.written(ptr) + " is not a whole number"
+	}
+	n, ok := t.scalars[ptr]
+	if !ok || k.Got != "string" || !wantInt && !wantNum {
+		return ""
+	}
+	if n.quoted {
+		return "a number is written without quotes: " + n.text
+	}
+	f, _, err := big.ParseFloat(strings.ReplaceAll(n.text, "_", ""), 10, 64, big.ToNearestEven)
+	if err != nil {
+		return ""
+	}
+	if x, _ := f.Float64(); math.IsInf(x, 0) {
+		return n.text + " is too large a number"
+	}
+	mant, exp, hasExp := strings.Cut(strings.ToLower(n.text), "e")
+	if i, acc := f.Int64(); f.IsInt() && acc == big.Exact && hasExp {
+		return fmt.Sprintf("an exponent needs a point in YAML (1.0e3, not 1e3): write %d", i)
+	}
+	if f.IsInt() && !wantNum {
+		return fmt.Sprintf("%s is too large a number: a whole number here is at most %d", n.text, int64(math.MaxInt64))
+	}
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	if hasExp {
+		return fmt.Sprintf("an exponent needs a point in YAML (1.0e3, not 1e3): write %se%s", mant, exp)
+	}
+	return fmt.Sprintf("a number this large is written with a point: %s", mant)
+}
+
+// nullProblem says a field has no value, which is what a key written with nothing after it
+// ("agents:") has.
+func nullProblem(want []string) string {
+	switch {
+	case slices.Contains(want, "object"):
+		return "no value: want its fields, indented under it"
+	case slices.Contains(want, "array"):
+		return `no value: want a list, as [a, b] or one "- item" a line under it`
+	case len(want) > 0:
+		return "no value: want " + want[0]
+	}
+	return "no value"
+}
+
+// shapeHint says how to write the value at ptr in the shape wanted when it has another: a list
+// for one item, fields for a list, text for a number.
+func (t *tree) shapeHint(ptr string, k *kind.Type) string {
+	switch {
+	case slices.Contains(k.Want, "array") && (k.Got == "string" || k.Got == "number" || k.Got == "boolean"):
+		return fmt.Sprintf("write a list, even of one item: [%s]", t.written(ptr))
+	case slices.Contains(k.Want, "array") && k.Got == "object":
+		return `a list is written [a, b], or one "- item" a line`
+	case slices.Contains(k.Want, "object") && k.Got == "array":
+		return `fields are written "name: value", not as "- " items of a list`
+	case slices.Contains(k.Want, "boolean") && k.Got == "string":
+		v, _ := t.valueAt(ptr).(string)
+		switch strings.ToLower(v) {
+		case "true", "false":
+			return "write " + strings.ToLower(v) + " without quotes"
+		case "yes", "no", "on", "off", "y", "n":
+			return fmt.Sprintf("%s is text in YAML 1.2: write true or false", v)
+		}
+		return "write true or false"
+	case slices.Contains(k.Want, "string") && (k.Got == "number" || k.Got == "boolean"):
+		return fmt.Sprintf("quote it to make it text: %q", t.written(ptr))
+	}
+	return ""
+}
+
+// durationPattern is the pattern of the schema's durations.
+var durationPattern = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+
+// durationFields are the places of the schema's durations, as JSON pointer tokens in which "*"
+// stands for any key or index: {"agents", "*", "timeout"}.
+var durationFields = sync.OnceValue(func() [][]string {
+	var out [][]string
+	var visit func(node any, path []string, depth int)
+	visit = func(node any, path []string, depth int) {
+		n, ok := node.(map[string]any)
+		if !ok || depth > 32 {
+			return
+		}
+		if ref, ok := n["$ref"].(string); ok {
+			visit(schemaNode(ref, ""), path, depth+1)
+		}
+		if p, ok := n["pattern"].(string); ok && isDurationPattern(p) {
+			out = append(out, slices.Clone(path))
+		}
+		for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+			if l, ok := n[k].([]any); ok {
+				for _, sub := range l {
+					visit(sub, path, depth+1)
+				}
+			}
+		}
+		for _, k := range []string{"then", "else"} {
+			visit(n[k], path, depth+1)
+		}
+		if props, ok := n["properties"].(map[string]any); ok {
+			for _, name := range slices.Sorted(maps.Keys(props)) {
+				visit(props[name], append(slices.Clone(path), name), depth+1)
+			}
+		}
+		visit(n["additionalProperties"], append(slices.Clone(path), "*"), depth+1)
+		visit(n["items"], append(slices.Clone(path), "*"), depth+1)
+		if pp, ok := n["patternProperties"].(map[string]any); ok {
+			for _, sub := range pp {
+				visit(sub, append(slices.Clone(path), "*"), depth+1)
+			}
+		}
+	}
+	visit(rawSchema(), nil, 0)
+	return out
+})
+
+// durationRange reports the durations the schema's pattern accepts but Go cannot hold, being
+// longer than 2562047h (about 292 years); without it they would fail decoding with no place.
+func durationRange(t *tree) (Errors, [][]string) {
+	var out Errors
+	var bad [][]string
+	for ptr := range t.vals {
+		if ptr == "" {
+			continue
+		}
+		toks := strings.Split(ptr[1:], "/")
+		if !slices.ContainsFunc(durationFields(), func(f []string) bool { return fieldMatches(f, toks) }) {
+			continue
+		}
+		s, ok := t.valueAt(ptr).(string)
+		if !ok || !durationPattern.MatchString(s) {
+			continue
+		}
+		if _, err := time.ParseDuration(s); err != nil {
+			out = append(out, t.errorAt(ptr, fmt.Sprintf("%q is too long: a duration is at most %s", s, shortDuration(time.Duration(math.MaxInt64).Truncate(time.Hour)))))
+			loc := make([]string, len(toks))
+			for i, tok := range toks {
+				loc[i] = unescapePointer(tok)
+			}
+			bad = append(bad, loc)
+		}
+	}
+	return out, bad
+}
+
+// fieldMatches reports whether the pointer tokens toks are of the field f, whose "*" tokens
+// match any key or index.
+func fieldMatches(f, toks []string) bool {
+	if len(f) != len(toks) {
+		return false
+	}
+	for i, tok := range f {
+		if tok != "*" && tok != unescapePointer(toks[i]) {
+			return false
+		}
+	}
+	return true
 }

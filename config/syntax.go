@@ -186,3 +186,33 @@ func tabIndented(lines [][]byte, line int) bool {
 	l := lines[line-1]
 	return bytes.ContainsRune(l[:len(l)-len(bytes.TrimLeft(l, " \t"))], '\t')
 }
+
+// missingColon says that the word alone on line (1-based) wants a ':' after it, when it is
+// a key's name with the key's fields indented under it on the lines after: "agents" rather
+// than "agents:", which the parser reports only as an unexpected key.
+func missingColon(data []byte, line int) string {
+	lines := bytes.Split(data, []byte("\n"))
+	if line < 1 || line >= len(lines) {
+		return ""
+	}
+	l := string(lines[line-1])
+	if i := strings.Index(l, " #"); i >= 0 {
+		l = l[:i]
+	}
+	word := strings.TrimSpace(l)
+	if word == "" || strings.ContainsAny(word, ":{}[],#&*!|>'\"%@` \t") || strings.HasPrefix(word, "-") {
+		return ""
+	}
+	indent := len(l) - len(strings.TrimLeft(l, " "))
+	for _, next := range lines[line:] {
+		n := strings.TrimRight(string(next), " \t\r")
+		if strings.TrimSpace(n) == "" || strings.HasPrefix(strings.TrimSpace(n), "#") {
+			continue
+		}
+		if len(n)-len(strings.TrimLeft(n, " ")) > indent {
+			return fmt.Sprintf("%q has no ':' after it: write %s:", word, word)
+		}
+		return ""
+	}
+	return ""
+}

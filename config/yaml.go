@@ -1,13 +1,16 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -57,6 +60,59 @@ type tree struct {
 	aptr  string              // where that alias is
 	over  bool                // a bound was exceeded and reported
 	byKey map[string][]string // members by key, see membersNamed
+	// scalars are how the file writes the numbers and booleans at their pointers, and the
+	// strings it writes as numbers: quoted ("3"), or plain but not read as numbers by the YAML
+	// reader (1e3, or too large for 64 bits). An error saying a value has the wrong type shows
+	// it as written, and can say why a number is a string.
+	scalars map[string]scalar
+}
+
+// scalar is a value as the file writes it.
+type scalar struct {
+	text   string
+	quoted bool
+}
+
+func (t *tree) scalar(ptr, text string, quoted bool) {
+	if t.scalars == nil {
+		t.scalars = map[string]scalar{}
+	}
+	t.scalars[ptr] = scalar{text: text, quoted: quoted}
+}
+
+// numberLike matches the numbers of YAML 1.2's core schema, and ones with _ separators.
+var numberLike = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$`)
+
+// text checks that data is text YAML can read: UTF-8 (a UTF-8 byte order mark is dropped
+// first, as editors on Windows write one), without control characters. It returns data without
+// its mark, or where the first problem is and what it is. The YAML parser itself would read
+// a UTF-16 file as one string, and bytes that are not UTF-8 or control characters as part of
+// a value, so that a binary or mis-encoded file would be read as something else.
+func text(data []byte) (rest []byte, at pos, problem string) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	switch {
+	case bytes.HasPrefix(data, []byte("\xff\xfe")), bytes.HasPrefix(data, []byte("\xfe\xff")),
+		len(data) >= 2 && (data[0] == 0) != (data[1] == 0): // UTF-16 without its mark, of ASCII text
+		return nil, pos{1, 1}, "the file is UTF-16 text: a configuration is UTF-8; save it as UTF-8"
+	}
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			return nil, pos{line, col}, fmt.Sprintf("byte 0x%02x is not UTF-8: a configuration is UTF-8 text; save it as UTF-8", data[i])
+		case r == '\n':
+			line, col = line+1, 0
+		case r == '\t', r == '\r', r == 0x85:
+		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0, r == 0xfffe, r == 0xffff:
+			// YAML's printable characters leave these out; a file holding one is most likely
+			// not the text file meant.
+			return nil, pos{line, col}, fmt.Sprintf("the control character %U is not allowed in YAML; is this the file meant?", r)
+		}
+		i += n
+		col++
+	}
+	return data, pos{}, ""
 }
 
 // parseYAML reads data as one YAML document. A syntax error is returned alone; every other
@@ -67,7 +123,9 @@ func parseYAML(name string, data []byte) (*tree, error) {
 	if p, problem := tooComplex(tokens); problem != "" {
 		return nil, &Error{File: name, Line: p.line, Column: p.col, Problem: problem}
 	}
-	f, err := parser.Parse(tokens, 0)
+	// Duplicate keys are reported by mapping, each of them, where the parser would stop at
+	// the first.
+	f, err := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		// A SyntaxError's Error prints the file's tokens around the place, which takes time
 		// in proportion to the file: its message and place are enough.
@@ -75,6 +133,9 @@ func parseYAML(name string, data []byte) (*tree, error) {
 		if errors.As(err, &se) && se.Token != nil {
 			line := se.Token.Position.Line
 			path, hint := syntaxPlace(tokens, data, line)
+			if hint == "" {
+				hint = missingColon(data, line)
+			}
 			problem := "YAML syntax: " + se.Message
 			if hint != "" {
 				problem += "; " + hint
@@ -85,7 +146,9 @@ func parseYAML(name string, data []byte) (*tree, error) {
 	}
 	var bodies []ast.Node
 	for _, d := range f.Docs {
-		if d.Body != nil {
+		// A directive (%YAML 1.2) is read by the parser as a document of its own; it is the
+		// head of the document after it.
+		if _, directive := d.Body.(*ast.DirectiveNode); d.Body != nil && !directive {
 			bodies = append(bodies, d.Body)
 		}
 	}
@@ -244,6 +307,9 @@ func (t *tree) walk(n ast.Node, ptr string, anchors map[string]ast.Node, depth i
 		}
 		return out
 	case *ast.StringNode:
+		if numberLike.MatchString(n.Value) {
+			t.scalar(ptr, n.Value, n.Token != nil && (n.Token.Type == token.SingleQuoteType || n.Token.Type == token.DoubleQuoteType))
+		}
 		return n.Value
 	case *ast.LiteralNode:
 		if n.Value == nil {
@@ -251,6 +317,7 @@ func (t *tree) walk(n ast.Node, ptr string, anchors map[string]ast.Node, depth i
 		}
 		return n.Value.Value
 	case *ast.IntegerNode:
+		t.scalar(ptr, n.GetToken().Value, false)
 		switch v := n.Value.(type) {
 		case int64:
 			return json.Number(strconv.FormatInt(v, 10))
@@ -259,8 +326,10 @@ func (t *tree) walk(n ast.Node, ptr string, anchors map[string]ast.Node, depth i
 		}
 		return json.Number(n.GetToken().Value)
 	case *ast.FloatNode:
+		t.scalar(ptr, n.GetToken().Value, false)
 		return json.Number(strconv.FormatFloat(n.Value, 'g', -1, 64))
 	case *ast.BoolNode:
+		t.scalar(ptr, n.GetToken().Value, false)
 		return n.Value
 	case *ast.NullNode:
 		return nil
@@ -295,7 +364,7 @@ func (t *tree) mapping(members []*ast.MappingValueNode, ptr string, anchors map[
 		}
 		member := ptr + "/" + escapePointer(key)
 		if _, dup := out[key]; dup {
-			t.fail(mv.Key, member, fmt.Sprintf("duplicate key %q", key))
+			t.fail(mv.Key, member, fmt.Sprintf("duplicate key %q: it is first on line %d; a key is given once", key, t.keys[member].line))
 			continue
 		}
 		t.keys[member] = at(mv.Key)

@@ -110,7 +110,18 @@ func kindDetail(a *config.Agent) string {
 	case a.Sequential != nil:
 		return "sequential " + strings.Join(a.Sequential.Agents, " → ")
 	case a.Parallel != nil:
-		return "parallel " + strings.Join(a.Parallel.Agents, " ‖ ")
+		s := "parallel " + strings.Join(a.Parallel.Agents, " ‖ ")
+		switch a.Parallel.Strategy {
+		case config.StrategyFirstSuccess:
+			s += ", first success"
+		case config.StrategyMajorityVote:
+			s += ", majority vote on " + a.Parallel.Vote
+		}
+		return s
+	case a.LLM != nil:
+		return "llm " + a.LLM.Model
+	case a.MCP != nil:
+		return "mcp " + a.MCP.Server + "/" + a.MCP.Tool
 	}
 	return a.Kind
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/examples/e2i"
 )
@@ -27,17 +28,11 @@ const defaultQuery = "What caused the drop in NRx for Kisqali in Midwest?"
 // events, one JSON object a line.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported below, usage on request
 	asJSON := fs.Bool("json", false, "print each event as a JSON line instead of text")
 	seed := fs.Uint64("seed", 0, "seed of the run: fixes its run, trace and dispatch ids (0 picks one)")
-	words, err := parseInterleaved(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		commandUsage(stdout, "demo")
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "troupe demo: %v\nRun 'troupe help demo' for usage.\n", err)
-		return exitUsage
+	words, code, done := parseCommand("demo", fs, args, 0, -1, "a question", stdout, stderr)
+	if done {
+		return code
 	}
 	query := strings.Join(words, " ")
 	if strings.TrimSpace(query) == "" {
@@ -90,7 +85,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "troupe demo: the run ended without a terminal event")
 		return exitFailed
 	}
-	code := exitCode(outcome.Status)
+	code = exitCode(outcome.Status)
 	out.end(outcome, code)
 	return code
 }
@@ -131,8 +126,9 @@ Flags may come before or after the question; after -- every argument is part of 
 // well as "troupe demo --json Why" — and returns the other arguments in order. After "--"
 // everything is an argument. A word that no flag could be named for, such as "-4 8 15" or
 // "-", is an argument wherever it is, so a query may start with a negative number; an
-// undefined flag is still an error, rather than a mistyped flag becoming part of a query,
-// and its message says how to pass such an argument.
+// undefined flag is still an error (an *unknownFlag), rather than a mistyped flag becoming
+// part of a query. A flag's missing or wrong value is an error naming the flag as written
+// and the value it wants, not the flag package's "parse error".
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var rest []string
 	for len(args) > 0 {
@@ -145,24 +141,84 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 			args = args[1:]
 			continue
 		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		written := a[:len(a)-len(strings.TrimLeft(a, "-"))] + name // "--seed", as typed
 		f := fs.Lookup(name)
 		if f == nil && name != "h" && name != "help" {
-			// Worded as package flag words it, with how to pass an argument that is no flag.
-			return nil, fmt.Errorf("flag provided but not defined: -%s (an argument beginning with '-' goes after --, as in: -- %q)", name, a)
+			return nil, &unknownFlag{arg: a, written: written, hint: flagHint(fs, name)}
 		}
 		// One flag at a time, with its value when it takes the next argument, so that
 		// the flag package never reads the words after it as flags.
 		n := 1
 		if f != nil && !hasValue && !isBoolFlag(f) && len(args) > 1 {
-			n = 2
+			n, value = 2, args[1]
 		}
 		if err := fs.Parse(args[:n]); err != nil {
-			return nil, err
+			if f == nil || errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			if n == 1 && !hasValue && !isBoolFlag(f) {
+				return nil, fmt.Errorf("flag %s needs a value", written)
+			}
+			return nil, fmt.Errorf("flag %s %q: %s", written, value, wantOf(f, value, err))
 		}
 		args = args[n:]
 	}
 	return rest, nil
+}
+
+// unknownFlag is an argument written as a flag that the command does not define.
+type unknownFlag struct {
+	arg     string // as given: "--ouput=json"
+	written string // the flag's dashes and name: "--ouput"
+	hint    string // " (did you mean --output?)", or ""
+}
+
+func (e *unknownFlag) Error() string { return "unknown flag " + e.written + e.hint }
+
+// flagHint suggests the flag of fs an unknown flag name is likely a typo or a habit of:
+// another command's flag for the same thing (--json where run says --output json).
+func flagHint(fs *flag.FlagSet, name string) string {
+	for _, alt := range []struct{ name, flag, say string }{
+		{"json", "output", "--output json"},
+		{"format", "output", "--output"},
+		{"output", "format", "--format"},
+	} {
+		if strings.EqualFold(name, alt.name) && fs.Lookup(alt.flag) != nil {
+			return " (did you mean " + alt.say + "?)"
+		}
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if s := config.Closest(strings.ToLower(name), names); s != "" {
+		return " (did you mean --" + s + "?)"
+	}
+	return ""
+}
+
+// wantOf says what value the flag f wants, having been refused value with err.
+func wantOf(f *flag.Flag, value string, err error) string {
+	var v any
+	if g, ok := f.Value.(flag.Getter); ok {
+		v = g.Get()
+	}
+	switch v.(type) {
+	case uint, uint64:
+		return "want a whole number, 0 or more"
+	case int, int64:
+		return "want a whole number"
+	case float64:
+		return "want a number"
+	case bool:
+		return "want true or false"
+	case time.Duration:
+		return "want a duration, such as 30s"
+	}
+	// The flag package wraps the flag's own error in its words; the flag's own is the reason.
+	if serr := f.Value.Set(value); serr != nil {
+		return serr.Error()
+	}
+	return err.Error()
 }
 
 // flagLike reports whether an argument is written as a flag: dashes, then a letter.

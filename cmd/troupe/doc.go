@@ -24,9 +24,9 @@
 // and bundle factories, the MCP servers they connect to, the examples' Go agents as builtins,
 // and the query parser (wire.go).
 //
-// troupe run draws a live view on a terminal (stages, a spinner per running agent, its
-// duration and outcome, a bundle's replicates as they finish, then the aggregated answer)
-// and prints plain lines elsewhere; --output json prints the run record of
+// troupe run draws a live view on a terminal whose TERM is not dumb (stages, a spinner per
+// running agent, its duration and outcome, a bundle's replicates as they finish, then the
+// aggregated answer) and prints plain lines elsewhere; --output json prints the run record of
 // docs/run-record.md. Exit codes: 0 the run completed, 1 it failed, 2 the command line or
 // the configuration was wrong, 3 the run paused for a human, 130 it was cancelled (Ctrl-C,
 // which cancels the run cleanly and shows what had finished; a second Ctrl-C SIGKILLs the

@@ -121,10 +121,10 @@ const runUsage = `Usage: troupe run [--output text|json] [--input FILE.json] [--
 
 Runs a query through the workflow CONFIG describes: the query is parsed by the file's parser
 (if it has one), planned by its routing rules (or routed by its coordinator), and its agents
-run stage by stage. On a terminal the stages and agents are drawn live, each with a spinner,
-then its duration and outcome, bundle replicates as they finish, and at the end the
-aggregated answer with its confidence, conflicts and warnings. Elsewhere each step is one
-plain line. Ctrl-C cancels the run and shows what had finished; a second Ctrl-C kills the
+run stage by stage. On a terminal (unless TERM is dumb) the stages and agents are drawn live,
+each with a spinner, then its duration and outcome, bundle replicates as they finish, and at
+the end the aggregated answer with its confidence, conflicts and warnings. Elsewhere (a pipe,
+a file) each step is one plain line. Ctrl-C cancels the run and shows what had finished; a second Ctrl-C kills the
 agents still running at once.
 
 ` + configArg + `
@@ -167,8 +167,8 @@ file:line:column: field: problem. Then it builds every agent, without running an
 const agentsUsage = `Usage: troupe agents CONFIG
 
 Lists the agents of a workflow file, in the order it declares them: each agent's kind (and
-command, URL or members), what it declares to the planner (reads, writes, after, timeout,
-schemas) and what it does; then the file's example queries.
+command, URL, model, MCP tool or members), what it declares to the planner (reads, writes,
+after, timeout, schemas) and what it does; then the file's example queries.
 
 ` + configArg
 
@@ -190,7 +190,18 @@ func parseCommand(name string, fs *flag.FlagSet, args []string, minArgs, maxArgs
 		commandUsage(stdout, name)
 		return nil, exitOK, true
 	case err != nil:
-		fmt.Fprintf(stderr, "troupe %s: %v\nRun 'troupe %s --help' for usage.\n", name, err, name)
+		var uf *unknownFlag
+		if errors.As(err, &uf) && uf.hint == "" && maxArgs < 0 {
+			// What was meant may be a query word beginning with '-'.
+			config := "CONFIG "
+			if minArgs == 0 {
+				config = ""
+			}
+			fmt.Fprintf(stderr, "troupe %s: %v; a query word beginning with '-' goes after --, as in: troupe %s %s-- %q\n", name, err, name, config, uf.arg)
+		} else {
+			fmt.Fprintf(stderr, "troupe %s: %v\n", name, err)
+		}
+		fmt.Fprintf(stderr, "Run 'troupe %s --help' for usage.\n", name)
 		return nil, exitUsage, true
 	case len(words) < minArgs || maxArgs >= 0 && len(words) > maxArgs:
 		fmt.Fprintf(stderr, "troupe %s: want %s, got %d argument%s\nRun 'troupe %s --help' for usage.\n", name, want, len(words), plural(len(words)), name)

@@ -26,8 +26,8 @@ func TestUsageErrors(t *testing.T) {
 		{nil, []string{"Usage:", "troupe demo"}},
 		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "Commands: demo, run, plan, validate, agents, chat, help", "troupe help"}},
 		{[]string{"dmeo"}, []string{`unknown command "dmeo"`, `Did you mean "demo"?`}},
-		{[]string{"demo", "--nope"}, []string{"flag provided but not defined: -nope", "troupe help demo"}},
-		{[]string{"demo", "--seed", "x"}, []string{`invalid value "x" for flag -seed`}},
+		{[]string{"demo", "--nope"}, []string{"unknown flag --nope", "troupe demo --help"}},
+		{[]string{"demo", "--seed", "x"}, []string{`flag --seed "x": want a whole number, 0 or more`}},
 		{[]string{"help", "nope"}, []string{`unknown command "nope"`}},
 		{[]string{"help", "demo", "help"}, []string{"at most one command"}},
 	}
@@ -101,7 +101,8 @@ func TestOneAgentSingular(t *testing.T) {
 }
 
 // parseInterleaved takes flags anywhere, and a word no flag could be named for ("-4 8 15",
-// "-") as an argument wherever it is; an undefined flag is an error that says to use --.
+// "-") as an argument wherever it is; an undefined flag, or a flag's missing or wrong value, is
+// an error naming the flag as written.
 func TestParseInterleaved(t *testing.T) {
 	type parsed struct {
 		Words []string
@@ -119,9 +120,11 @@ func TestParseInterleaved(t *testing.T) {
 		{[]string{"--n=2", "-", "- q"}, parsed{Words: []string{"-", "- q"}, N: 2}, ""},
 		{[]string{"cfg", "--", "-x is odd", "--b"}, parsed{Words: []string{"cfg", "-x is odd", "--b"}}, ""},
 		{[]string{"cfg", "--b=false", "q", "-n", "1"}, parsed{Words: []string{"cfg", "q"}, N: 1}, ""},
-		{[]string{"cfg", "-x is odd"}, parsed{}, `flag provided but not defined: -x is odd (an argument beginning with '-' goes after --, as in: -- "-x is odd")`},
-		{[]string{"cfg", "--nope=1"}, parsed{}, "flag provided but not defined: -nope"},
-		{[]string{"cfg", "--n"}, parsed{}, "flag needs an argument: -n"},
+		{[]string{"cfg", "-x is odd"}, parsed{}, `unknown flag -x is odd`},
+		{[]string{"cfg", "--nope=1"}, parsed{}, "unknown flag --nope"},
+		{[]string{"cfg", "--n"}, parsed{}, "flag --n needs a value"},
+		{[]string{"cfg", "--n", "x"}, parsed{}, `flag --n "x": want a whole number`},
+		{[]string{"cfg", "-b=maybe"}, parsed{}, `flag -b "maybe": want true or false`},
 		{[]string{"cfg", "-h"}, parsed{}, flag.ErrHelp.Error()},
 	}
 	for _, tt := range tests {
@@ -160,7 +163,7 @@ func TestQueryBeginningWithDash(t *testing.T) {
 		{[]string{"plan", "testdata/one.yaml", "-4 8 15"}, exitOK, "query     -4 8 15\n"},
 		{[]string{"plan", "testdata/one.yaml", "-4", "8", "--format", "mermaid"}, exitOK, `query(["-4 8"])`},
 		{[]string{"plan", "testdata/one.yaml", "--", "-x is odd"}, exitOK, "query     -x is odd\n"},
-		{[]string{"run", "testdata/one.yaml", "-x is odd"}, exitUsage, `troupe run: flag provided but not defined: -x is odd (an argument beginning with '-' goes after --, as in: -- "-x is odd")`},
+		{[]string{"run", "testdata/one.yaml", "-x is odd"}, exitUsage, `troupe run: unknown flag -x is odd; a query word beginning with '-' goes after --, as in: troupe run CONFIG -- "-x is odd"`},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, stdout, stderr := invoke(t, tt.args...)

@@ -115,12 +115,10 @@ type runOutput interface {
 	close()
 }
 
-// isTerminal reports whether w is a character device (a terminal), where run draws live.
+// isTerminal reports whether w is a terminal that can draw the live view: a terminal device
+// (not any character device: /dev/null is one) whose TERM is not "dumb", as Emacs's shell
+// and some CI runners set it to say that cursor movement is not understood.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && os.Getenv("TERM") != "dumb" && terminal(f)
 }

@@ -189,7 +189,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad output", []string{"run", "--output", "yaml", "../../examples/e2i", "q"}, exitUsage, nil, []string{`--output "yaml": want text or json`}},
 		{"missing config", []string{"run", "testdata/nope.yaml", "q"}, exitUsage, nil, []string{"no such file"}},
 		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{`testdata/bad.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)`, "15 problems"}},
-		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"--input fail.yaml: not a JSON object"}},
+		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"troupe run: --input fail.yaml: not JSON, at line 1, column 1: invalid character"}},
 		{"paused", []string{"run", "--input", "testdata/request.json", "../../examples/tutor"}, exitPaused,
 			[]string{"route   → diagnostic: New topic start", "? diagnostic asks: Quick check on",
 				"waiting for a human: 1 open question, and troupe run takes no answers, so the run stops here\n  diagnostic (",
@@ -433,8 +433,8 @@ func TestValidateBuildErrors(t *testing.T) {
 	}
 	for _, want := range []string{
 		`testdata/unbuildable.yaml:4:3: agents.oracle: no builtin agent "oracle"; this program has scope_definer,`,
-		`testdata/unbuildable.yaml:8:21: agents.helper.exec.command: no program to run: exec: `,
-		"missing.sh",
+		`testdata/unbuildable.yaml:8:21: agents.helper.exec.command: no program to run: `,
+		"missing.sh does not exist (a program with a slash is relative to the file's directory)",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

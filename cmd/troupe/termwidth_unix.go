@@ -21,3 +21,9 @@ func termWidth(w io.Writer) int {
 	}
 	return int(ws.Col)
 }
+
+// terminal reports whether f is a terminal: one that has a window size.
+func terminal(f *os.File) bool {
+	_, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	return err == nil
+}

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -102,6 +104,7 @@ func isDir(dir string) error {
 // "bin/agent") is relative to the file; a bare name ("python3") is looked up in PATH. A
 // program that is not there fails now, when the file is validated, not at the first run.
 func program(b *config.Builder, name string) (string, error) {
+	written := name
 	if strings.ContainsRune(name, '/') {
 		abs, err := filepath.Abs(b.Path(name))
 		if err != nil {
@@ -110,13 +113,39 @@ func program(b *config.Builder, name string) (string, error) {
 		name = abs
 	}
 	if _, err := exec.LookPath(name); err != nil {
-		return "", fmt.Errorf("no program to run: %w", err)
+		// In the file's words: exec's own ("exec: \"x\": stat x: no such file or directory")
+		// names the path twice and the cause last.
+		switch {
+		case errors.Is(err, exec.ErrNotFound) && !strings.ContainsRune(written, '/'):
+			return "", fmt.Errorf("no program to run: %s is not in PATH", written)
+		case errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("no program to run: %s does not exist (a program with a slash is relative to the file's directory)", name)
+		case errors.Is(err, fs.ErrPermission):
+			return "", fmt.Errorf("no program to run: %s is not executable (chmod +x it, or run it through its interpreter: [sh, %s])", name, written)
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("no program to run: %s: %v", name, err)
 	}
 	return name, nil
 }
 
 func buildHTTP(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	h := a.HTTP
+	// The adapter would refuse an unset variable too, but naming its own Config field, at the
+	// agent: here it is the file's field, at its line.
+	for _, k := range slices.Sorted(maps.Keys(h.HeadersFromEnv)) {
+		if _, ok := os.LookupEnv(h.HeadersFromEnv[k]); !ok {
+			return nil, a.Field(fmt.Errorf("the environment variable %s is not set", h.HeadersFromEnv[k]), "http", "headers_from_env", k)
+		}
+	}
+	if v := h.BearerTokenEnv; v != "" {
+		if _, ok := os.LookupEnv(v); !ok {
+			return nil, a.Field(fmt.Errorf("the environment variable %s is not set", v), "http", "bearer_token_env")
+		}
+	}
 	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv, Timeout: agentTimeout(b, a)})
 }
 
@@ -147,7 +176,31 @@ func buildParallel(ctx context.Context, b *config.Builder, a *config.Agent) (tro
 	if err != nil {
 		return nil, err
 	}
-	return flow.Parallel(flow.ParallelConfig{MaxConcurrent: a.Parallel.MaxConcurrency}, ms...), nil
+	cfg := flow.ParallelConfig{MaxConcurrent: a.Parallel.MaxConcurrency}
+	switch a.Parallel.Strategy {
+	case config.StrategyFirstSuccess:
+		cfg.Strategy = flow.FirstSuccess
+	case config.StrategyMajorityVote:
+		cfg.Strategy, cfg.Answer = flow.MajorityVote, voteOf(a.Parallel.Vote)
+	}
+	return flow.Parallel(cfg, ms...), nil
+}
+
+// voteOf is the answer a result gives under majority_vote: the value of its agent_result's key,
+// a string as it is and any other value as JSON, so that 3 and "3" are different answers; ""
+// when the key is absent.
+func voteOf(key string) func(*troupe.Result) string {
+	return func(r *troupe.Result) string {
+		v, ok := r.AgentResult[key]
+		if !ok {
+			return ""
+		}
+		if s, ok := v.(string); ok {
+			return s
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
 }
 
 func buildLoop(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
@@ -511,7 +564,11 @@ func request(f *config.File, query, input string, state map[string]any, seed uin
 	if input != "" {
 		b, err := os.ReadFile(input)
 		if err != nil {
-			return req, fmt.Errorf("--input: %w", err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // "open x: no such file" names the file twice
+			}
+			return req, fmt.Errorf("--input %s: %w", input, err)
 		}
 		if req, err = decodeInput(b); err != nil {
 			return req, fmt.Errorf("--input %s: %w", filepath.Base(input), err)
@@ -566,9 +623,16 @@ func requestFields() []string {
 // key is an error, and one that really belongs to a parsed query goes under "parsed_query".
 func decodeInput(b []byte) (troupe.Request, error) {
 	var req troupe.Request
+	var top any
+	if len(bytes.TrimSpace(b)) == 0 {
+		return req, errors.New("the file is empty: want a request {\"query\": ...} or a parsed query {\"intent\": ...}")
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return req, jsonProblem(b, err)
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {
-		return req, fmt.Errorf("not a JSON object: %w", err)
+		return req, fmt.Errorf("got %s, want a JSON object: a request {\"query\": ...} or a parsed query {\"intent\": ...}", jsonKind(top))
 	}
 	fields := requestFields()
 	isRequest := false
@@ -592,7 +656,7 @@ func decodeInput(b []byte) (troupe.Request, error) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			return req, fmt.Errorf("not a request (query, parsed_query, state, …): %w", err)
+			return req, jsonProblem(b, err)
 		}
 		return req, nil
 	}
@@ -607,6 +671,74 @@ func decodeInput(b []byte) (troupe.Request, error) {
 	}
 	req.ParsedQuery = pq
 	return req, nil
+}
+
+// jsonProblem says what is wrong with the JSON b, in its terms rather than Go's: where a
+// syntax error is, or which field holds what kind of value where another is wanted (not
+// "cannot unmarshal number into Go struct field Request.query of type string").
+func jsonProblem(b []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line, col := 1, 1
+		for _, c := range b[:min(int(se.Offset), len(b))] {
+			if c == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		// The offset is just past the byte at fault.
+		return fmt.Errorf("not JSON, at line %d, column %d: %s", line, max(col-1, 1), se)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "the value"
+		} else {
+			field = "field " + strconv.Quote(field)
+		}
+		return fmt.Errorf("%s: got %s, want %s", field, te.Value, goKind(te.Type))
+	}
+	return err
+}
+
+// jsonKind names the JSON kind of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+// goKind names the JSON kind a Go type decodes from.
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	}
+	return t.String()
 }
 
 // stateFlag collects --state key=value pairs; a value is read as JSON when it is JSON

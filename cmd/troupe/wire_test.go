@@ -231,6 +231,17 @@ func TestInputStrict(t *testing.T) {
 			"route → quiz: Resume paused quiz"},
 		{"parsed query alone", `{"intent": "causal", "kpis": ["NRx"]}`, []string{"plan", "../../examples/e2i"}, exitOK, "parsed    intent=causal kpis=[NRx]"},
 		{"any key under parsed_query", `{"parsed_query": {"intent": "causal", "qeury": "x"}}`, []string{"plan", "../../examples/e2i"}, exitOK, "qeury=x"},
+		// Wrong JSON is said in JSON's terms, not Go's ("cannot unmarshal … into Go struct field").
+		{"a field of the wrong type", `{"query": 5}`, []string{"plan", "testdata/one.yaml"}, exitUsage,
+			`troupe plan: --input in.json: field "query": got number, want a string`},
+		{"a nested field of the wrong type", `{"query": "q", "budget": {"time_seconds": "1m"}}`, []string{"plan", "testdata/one.yaml"}, exitUsage,
+			`troupe plan: --input in.json: field "budget.time_seconds": got string, want a number`},
+		{"not JSON", "{\"query\": \"q\",\n \"state\": {x}}", []string{"plan", "testdata/one.yaml"}, exitUsage,
+			"troupe plan: --input in.json: not JSON, at line 2, column 12: invalid character 'x' looking for beginning of object key string"},
+		{"not an object", `["why"]`, []string{"plan", "testdata/one.yaml"}, exitUsage,
+			`troupe plan: --input in.json: got an array, want a JSON object: a request {"query": ...} or a parsed query {"intent": ...}`},
+		{"empty", "\n", []string{"plan", "testdata/one.yaml"}, exitUsage,
+			`troupe plan: --input in.json: the file is empty: want a request {"query": ...} or a parsed query {"intent": ...}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
