@@ -610,3 +610,186 @@ func TestExplainerOrderIsStable(t *testing.T) {
 		t.Errorf("explanation depends on the upstream order (-in order +reversed):\n%s", diff)
 	}
 }
+
+// stateRuntime gives a dispatch outside an engine its session state.
+type stateRuntime map[string]any
+
+func (s stateRuntime) State(k string) (any, bool) { v, ok := s[k]; return v, ok }
+func (stateRuntime) Progress(string, any)         {}
+func (stateRuntime) Partial(map[string]any)       {}
+func (stateRuntime) Ask(context.Context, troupe.Question) (troupe.Answer, error) {
+	return troupe.Answer{}, troupe.ErrPaused
+}
+
+// An estimate in session state left by an earlier question about another brand or KPI says
+// nothing about this one: the gap analyzer does not attribute the gap to it, nor does the
+// experiment designer size a pilot by it, nor does the segment split take its change week.
+func TestCausalEffectOfAnotherQuestionIsIgnored(t *testing.T) {
+	reg := registry(t)
+	cause := call(t, reg, "causal_impact", newDispatch("causal_impact", kisqaliParsed))
+	state := stateRuntime{"causal_effect": cause.AgentResult["causal_effect"]}
+	for _, tt := range []struct{ name, brand, kpi string }{
+		{"another brand", "Verzenio", "NRx"},
+		{"another KPI", "Kisqali", "TRx"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			parsed := map[string]any{"intent": "exploratory", "brands": []string{tt.brand}, "kpis": []string{tt.kpi}, "regions": []string{"Midwest"}}
+			d := newDispatch("gap_analyzer", parsed)
+			d.Bind(state)
+			gap := call(t, reg, "gap_analyzer", d)
+			if v, ok := gap.AgentResult["gap_explained_by_effect"]; ok {
+				t.Errorf("gap_analyzer on %s %s explains the gap by the Kisqali NRx estimate: %v\n%s", tt.brand, tt.kpi, v, gap.Summary())
+			}
+			d = newDispatch("experiment_designer", parsed)
+			d.Bind(state)
+			if basis := call(t, reg, "experiment_designer", d).AgentResult["effect_basis"]; basis != "a default change" {
+				t.Errorf("experiment_designer on %s %s sized by %v", tt.brand, tt.kpi, basis)
+			}
+		})
+	}
+	// The same brand and KPI in the same region: the estimate applies.
+	d := newDispatch("gap_analyzer", kisqaliParsed)
+	d.Bind(state)
+	if _, ok := call(t, reg, "gap_analyzer", d).AgentResult["gap_explained_by_effect"]; !ok {
+		t.Error("gap_analyzer ignores the estimate of its own brand, KPI and region in session state")
+	}
+	// The segment split of another region finds that region's own change week, not the
+	// Midwest's.
+	other := map[string]any{"intent": "comparative", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "regions": []string{"West"}}
+	alone := call(t, reg, "heterogeneous_optimizer", newDispatch("heterogeneous_optimizer", other))
+	d = newDispatch("heterogeneous_optimizer", other)
+	d.Bind(state)
+	withState := call(t, reg, "heterogeneous_optimizer", d)
+	if got, want := withState.AgentResult["change_week"], alone.AgentResult["change_week"]; got != want {
+		t.Errorf("heterogeneous_optimizer for the West with the Midwest's estimate in state: change_week %v, want the West's own %v", got, want)
+	}
+}
+
+// Over a period reaching back before the change, the gap the estimated drop is compared with is
+// the gap since the change: the weeks before it had no drop to explain, and averaging them in
+// shrinks the gap and inflates the share (it read 570% over all 26 weeks).
+func TestGapExplainedSinceTheChange(t *testing.T) {
+	reg, ds := registry(t), e2i.NewDataset()
+	rows := ds.Rows()
+	cause := call(t, reg, "causal_impact", newDispatch("causal_impact", kisqaliParsed))
+	change := int(num(t, cause.AgentResult, "causal_effect", "change_week"))
+	lost := -num(t, cause.AgentResult, "causal_effect", "units_per_week")
+	for _, period := range []string{"recent", "all time", "last 2 years"} {
+		t.Run(period, func(t *testing.T) {
+			parsed := map[string]any{"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "regions": []string{"Midwest"}, "time_period": period}
+			r := call(t, reg, "gap_analyzer", newDispatch("gap_analyzer", parsed, upstreamOf("causal_impact", cause)))
+			ar := r.AgentResult
+			peer := ar["peer_region"].(string)
+			window := int(num(t, ar, "period_weeks"))
+			from := max(e2i.Weeks-window+1, change)
+			mw, pr := weekly(rows, "Kisqali", "Midwest", "NRx", 1, e2i.Deciles), weekly(rows, "Kisqali", peer, "NRx", 1, e2i.Deciles)
+			var gaps []float64
+			for w := from; w <= e2i.Weeks; w++ {
+				gaps = append(gaps, (pr[w-1]/ds.Prescribers(peer)-mw[w-1]/ds.Prescribers("Midwest"))*ds.Prescribers("Midwest"))
+			}
+			if got := int(num(t, ar, "gap_compared_from_week")); got != from {
+				t.Errorf("gap_compared_from_week = %d, want %d", got, from)
+			}
+			near(t, "gap_explained_by_effect", num(t, ar, "gap_explained_by_effect"), lost/avg(gaps), 2e-3)
+			if share := num(t, ar, "gap_explained_by_effect"); share > 2 {
+				t.Errorf("the drop explains %v of the gap", share)
+			}
+		})
+	}
+}
+
+// A period longer than the data, or a calendar year the data's numbered weeks cannot pick
+// out, is analysed over all the data, and every agent that reads the data says so.
+func TestPeriodOutsideTheData(t *testing.T) {
+	reg := registry(t)
+	for _, tt := range []struct {
+		period string
+		weeks  float64
+		warn   string
+	}{
+		{"last 2 years", e2i.Weeks, "the data holds 26 weeks, fewer than the last 2 years (104 weeks) asked about"},
+		{"last year", e2i.Weeks, "fewer than the last year (52 weeks)"},
+		{"year 2019", e2i.Weeks, "without calendar dates, so 2019 cannot be picked out"},
+		{"last 3 quarters", e2i.Weeks, "fewer than the last 3 quarters (39 weeks)"},
+		{"last 10 days", 2, ""},
+		{"last 12 weeks", 12, ""},
+	} {
+		t.Run(tt.period, func(t *testing.T) {
+			parsed := map[string]any{"intent": "exploratory", "brands": []string{"Kisqali"}, "regions": []string{"Midwest"}, "time_period": tt.period}
+			r := call(t, reg, "gap_analyzer", newDispatch("gap_analyzer", parsed))
+			if got := num(t, r.AgentResult, "period_weeks"); got != tt.weeks {
+				t.Errorf("period_weeks = %v, want %v", got, tt.weeks)
+			}
+			warned := slices.ContainsFunc(r.Warnings, func(w string) bool { return tt.warn != "" && strings.Contains(w, tt.warn) })
+			if warned != (tt.warn != "") || tt.warn == "" && len(r.Warnings) > 0 {
+				t.Errorf("warnings %q, want one containing %q", r.Warnings, tt.warn)
+			}
+		})
+	}
+}
+
+// A region the data does not hold is not answered about another one: alone it is invalid
+// input, beside a region the data holds it is a warning.
+func TestUnknownRegion(t *testing.T) {
+	reg := registry(t)
+	for _, agent := range []string{"causal_impact", "gap_analyzer", "drift_monitor", "health_score", "heterogeneous_optimizer"} {
+		parsed := map[string]any{"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "regions": []string{"Southeast"}}
+		spec, _ := reg.Spec(agent)
+		_, err := spec.Agent.Run(t.Context(), newDispatch(agent, parsed))
+		var ae *troupe.AgentError
+		if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidInput ||
+			ae.Message != "no data for region Southeast: the data holds Midwest, Northeast, South and West" {
+			t.Errorf("%s on the Southeast: err = %v, want INVALID_INPUT naming the regions the data holds", agent, err)
+		}
+	}
+	parsed := map[string]any{"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "regions": []string{"Southeast", "Midwest"}}
+	r := call(t, reg, "causal_impact", newDispatch("causal_impact", parsed))
+	if r.AgentResult["region"] != "Midwest" || !slices.Contains(r.Warnings, "no data for Southeast; analysed Midwest") {
+		t.Errorf("Southeast and Midwest: region %v, warnings %q", r.AgentResult["region"], r.Warnings)
+	}
+}
+
+// Seed 000's Sender agents return a training signal with their result when the dispatch asks
+// them to collect signals; the others, recipients among them, return none; and the feedback
+// learner turns only Senders' results into signals.
+func TestTrainingSignals(t *testing.T) {
+	reg := registry(t)
+	senders := []string{"causal_impact", "gap_analyzer", "heterogeneous_optimizer", "drift_monitor", "experiment_designer", "prediction_synthesizer"}
+	var up []troupe.UpstreamResult
+	for _, agent := range []string{"causal_impact", "gap_analyzer", "heterogeneous_optimizer", "drift_monitor", "experiment_designer",
+		"prediction_synthesizer", "health_score", "resource_optimizer"} {
+		d := newDispatch(agent, kisqaliParsed)
+		d.SignalSignature = troupe.Ptr(agent + ": question -> answer")
+		r := call(t, reg, agent, d)
+		up = append(up, upstreamOf(agent, r))
+		if !slices.Contains(senders, agent) {
+			if len(r.TrainingSignals) != 0 || r.SignalQuality != nil {
+				t.Errorf("%s is no Sender, yet returned %d training signals", agent, len(r.TrainingSignals))
+			}
+			continue
+		}
+		if len(r.TrainingSignals) != 1 {
+			t.Fatalf("%s: %d training signals, want 1", agent, len(r.TrainingSignals))
+		}
+		s := r.TrainingSignals[0]
+		if s.Signature != *d.SignalSignature || s.Quality == nil || *s.Quality != *r.Confidence || r.SignalQuality == nil || *r.SignalQuality != *r.Confidence {
+			t.Errorf("%s: signal %+v, signal_quality %v; want signature %q and quality %v", agent, s, r.SignalQuality, *d.SignalSignature, *r.Confidence)
+		}
+		if s.Input["query"] != d.Query || s.Output["analysis_summary"] != r.Summary() {
+			t.Errorf("%s: signal input %v, output %v", agent, s.Input, s.Output)
+		}
+		d = newDispatch(agent, kisqaliParsed)
+		d.CollectSignals = false
+		if r := call(t, reg, agent, d); len(r.TrainingSignals) != 0 {
+			t.Errorf("%s returned a signal though the dispatch collects none", agent)
+		}
+	}
+	r := call(t, reg, "feedback_learner", newDispatch("feedback_learner", kisqaliParsed, up...))
+	var from []string
+	for _, s := range r.TrainingSignals {
+		from = append(from, s.Signature)
+	}
+	if diff := cmp.Diff(senders, from); diff != "" {
+		t.Errorf("feedback_learner's signals come from (-want +got):\n%s", diff)
+	}
+}

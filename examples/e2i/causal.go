@@ -224,12 +224,14 @@ func (ds *Dataset) heterogeneousOptimizer(ctx context.Context, d *troupe.Dispatc
 		return nil, err
 	}
 	region, changeWeek := s.region(), 0
-	if ce, ok := causalEffect(d); ok {
-		if w, ok := lookupNumber(ce, "change_week"); ok {
-			changeWeek = int(w)
-		}
+	if ce, ok := causalEffect(d, &s); ok {
 		if region == "" {
 			region = lookupString(ce, "region")
+		}
+		// The change week is the estimate's region's: another region changed (if at all) in
+		// another week.
+		if w, ok := lookupNumber(ce, "change_week"); ok && lookupString(ce, "region") == region {
+			changeWeek = int(w)
 		}
 	}
 	if region == "" {

@@ -91,7 +91,7 @@ func (ds *Dataset) experimentDesigner(ctx context.Context, d *troupe.Dispatch) (
 		change, basis = defaultChange, "a default change"
 		if c, ok := number(pq["change_pct"]); ok && c != 0 {
 			change, basis = math.Abs(c)/100, "the change asked for"
-		} else if ce, ok := causalEffect(d); ok {
+		} else if ce, ok := causalEffect(d, &s); ok {
 			if rel, ok := lookupNumber(ce, "relative_effect"); ok && rel != 0 {
 				change, basis = math.Abs(rel), "the effect causal_impact estimated"
 			}
@@ -137,7 +137,7 @@ func (ds *Dataset) predictionSynthesizer(ctx context.Context, d *troupe.Dispatch
 	region := s.region()
 	start := Weeks - max(s.window, 6) + 1
 	basis := s.period
-	if ce, ok := causalEffect(d); ok {
+	if ce, ok := causalEffect(d, &s); ok {
 		if region == "" {
 			region = lookupString(ce, "region")
 		}

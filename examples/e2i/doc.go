@@ -22,11 +22,16 @@
 //
 // A question about a brand the data does not hold ("… for the brand Ozempic …") is not
 // answered about another: every agent that reads the data fails with INVALID_INPUT, "no data
-// for brand Ozempic: the data holds Kisqali, Fabhalta and Verzenio", and so does the run. A
-// question that names none of them is about Kisqali, the data's first; the agents' warnings
-// and the explainer's answer say so, and name what the question mentioned where a brand could
-// stand ("… for Ozempic …", "… for Southeast …"), which may be a brand without data or
-// something else the example does not know.
+// for brand Ozempic: the data holds Kisqali, Fabhalta and Verzenio", and so does the run; so
+// does a question about a region the data does not hold ("… in Southeast …", "… in the
+// Pacific Northwest …"), unless it also names one it does, which is then analysed with a
+// warning. A period longer than the data's 26 weeks ("over the last 2 years") or a calendar
+// year its numbered weeks cannot pick out ("in 2019") is analysed over all of them, and the
+// warnings say so. A question naming two brands is answered about the first, and the answer
+// says so. A question that names none of them is about Kisqali, the data's first; the
+// agents' warnings and the explainer's answer say so, and name what the question mentioned
+// where a brand could stand ("… for Ozempic …", "… for Southeast …"), which may be a brand
+// without data or something else the example does not know.
 //
 // # A run
 //

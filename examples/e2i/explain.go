@@ -328,11 +328,18 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 	if len(sentences) == 0 {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: "upstream results hold nothing to explain"}
 	}
-	if len(stringsOf(d.ParsedQuery["brands"])) == 0 {
+	switch brands := stringsOf(d.ParsedQuery["brands"]); {
+	case len(brands) == 0:
 		// The agents analysed a brand the question did not name (or named as no gazetteer
 		// and no capital marks it); the answer must say which.
 		if b := brandOf(upstream); b != "" {
 			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The question names none of the brands in the data%s, so %s is analysed where a brand is needed.", mentioned(d.ParsedQuery), b))
+		}
+	case len(brands) > 1:
+		// The agents analyse one brand; an answer that reads as a comparison of the brands
+		// the question names would claim what nobody computed.
+		if b := brandOf(upstream); b != "" {
+			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The question names %s; the agents analyse one brand at a time, so this answer is about %s only.", list(brands), b))
 		}
 	}
 	explanation := strings.Join(sentences, " ")
@@ -362,9 +369,10 @@ func brandOf(upstream []troupe.UpstreamResult) string {
 // optimization cycle once this many training signals are collected.
 const minSignalsForOptimization = 100
 
-// feedbackLearner turns the upstream results into DSPy training signals — one per result, its
-// quality the result's confidence — and reports whether an optimization cycle is due. Its
-// confidence is the signals' mean quality.
+// feedbackLearner turns the upstream results of seed 000's Sender agents into DSPy training
+// signals — one per result, its quality the result's confidence — and reports whether an
+// optimization cycle is due. Recipients' results (health_score, resource_optimizer, explainer)
+// are no signals. Its confidence is the signals' mean quality.
 func feedbackLearner(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -378,8 +386,8 @@ func feedbackLearner(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, e
 		threshold = t
 	}
 	for _, u := range d.UpstreamResults {
-		if u.Confidence == nil {
-			continue
+		if u.Confidence == nil || !slices.Contains(senders(), u.Agent) {
+			continue // only Senders' results are training signals (seed 000's DSPy hub)
 		}
 		q := *u.Confidence
 		signals = append(signals, troupe.TrainingSignal{

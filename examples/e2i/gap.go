@@ -77,7 +77,7 @@ func (ds *Dataset) gapAnalyzer(ctx context.Context, d *troupe.Dispatch) (*troupe
 	}
 	rt := ds.rates(s.brand, s.kpi, s.window)
 	region := s.region()
-	ce, haveEffect := causalEffect(d)
+	ce, haveEffect := causalEffect(d, &s)
 	if region == "" && haveEffect {
 		region = lookupString(ce, "region")
 	}
@@ -129,21 +129,48 @@ func (ds *Dataset) gapAnalyzer(ctx context.Context, d *troupe.Dispatch) (*troupe
 		summary = fmt.Sprintf("Over %s the %s leads with %.1f %s %s a week per 100 prescribers, %s ahead of the %s at %.1f",
 			s.span(), region, rt.mean[region], s.brand, s.kpi, pct(-gapRate/rt.mean[peer]), peer, rt.mean[peer])
 	}
-	if haveEffect && lookupString(ce, "region") == region && lookupString(ce, "kpi") == s.kpi {
-		if effect, ok := lookupNumber(ce, "units_per_week"); ok && perWeek > 0 {
+	if haveEffect && lookupString(ce, "region") == region {
+		// The effect is a change a week since its change week: it is compared with the gap over
+		// the weeks of the period since then. Before the change there was nothing for it to
+		// explain, and averaging those weeks in makes the gap small and the share absurd.
+		effect, okEffect := lookupNumber(ce, "units_per_week")
+		week, okWeek := lookupNumber(ce, "change_week")
+		from := Weeks - s.window + 1
+		if okWeek && int(week) > from && int(week) <= Weeks {
+			from = int(week)
+		}
+		since := gapSince(rt, region, peer, from) * ds.prescribers[region] / 100
+		if okEffect && since > 0 {
 			// Only a drop can account for a shortfall: a rise explains none of it, and a
 			// negative share of a gap reads as nonsense.
-			share := max(-effect/perWeek, 0)
+			share := max(-effect/since, 0)
 			out["causal_units_per_week"] = effect
 			out["gap_explained_by_effect"] = round(share, 4)
+			out["gap_compared_from_week"] = from
+			out["gap_since_change_per_week"] = round(since, 1)
+			that := "that gap"
+			if from > Weeks-s.window+1 {
+				that = fmt.Sprintf("the gap since week %d (%s a week)", from, units(since))
+			}
 			if effect > 0 {
-				summary += fmt.Sprintf("; the estimated change is a rise of %s %s a week, which explains none of that gap", units(effect), s.kpi)
+				summary += fmt.Sprintf("; the estimated change is a rise of %s %s a week, which explains none of %s", units(effect), s.kpi, that)
 			} else {
-				summary += fmt.Sprintf("; the estimated drop of %s %s a week is %s of that gap", units(math.Abs(effect)), s.kpi, pct(share))
+				summary += fmt.Sprintf("; the estimated drop of %s %s a week is %s of %s", units(math.Abs(effect)), s.kpi, pct(share), that)
 			}
 		}
 	}
 	return completed(summary, confidence, out, s.warnings), nil
+}
+
+// gapSince is the mean weekly rate gap of region behind peer (per 100 prescribers) over the
+// weeks of rt's window from week from on.
+func gapSince(rt rates, region, peer string, from int) float64 {
+	first := Weeks - rt.window + 1
+	var gaps []float64
+	for w := max(from, first); w <= Weeks; w++ {
+		gaps = append(gaps, rt.weekly[peer][w-first]-rt.weekly[region][w-first])
+	}
+	return mean(gaps) // NaN weeks are skipped; NaN when none is left
 }
 
 // resourceOptimizer splits a budget across regions in proportion to each one's gap to the

@@ -20,14 +20,18 @@ type scope struct {
 	kpi      string
 	period   string
 	window   int // weeks, counted back from the latest
+	asked    int // weeks the period asked about spans, which may be more than the data holds
 	warnings []string
 }
 
 // scope resolves what d asks about. A brand the data does not hold is invalid input: an
-// answer about another brand would answer a question nobody asked. A query that names no
-// brand is about the data's first brand, Kisqali, and the scope's warnings say so, and name
-// what the query mentioned where a brand could stand (its "mentions"): if one of those was
-// meant as a brand, the warning tells the reader it has no data.
+// answer about another brand would answer a question nobody asked. So are regions the data
+// does not hold, when the query names no region it does (beside one it does, they are a
+// warning). A query that names no brand is about the data's first brand, Kisqali, and the
+// scope's warnings say so, and name what the query mentioned where a brand could stand (its
+// "mentions"): if one of those was meant as a brand, the warning tells the reader it has no
+// data. A period longer than the data, or a calendar year, is analysed over all of it, with a
+// warning.
 func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 	pq := d.ParsedQuery
 	s := scope{brand: ds.brands[0], kpi: "NRx", period: "recent"}
@@ -53,12 +57,28 @@ func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 			s.warnings = append(s.warnings, fmt.Sprintf("analysed %s of %s", s.brand, strings.Join(brands, ", ")))
 		}
 	}
+	var unknownRegions []string
 	for _, r := range stringsOf(pq["regions"]) {
 		if ds.regionIndex(r) < 0 {
-			s.warnings = append(s.warnings, "no data for region "+r)
+			unknownRegions = append(unknownRegions, r)
 			continue
 		}
 		s.regions = append(s.regions, r)
+	}
+	switch {
+	case len(unknownRegions) > 0 && len(s.regions) == 0:
+		// As for a brand: an answer about another region answers a question nobody asked.
+		what := "region"
+		if len(unknownRegions) > 1 {
+			what = "regions"
+		}
+		return scope{}, &troupe.AgentError{
+			Code:           troupe.CodeInvalidInput,
+			Message:        fmt.Sprintf("no data for %s %s: the data holds %s", what, list(unknownRegions), list(ds.regions)),
+			FallbackAction: "ask about the " + orList(ds.regions),
+		}
+	case len(unknownRegions) > 0:
+		s.warnings = append(s.warnings, fmt.Sprintf("no data for %s; analysed %s", list(unknownRegions), list(s.regions)))
 	}
 	if ks := stringsOf(pq["kpis"]); len(ks) > 0 {
 		i := slices.IndexFunc(ks, func(k string) bool { return slices.Contains(kpis(), k) })
@@ -71,7 +91,14 @@ func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 	if p, ok := pq["time_period"].(string); ok && p != "" {
 		s.period = p
 	}
-	s.window = windowWeeks(s.period)
+	s.window, s.asked = windowWeeks(s.period)
+	switch {
+	case strings.HasPrefix(s.period, "year "):
+		s.warnings = append(s.warnings, fmt.Sprintf("the data is %d numbered weeks without calendar dates, so %s cannot be picked out of it; analysed all %d weeks",
+			Weeks, strings.TrimPrefix(s.period, "year "), Weeks))
+	case s.asked > Weeks:
+		s.warnings = append(s.warnings, fmt.Sprintf("the data holds %d weeks, fewer than the %s (%d weeks) asked about; analysed all %d", Weeks, s.period, s.asked, Weeks))
+	}
 	return s, nil
 }
 
@@ -90,6 +117,8 @@ func (s *scope) span() string {
 		w = "the last week"
 	}
 	switch {
+	case s.asked > s.window || strings.HasPrefix(s.period, "year "):
+		return fmt.Sprintf("all %d weeks of data", s.window) // the period asked is not in it
 	case s.period == "recent" || strings.HasPrefix(s.period, "last ") && strings.HasSuffix(s.period, " weeks"):
 		return w
 	case strings.HasPrefix(s.period, "last "):
@@ -98,8 +127,9 @@ func (s *scope) span() string {
 	return fmt.Sprintf("%s (%d weeks)", s.period, s.window)
 }
 
-// windowWeeks turns a time period of ParseQuery into a number of weeks, capped at the data.
-func windowWeeks(period string) int {
+// windowWeeks turns a time period of ParseQuery into a number of weeks, capped at the data
+// (window), and the number of weeks the period spans (asked), which may exceed the data.
+func windowWeeks(period string) (window, asked int) {
 	w := 8 // "recent": the last two months
 	switch period {
 	case "last week":
@@ -108,22 +138,34 @@ func windowWeeks(period string) int {
 		w = 4
 	case "last quarter":
 		w = 13
-	case "last year", "year to date", "all time":
+	case "last year":
+		w = 52
+	case "year to date", "all time":
 		w = Weeks
 	default:
-		// "last N weeks", "last N months"
+		if strings.HasPrefix(period, "year ") { // a calendar year: the data has no dates
+			w = Weeks
+		}
+		// "last N days", "last N weeks", "last N months", "last N quarters", "last N years"
 		if f := strings.Fields(period); len(f) == 3 && f[0] == "last" {
 			if n, err := strconv.Atoi(f[1]); err == nil {
 				switch f[2] {
+				case "days", "day":
+					w = (n + 6) / 7
 				case "weeks", "week":
 					w = n
 				case "months", "month":
 					w = int(math.Round(float64(n) * 52 / 12))
+				case "quarters", "quarter":
+					w = 13 * n
+				case "years", "year":
+					w = 52 * n
 				}
 			}
 		}
 	}
-	return min(max(w, 1), Weeks)
+	w = max(w, 1)
+	return min(w, Weeks), w
 }
 
 // stringsOf reads a list of strings as a parsed query holds it: []string in process, []any
@@ -203,16 +245,20 @@ func upstream(d *troupe.Dispatch, agent string) (map[string]any, bool) {
 	return nil, false
 }
 
-// causalEffect finds causal_impact's estimate: in upstream results, else in session state
-// (a run may carry it from an earlier query of the session).
-func causalEffect(d *troupe.Dispatch) (map[string]any, bool) {
+// causalEffect finds causal_impact's estimate of s's brand and KPI: in upstream results, else
+// in session state (a run may carry it from an earlier query of the session). An estimate of
+// another brand or KPI — session state left by an earlier question — is none: its change week
+// and its size say nothing about this one.
+func causalEffect(d *troupe.Dispatch, s *scope) (map[string]any, bool) {
+	var found []any
 	if r, ok := upstream(d, "causal_impact"); ok {
-		if ce, ok := r["causal_effect"].(map[string]any); ok {
-			return ce, true
-		}
+		found = append(found, r["causal_effect"])
 	}
 	if v, ok := d.State("causal_effect"); ok {
-		if ce, ok := v.(map[string]any); ok {
+		found = append(found, v)
+	}
+	for _, v := range found {
+		if ce, ok := v.(map[string]any); ok && lookupString(ce, "brand") == s.brand && lookupString(ce, "kpi") == s.kpi {
 			return ce, true
 		}
 	}

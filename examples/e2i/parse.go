@@ -183,7 +183,8 @@ const MaxQueryBytes = 4096
 //   - "mentions": capitalised names the gazetteers do not know standing where a brand could
 //     ("for Ozempic", "Ozempic NRx", "against Plan"), as written; the agents name them when
 //     they say which brand they analysed. See brandNames for what reads as a name;
-//   - "time_period": "recent" unless the query names one ("last quarter", "past 6 weeks", …);
+//   - "time_period": "recent" unless the query names one ("last quarter", "past 6 weeks",
+//     "last 2 years", "in 2019", …);
 //   - "budget" (dollars, from "$2.5M"), "change_pct" (from "10%") and "effect_size" (from
 //     "effect size 0.3" or "d = 0.3") when the query states them, and "preferred_agents" when
 //     it asks for a forecast, a budget allocation or a segment split.
@@ -228,11 +229,14 @@ func (r *ParserRules) Parse(q string) map[string]any {
 	}
 	for i, g := range r.Gazetteers {
 		names := firstSeen(claims[i])
-		if g.Key == "brands" {
+		switch g.Key {
+		case "brands":
 			var guessed []string
 			if names, guessed = r.brandNames(toks, written, claims); len(guessed) > 0 {
 				out["mentions"] = guessed
 			}
+		case "regions":
+			names = r.regionNames(toks, written, claims, i)
 		}
 		if len(names) > 0 {
 			out[g.Key] = names
@@ -320,8 +324,9 @@ func tokenize(q string) (toks, written []string) {
 }
 
 // timePeriod finds the first time span the words name: "last|past|previous|prior|this" with
-// an optional count and a unit, "year to date", "all time", "since launch", or a quarter
-// (q1–q4). It is "recent" when they name none.
+// an optional count and a unit (days, weeks, months, quarters, years), "year to date", "all
+// time", "since launch", a quarter (q1–q4) or a calendar year ("in 2019": "year 2019"). It is
+// "recent" when they name none.
 func timePeriod(toks []string) string {
 	for i, t := range toks {
 		rest := toks[i+1:]
@@ -330,10 +335,16 @@ func timePeriod(toks []string) string {
 			if len(rest) >= 2 {
 				if n, err := strconv.Atoi(rest[0]); err == nil && n > 0 {
 					switch rest[1] {
+					case "day", "days":
+						return "last " + strconv.Itoa(n) + " days"
 					case "week", "weeks":
 						return "last " + strconv.Itoa(n) + " weeks"
 					case "month", "months":
 						return "last " + strconv.Itoa(n) + " months"
+					case "quarter", "quarters":
+						return "last " + strconv.Itoa(n) + " quarters"
+					case "year", "years":
+						return "last " + strconv.Itoa(n) + " years"
 					}
 				}
 			}
@@ -343,6 +354,8 @@ func timePeriod(toks []string) string {
 					return "last " + rest[0]
 				}
 			}
+		case (t == "in" || t == "during" || t == "since") && len(rest) >= 1 && isYear(rest[0]):
+			return "year " + rest[0]
 		case t == "ytd" || hasPhrase(toks[i:], []string{"year", "to", "date"}):
 			return "year to date"
 		case hasPhrase(toks[i:], []string{"all", "time"}) || hasPhrase(toks[i:], []string{"since", "launch"}):
@@ -352,6 +365,12 @@ func timePeriod(toks []string) string {
 		}
 	}
 	return "recent"
+}
+
+// isYear reports whether word is a calendar year, 1990 to 2099.
+func isYear(word string) bool {
+	n, err := strconv.Atoi(word)
+	return err == nil && len(word) == 4 && n >= 1990 && n <= 2099
 }
 
 // amount reads a dollar amount: a number with an optional scale, attached ("2.5m") or as the
@@ -474,6 +493,72 @@ func (r *ParserRules) brandNames(toks, written []string, claims [][]string) (bra
 		}
 	}
 	return brands, guessed
+}
+
+// regionNames returns the regions the question names, in the order it names them: those of the
+// gazetteer at index g, and a place the gazetteer does not know, as the question spells it —
+// a name after "in" ("in Southeast", "in the Pacific Northwest", "in New York") or next to the
+// word "region" ("the Southeast region"), or joined by "and"/"or" to a region ("the Midwest
+// and Southeast"). The agents then say the data has no such region rather than answer about
+// another one. A name is as brandNames reads one; consecutive names are one place, and a name
+// followed by a KPI ("in Ozempic NRx") or a segment noun is not a place.
+func (r *ParserRules) regionNames(toks, written []string, claims [][]string, g int) []string {
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	claimed := func(i int) bool {
+		return slices.ContainsFunc(claims, func(c []string) bool { return c[i] != "" })
+	}
+	isName := func(i int) bool {
+		w := written[i]
+		return w != "" && !claimed(i) && !strings.ContainsFunc(w, unicode.IsDigit) && !notName(toks[i]) && !r.keyword(toks[i])
+	}
+	kpi := func(i int) bool {
+		for k, c := range claims {
+			if r.Gazetteers[k].Key == "kpis" && c[i] != "" {
+				return true
+			}
+		}
+		return false
+	}
+	region := make([]bool, len(toks)) // word i names a region, known or not
+	for i := 0; i < len(toks); i++ {
+		if n := claims[g][i]; n != "" {
+			region[i] = true
+			add(n)
+			continue
+		}
+		if !isName(i) {
+			continue
+		}
+		j := i + 1 // the place runs over words i to j-1
+		for j < len(toks) && isName(j) {
+			j++
+		}
+		prev, next := "", ""
+		if i > 0 {
+			prev = toks[i-1]
+		}
+		if j < len(toks) {
+			next = toks[j]
+		}
+		place := prev == "in" || prev == "the" && i > 1 && toks[i-2] == "in" ||
+			prev == "region" || next == "region" || next == "regions" ||
+			(prev == "and" || prev == "or") && i >= 2 && region[i-2]
+		if !place || j < len(toks) && (kpi(j) || segmentNoun(next)) {
+			i = j - 1
+			continue
+		}
+		for k := i; k < j; k++ {
+			region[k] = true
+		}
+		add(strings.Join(written[i:j], " "))
+		i = j - 1
+	}
+	return names
 }
 
 // brandAfter reports whether a name after word stands where a brand would: "for Ozempic".

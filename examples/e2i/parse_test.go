@@ -67,9 +67,39 @@ func TestParseQuery(t *testing.T) {
 		{"Is new-to-brand share healthy year to date?", map[string]any{
 			"intent": "monitoring", "kpis": []string{"NBRx"}, "time_period": "year to date",
 		}},
-		// Word boundaries: "Midwestern" is one word, "Westfield" is not the West, "strain" is not "train".
+		// Word boundaries: "Midwestern" is one word, "Westfield" is not the West, "strain" is not
+		// "train". A place after "in" that the gazetteer does not know is kept as written, so
+		// that the agents report it as not in the data rather than answer about another region.
 		{"Trends in Westfield and midwestern strain", map[string]any{
-			"intent": "trend", "regions": []string{"Midwest"}, "time_period": "recent",
+			"intent": "trend", "regions": []string{"Westfield", "Midwest"}, "time_period": "recent",
+		}},
+		{"What caused the drop in NRx for Kisqali in Southeast?", map[string]any{
+			"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"},
+			"regions": []string{"Southeast"}, "time_period": "recent",
+		}},
+		{"Why did NRx fall in the Pacific Northwest and the Midwest?", map[string]any{
+			"intent": "causal", "kpis": []string{"NRx"}, "regions": []string{"Pacific Northwest", "Midwest"}, "time_period": "recent",
+		}},
+		{"Is NRx lagging in the Midwest or Southeast region?", map[string]any{
+			"intent": "exploratory", "kpis": []string{"NRx"}, "regions": []string{"Midwest", "Southeast"}, "time_period": "recent",
+		}},
+		// Not places: a brand before a KPI, a segment, a payer, a month, a quarter.
+		{"Why did NRx drop in Ozempic NRx, in Medicare patients, in Oncology, in March, in Q3?", map[string]any{
+			"intent": "causal", "kpis": []string{"NRx"}, "mentions": []string{"Ozempic"}, "time_period": "last quarter",
+		}},
+		// Periods longer than the data, in other units, and calendar years are kept as asked;
+		// the agents say what the data holds.
+		{"Where are the gaps for Kisqali over the last 2 years?", map[string]any{
+			"intent": "exploratory", "brands": []string{"Kisqali"}, "time_period": "last 2 years",
+		}},
+		{"NRx gaps in the past 3 quarters and 10 days", map[string]any{
+			"intent": "exploratory", "kpis": []string{"NRx"}, "time_period": "last 3 quarters",
+		}},
+		{"NRx gaps in the past 10 days", map[string]any{
+			"intent": "exploratory", "kpis": []string{"NRx"}, "time_period": "last 10 days",
+		}},
+		{"Why did Kisqali NRx drop in 2019 for 2000 prescribers?", map[string]any{
+			"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "year 2019",
 		}},
 		// A name the gazetteer does not know is a brand when the question says so, kept as
 		// written, so that it is reported as not in the data rather than answered as Kisqali...
@@ -97,7 +127,7 @@ func TestParseQuery(t *testing.T) {
 		// Capitals alone name no brand: a sentence's first word, title case, keywords, common
 		// words, words with digits, and names where no brand stands.
 		{"Ozempic? Why did NRx drop In Westfield", map[string]any{
-			"intent": "causal", "kpis": []string{"NRx"}, "time_period": "recent",
+			"intent": "causal", "kpis": []string{"NRx"}, "regions": []string{"Westfield"}, "time_period": "recent",
 		}},
 		{"What Caused The Drop Of NRx For The West In Q3?", map[string]any{
 			"intent": "causal", "kpis": []string{"NRx"}, "regions": []string{"West"}, "time_period": "last quarter",

@@ -1,7 +1,9 @@
 package e2i
 
 import (
+	"context"
 	"fmt"
+	"slices"
 
 	"github.com/troupehq/troupe"
 )
@@ -12,7 +14,9 @@ import (
 // dispatch with STATE_MISSING when the key is absent, and every consumer of those keys can be
 // planned without their writer (gap_analyzer alone for an exploratory query, model_deployer
 // alone for a deployment) — so consumers look in their upstream results and then in session
-// state, and do without.
+// state, and do without. Seed 000's Sender agents (causal_impact, gap_analyzer,
+// heterogeneous_optimizer, drift_monitor, experiment_designer, prediction_synthesizer) return
+// a training signal with their result when the dispatch collects signals.
 //
 // Each call builds a new registry and dataset; the agents are safe for concurrent use.
 func Registry() (*troupe.Registry, error) {
@@ -43,9 +47,47 @@ func Registry() (*troupe.Registry, error) {
 		{"feedback_learner", feedbackLearner, "turns upstream results into training signals", nil},
 	} {
 		opts := append([]troupe.Option{troupe.Describe(a.desc)}, a.opts...)
-		if err := reg.Add(a.name, a.fn, opts...); err != nil {
+		fn := a.fn
+		if slices.Contains(senders(), a.name) {
+			fn = sender(a.name, fn)
+		}
+		if err := reg.Add(a.name, fn, opts...); err != nil {
 			return nil, fmt.Errorf("e2i: %w", err)
 		}
 	}
 	return reg, nil
+}
+
+// senders are seed 000's DSPy Sender agents, those whose results the hub collects training
+// signals from ("Called by: causal_impact, gap_analyzer, heterogeneous_optimizer,
+// drift_monitor, experiment_designer, prediction_synthesizer"). The rest — the recipients
+// (health_score, resource_optimizer, explainer) among them — send none.
+func senders() []string {
+	return []string{"causal_impact", "gap_analyzer", "heterogeneous_optimizer", "drift_monitor", "experiment_designer", "prediction_synthesizer"}
+}
+
+// sender makes fn a Sender: when its dispatch asks it to collect signals (collect_signals),
+// its result carries one training signal — the dispatch's signal_signature (else the agent's
+// name), the question as input, its summary as output, its confidence as quality — and that
+// quality as signal_quality (seed 000's "Signal Collection in Agent Response").
+func sender(name string, fn troupe.AgentFunc) troupe.AgentFunc {
+	return func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		r, err := fn(ctx, d)
+		if err != nil || r == nil || !d.CollectSignals {
+			return r, err
+		}
+		sig := name
+		if d.SignalSignature != nil && *d.SignalSignature != "" {
+			sig = *d.SignalSignature
+		}
+		r.TrainingSignals = append(r.TrainingSignals, troupe.TrainingSignal{
+			Signature: sig,
+			Input:     map[string]any{"query": d.Query, "parsed_query": d.ParsedQuery},
+			Output:    map[string]any{"analysis_summary": r.Summary()},
+			Quality:   r.Confidence,
+			Metadata:  map[string]any{"agent": name, "dispatch_id": d.DispatchID},
+		})
+		r.SignalQuality = r.Confidence
+		return r, nil
+	}
 }

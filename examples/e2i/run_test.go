@@ -286,3 +286,33 @@ func TestRunForecastWithALateFeed(t *testing.T) {
 		})
 	}
 }
+
+// A question about a region the data does not hold fails, as one about a brand does: no agent
+// answers it about another region.
+func TestRunUnknownRegionFails(t *testing.T) {
+	evs := runQuery(t, "What caused the drop in NRx for Kisqali in Southeast?")
+	const want = "no data for region Southeast: the data holds Midwest, Northeast, South and West"
+	last := evs[len(evs)-1]
+	if last.Kind != troupe.KindRunFailed {
+		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
+	}
+	if o := last.Data.(*troupe.Outcome); o.Error == nil || o.Error.Code != troupe.CodeInvalidInput || !strings.Contains(o.Error.Message, want) {
+		t.Errorf("outcome error %+v, want %s saying %q", o.Error, troupe.CodeInvalidInput, want)
+	}
+	for _, r := range dataOf[*troupe.Result](evs, troupe.KindDispatchCompleted) {
+		t.Errorf("%s answered a question about a region with no data: %s", r.AgentName, r.Summary())
+	}
+}
+
+// A question naming two brands is answered about the first; the answer says so rather than
+// reading as a comparison of the two.
+func TestRunTwoBrandsSaysWhichWasAnalysed(t *testing.T) {
+	evs := runQuery(t, "Compare Kisqali and Verzenio NRx in the Midwest")
+	if last := evs[len(evs)-1]; last.Kind != troupe.KindRunCompleted {
+		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
+	}
+	agg := dataOf[*troupe.Aggregation](evs, troupe.KindRunAggregated)[0]
+	if !strings.HasPrefix(agg.Synthesis, "The question names Kisqali and Verzenio; the agents analyse one brand at a time, so this answer is about Kisqali only.") {
+		t.Errorf("the answer does not say only Kisqali was analysed:\n%s", agg.Synthesis)
+	}
+}

@@ -140,6 +140,12 @@ func (ds *Dataset) Check(p Proposal, where string) []string {
 		if _, ok := ds.Risks[r]; !ok {
 			out = append(out, fmt.Sprintf("%s.risks[%d]: unknown risk %q", where, j, r))
 		}
+		// A risk named twice would strike twice in a draw, and the judges' risk_drivers
+		// would name it twice, which their schema refuses (uniqueItems): every replicate
+		// invalid for a typo in the request.
+		if i := slices.Index(p.Risks, r); i < j {
+			out = append(out, fmt.Sprintf("%s.risks[%d]: %q is already risks[%d]", where, j, r, i))
+		}
 	}
 	return out
 }

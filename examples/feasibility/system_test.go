@@ -174,6 +174,19 @@ func TestOwnProposal(t *testing.T) {
 	if out.Status != troupe.RunFailed || out.Error == nil || !strings.Contains(out.Error.Message, "parsed_query.proposal.budget_k: must be positive, got -1") {
 		t.Errorf("outcome %+v, error %+v", out, out.Error)
 	}
+
+	// A risk named twice is a malformed request too: it would strike twice in each draw, and
+	// every judge's risk_drivers would repeat it, which the judge schema refuses.
+	proposal["budget_k"] = 90
+	proposal["risks"] = []any{"new_technology", "key_person", "new_technology"}
+	evs, err = troupetest.Collect(eng.Run(t.Context(), troupe.Request{ParsedQuery: map[string]any{"proposal": proposal}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = troupetest.Last(evs).Data.(*troupe.Outcome)
+	if out.Status != troupe.RunFailed || out.Error == nil || !strings.Contains(out.Error.Message, `parsed_query.proposal.risks[2]: "new_technology" is already risks[0]`) {
+		t.Errorf("outcome %+v, error %+v", out, out.Error)
+	}
 }
 
 // TestAggregationCitesWithoutConflict: the orchestrator cites the bundle without repeating

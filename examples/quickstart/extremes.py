@@ -6,7 +6,9 @@ from agent import serve
 
 
 def extremes(dispatch):
-    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", dispatch["query"], re.ASCII)]
+    # A number may group its thousands with commas (1,000 is one number); 4,8 is two.
+    numbers = [float(n.replace(",", "")) for n in
+               re.findall(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?", dispatch["query"], re.ASCII)]
     if not numbers:
         raise ValueError("no numbers in the query")
     low, high, median = min(numbers), max(numbers), statistics.median(numbers)

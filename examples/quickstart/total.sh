@@ -9,7 +9,8 @@ get() {
 	printf '%s' "$dispatch" | grep -Eo "\"$1\":\"([^\"\\\\]|\\\\.)*\"" | head -n 1 |
 		sed -E -e "s/^\"$1\":\"//" -e 's/"$//' -e 's/\\(u[0-9a-fA-F]{4}|.)/ /g'
 }
-numbers=$(get query | grep -Eo -- '-?[0-9]+(\.[0-9]+)?' || true)
+# A number may group its thousands with commas (1,000 is one number); 4,8 is two.
+numbers=$(get query | grep -Eo -- '-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?|-?[0-9]+(\.[0-9]+)?' | tr -d , || true)
 if [ -z "$numbers" ]; then
 	echo "no numbers in the query" >&2
 	exit 1

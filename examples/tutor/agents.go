@@ -81,9 +81,9 @@ func namesSubject(msg string) bool {
 
 // ask puts a question to the learner. A failure to get an answer is returned as is: the
 // engine pauses the run on troupe.ErrPaused.
-func ask(ctx context.Context, d *troupe.Dispatch, id, prompt string, q *Question) (string, error) {
+func ask(ctx context.Context, d *troupe.Dispatch, id, prompt, questionID, concept string) (string, error) {
 	ans, err := d.Ask(ctx, troupe.Question{ID: id, Kind: troupe.QuestionAsk, Prompt: prompt,
-		Data: map[string]any{"question_id": q.ID, "concept": q.Concept}})
+		Data: map[string]any{"question_id": questionID, "concept": concept}})
 	if err != nil {
 		return "", err
 	}
@@ -135,7 +135,7 @@ func (a *Specialists) Diagnostic(ctx context.Context, d *troupe.Dispatch) (*trou
 		if c == topic.ID {
 			prompt = fmt.Sprintf("Quick check on %s itself: %s", k.Name, q.Text)
 		}
-		ans, err := ask(ctx, d, "diagnostic/"+q.ID, prompt, q)
+		ans, err := ask(ctx, d, "diagnostic/"+q.ID, prompt, q.ID, q.Concept)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func (a *Specialists) Diagnostic(ctx context.Context, d *troupe.Dispatch) (*trou
 					topic.Name, strings.ToLower(topic.Name))),
 			}, nil
 		}
-		correct, near := Grade(q.Answer, ans)
+		correct, near, note := q.Grade(ans)
 		est := 0.1
 		switch {
 		case correct:
@@ -159,7 +159,10 @@ func (a *Specialists) Diagnostic(ctx context.Context, d *troupe.Dispatch) (*trou
 		probed[c] = est
 		mastery[c] = est
 		verdict := "right"
-		if !correct {
+		switch {
+		case note != "":
+			verdict = "not quite: " + note + "; the answer is " + q.Answer
+		case !correct:
 			verdict = "not quite, the answer is " + q.Answer
 		}
 		lines = append(lines, fmt.Sprintf("  %s: %q — %s (estimate %.2f)", k.Name, ans, verdict, est))
@@ -410,32 +413,40 @@ func sentences(text string) []string {
 
 // Quiz runs a quiz on the current topic: it draws NumQuestions questions with the session's
 // seed, asks them one by one through the run's human-input handler, grades each answer, and
-// stops early — quiz_paused — when the learner says "pause". A paused quiz on the current
-// topic resumes at the question it stopped at.
+// stops early — quiz_paused — when the learner says "pause". A paused quiz resumes at the
+// question it stopped at, unless the message names another topic ("quiz me on decimals").
 func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	var cur string
-	lookup(d, KeyCurrentTopic, &cur)
-	// "quiz me on decimals" quizzes on decimals; a quiz paused on another topic stays paused.
-	topic, ok := a.corpus.topicOf(d.Query, cur)
-	if !ok {
-		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("quiz: unknown current topic %q", cur), FallbackAction: "run diagnostic first"}
-	}
 	var (
+		cur       string
 		items     []quizItem
 		responses []response
 		index     int
 		paused    bool
 		number    int
 	)
+	lookup(d, KeyCurrentTopic, &cur)
 	lookup(d, "quiz_number", &number)
 	lookup(d, KeyQuizPaused, &paused)
-	resumed := false
 	if paused {
 		lookup(d, KeyQuizQuestions, &items)
 		lookup(d, KeyQuizResponses, &responses)
 		lookup(d, KeyQuizQuestionIndex, &index)
-		resumed = len(items) > 0 && items[0].ConceptName == topic.ID && index < len(items) && index == len(responses)
+		// The paused quiz may be on another topic than the current one ("quiz me on decimals"
+		// during fractions, then "pause"): a message naming no topic, such as "continue quiz",
+		// resumes it rather than starting one on the current topic.
+		if len(items) > 0 {
+			_, named := a.corpus.FindTopic(d.Query)
+			if _, known := a.corpus.Concept(items[0].ConceptName); known && !named {
+				cur = items[0].ConceptName
+			}
+		}
 	}
+	// "quiz me on decimals" quizzes on decimals; a quiz paused on another topic stays paused.
+	topic, ok := a.corpus.topicOf(d.Query, cur)
+	if !ok {
+		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("quiz: unknown current topic %q", cur), FallbackAction: "run diagnostic first"}
+	}
+	resumed := paused && len(items) > 0 && items[0].ConceptName == topic.ID && index < len(items) && index == len(responses)
 	if !resumed {
 		number++
 		items, responses, index = nil, nil, 0
@@ -456,9 +467,8 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 	paused = false
 	for index < len(items) {
 		it := items[index]
-		q, _ := a.corpus.Question(it.QuestionID)
 		ans, err := ask(ctx, d, fmt.Sprintf("quiz/%d/%s", number, it.QuestionID),
-			verdict+fmt.Sprintf("Question %d of %d (%s): %s", index+1, len(items), topic.Name, it.QuestionText), q)
+			verdict+fmt.Sprintf("Question %d of %d (%s): %s", index+1, len(items), topic.Name, it.QuestionText), it.QuestionID, it.ConceptName)
 		if err != nil {
 			return nil, err
 		}
@@ -466,9 +476,18 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 			paused = true
 			break
 		}
-		correct, near := Grade(it.ExpectedAnswer, ans)
+		// The answer is graded against the quiz as drawn; the corpus's question, when it still
+		// has it, knows the form the answer must take.
+		q := Question{ID: it.QuestionID, Answer: it.ExpectedAnswer}
+		if cq, ok := a.corpus.Question(it.QuestionID); ok {
+			q.Form = cq.Form
+		}
+		correct, near, note := q.Grade(ans)
 		fb := "Correct."
-		if !correct {
+		switch {
+		case note != "":
+			fb = fmt.Sprintf("Not quite: %s; the answer is %s.", note, it.ExpectedAnswer)
+		case !correct:
 			fb = fmt.Sprintf("Not quite: the answer is %s.", it.ExpectedAnswer)
 		}
 		responses = append(responses, response{QuestionID: it.QuestionID, LearnerAnswer: ans, IsCorrect: correct, Closeness: near, Feedback: fb})
@@ -594,7 +613,7 @@ func (a *Specialists) Feedback(_ context.Context, d *troupe.Dispatch) (*troupe.R
 		switch p.PatternType {
 		case "conceptual":
 			p.Description = fmt.Sprintf("%d answer(s) on %s were not a number at all", len(p.AffectedQuestions), skills)
-			p.SuggestedRemediation = fmt.Sprintf("re-read the explanation of %s: %s", topic.Name, topic.Summary)
+			p.SuggestedRemediation = fmt.Sprintf("re-read the explanation of %s: %s", topic.Name, strings.TrimSuffix(topic.Summary, "."))
 		case "procedural":
 			p.Description = fmt.Sprintf("%d answer(s) on %s were far from the expected value", len(p.AffectedQuestions), skills)
 			p.SuggestedRemediation = fmt.Sprintf("rework the steps of %s; remember: %s", skills, strings.Join(topic.KeyPoints, "; "))

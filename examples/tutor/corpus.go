@@ -44,10 +44,22 @@ type Question struct {
 	ID         string `json:"id"`
 	Skill      string `json:"skill"`
 	Difficulty string `json:"difficulty"`
-	Text       string `json:"text"`
-	Answer     string `json:"answer"`
-	Concept    string `json:"-"` // set on load
+	// Form is how the answer must be written when the question asks for more than its value
+	// ("Simplify 6/8", "Write 1/2 as a decimal"): FormSimplestFraction or FormDecimal; ""
+	// accepts any way of writing the value.
+	Form    string `json:"form,omitempty"`
+	Text    string `json:"text"`
+	Answer  string `json:"answer"`
+	Concept string `json:"-"` // set on load
 }
+
+// Answer forms a Question can ask for.
+const (
+	// FormSimplestFraction: a fraction in lowest terms ("3/4", "1 1/2"), or a whole number.
+	FormSimplestFraction = "simplest_fraction"
+	// FormDecimal: a decimal numeral ("0.75", ".5"), not a fraction.
+	FormDecimal = "decimal"
+)
 
 // Levels are the learner levels of seed 003, lowest first.
 var levels = []string{"beginner", "intermediate", "advanced"}
@@ -100,6 +112,9 @@ func ParseCorpus(b []byte) (*Corpus, error) {
 			if q == nil || q.ID == "" || q.Answer == "" || q.Text == "" {
 				problems = append(problems, fmt.Sprintf("concepts[%d].questions[%d]: id, text and answer are required", i, j))
 				continue
+			}
+			if q.Form != "" && q.Form != FormSimplestFraction && q.Form != FormDecimal {
+				problems = append(problems, fmt.Sprintf("concepts[%d].questions[%d].form: %q is not %s or %s", i, j, q.Form, FormSimplestFraction, FormDecimal))
 			}
 			if _, dup := c.qs[q.ID]; dup {
 				problems = append(problems, fmt.Sprintf("concepts[%d].questions[%d].id: duplicate %q", i, j, q.ID))
@@ -278,7 +293,8 @@ func hashString(s string) uint64 {
 // Grade compares a learner's answer with the expected one. Numbers compare by value, so
 // "0.50", ".5" and "1/2" all answer "0.5"; "3 remainder 2"-style answers and text compare as
 // normalized words. closeness is 1 for a correct answer and, for a wrong numeric one, how
-// near it came (1 - relative error, floored at 0); 0 otherwise.
+// near it came: 1 - the error relative to the expected value (to 1 when that is 0), floored
+// at 0, so 0.008 for 0.08 is far off (0.1), not a near miss. It is 0 otherwise.
 func Grade(expected, answer string) (correct bool, closeness float64) {
 	want, wok := parseNumber(expected)
 	got, gok := parseNumber(answer)
@@ -286,13 +302,72 @@ func Grade(expected, answer string) (correct bool, closeness float64) {
 		if math.Abs(want-got) <= 1e-9*math.Max(1, math.Abs(want)) {
 			return true, 1
 		}
-		rel := math.Abs(want-got) / math.Max(math.Abs(want), 1)
-		return false, math.Max(0, 1-rel)
+		scale := math.Abs(want)
+		if scale == 0 {
+			scale = 1
+		}
+		return false, math.Max(0, 1-math.Abs(want-got)/scale)
 	}
 	if strings.Join(tokens(expected), " ") == strings.Join(tokens(answer), " ") && len(tokens(answer)) > 0 {
 		return true, 1
 	}
 	return false, 0
+}
+
+// Grade grades answer to q: by value, as Grade does, and, when q asks for a form, in that
+// form. An answer with the right value in the wrong form ("6/8" to "Simplify 6/8") is not
+// correct; its closeness stays 1, since its value is right. note says what is wrong with the
+// form, "" when nothing is.
+func (q *Question) Grade(answer string) (correct bool, closeness float64, note string) {
+	correct, closeness = Grade(q.Answer, answer)
+	if !correct {
+		return false, closeness, ""
+	}
+	if note = formProblem(q.Form, answer); note != "" {
+		return false, closeness, note
+	}
+	return true, closeness, ""
+}
+
+// formProblem says how answer, whose value is right, fails form, or "" when it does not.
+func formProblem(form, answer string) string {
+	s := strings.Join(strings.Fields(answer), " ")
+	s = strings.ReplaceAll(strings.ReplaceAll(s, " /", "/"), "/ ", "/") // "3 / 4" is 3/4
+	switch form {
+	case FormDecimal:
+		if strings.Contains(s, "/") {
+			return s + " is a fraction; the question asks for a decimal"
+		}
+	case FormSimplestFraction:
+		frac := s
+		if i := strings.LastIndexByte(s, ' '); i >= 0 {
+			frac = strings.TrimSpace(s[i+1:]) // the fraction of a mixed number
+		}
+		num, den, isFrac := strings.Cut(frac, "/")
+		if !isFrac {
+			if _, err := strconv.Atoi(s); err == nil {
+				return "" // a whole number is its own simplest form
+			}
+			return s + " is not a fraction; the question asks for a fraction in simplest form"
+		}
+		n, err1 := strconv.Atoi(strings.TrimSpace(num))
+		d, err2 := strconv.Atoi(strings.TrimSpace(den))
+		if err1 != nil || err2 != nil {
+			return s + " is not a fraction of whole numbers; the question asks for one in simplest form"
+		}
+		if g := gcd(n, d); g != 1 || d < 0 {
+			return s + " is not in simplest form"
+		}
+	}
+	return ""
+}
+
+func gcd(a, b int) int {
+	a, b = max(a, -a), max(b, -b)
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // parseNumber reads a decimal ("0.75", ".5", "1,000", "25%"), a fraction ("3/4") or a mixed

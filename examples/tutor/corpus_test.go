@@ -27,11 +27,58 @@ func TestGrade(t *testing.T) {
 		{"yes", " Yes! ", true, 1},
 		{"5/6", "", false, 0},
 		{"5/6", "1/0", false, 0},
+		// Closeness is relative to the expected value, also below 1: a misplaced decimal
+		// point is far off, not a near miss.
+		{"0.08", "0.008", false, 0.1},
+		{"0.5", "0.55", false, 0.9},
+		{"0", "0.05", false, 0.95},
 	} {
 		correct, near := tutor.Grade(tt.want, tt.got)
 		if correct != tt.correct || !cmp.Equal(near, tt.near, cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })) {
 			t.Errorf("Grade(%q, %q) = %v, %v; want %v, %v", tt.want, tt.got, correct, near, tt.correct, tt.near)
 		}
+	}
+}
+
+// A question that asks for a form grades the form as well as the value: "6/8" has the value
+// of 3/4 but does not simplify 6/8.
+func TestQuestionGradeForm(t *testing.T) {
+	c := tutor.DefaultCorpus()
+	for _, tt := range []struct {
+		id, answer string
+		correct    bool
+		note       string // a substring of the note; "" for none
+	}{
+		{"frac-2", "3/4", true, ""},
+		{"frac-2", " 3 / 4 ", true, ""},
+		{"frac-2", "6/8", false, "not in simplest form"},
+		{"frac-2", "0.75", false, "not a fraction"},
+		{"frac-1", "6/8", false, "not in simplest form"},
+		{"frac-6", "10/12", false, "not in simplest form"},
+		{"dec-6", "0.6", false, "not a fraction"},
+		{"dec-6", "6/10", false, "not in simplest form"},
+		{"dec-6", "3/5", true, ""},
+		{"dec-1", "1/2", false, "asks for a decimal"},
+		{"dec-1", ".5", true, ""},
+		{"dec-2", "3/4", false, "asks for a decimal"},
+		{"frac-3", "10/12", true, ""}, // no form asked: any way of writing 5/6
+		{"frac-2", "2/3", false, ""},  // wrong value: no note about the form
+	} {
+		q, ok := c.Question(tt.id)
+		if !ok {
+			t.Fatalf("no question %s", tt.id)
+		}
+		correct, near, note := q.Grade(tt.answer)
+		if correct != tt.correct || (tt.note == "") != (note == "") || !strings.Contains(note, tt.note) {
+			t.Errorf("%s (%q) graded %q: correct %v, note %q; want %v, note containing %q", tt.id, q.Text, tt.answer, correct, note, tt.correct, tt.note)
+		}
+		if note != "" && near != 1 {
+			t.Errorf("%s graded %q: closeness %v; the value is right, want 1", tt.id, tt.answer, near)
+		}
+	}
+	if _, err := tutor.ParseCorpus([]byte(`{"concepts":[{"id":"a","explanations":{"beginner":"b","intermediate":"i","advanced":"a"},` +
+		`"questions":[{"id":"q","text":"t","answer":"1","form":"roman"}]}]}`)); err == nil || !strings.Contains(err.Error(), `form: "roman"`) {
+		t.Errorf("unknown form: err %v", err)
 	}
 }
 
@@ -42,6 +89,9 @@ func TestDefaultCorpusGraph(t *testing.T) {
 	}
 	for _, k := range c.Concepts {
 		for _, q := range k.Questions {
+			if ok, _, note := q.Grade(q.Answer); !ok {
+				t.Errorf("%s: its own answer %q does not grade correct: %s", q.ID, q.Answer, note)
+			}
 			if ok, _ := tutor.Grade(q.Answer, q.Answer); !ok {
 				t.Errorf("%s: its own answer %q does not grade correct", q.ID, q.Answer)
 			}

@@ -18,13 +18,35 @@ var (
 
 // LearningCycle is seed 003's LearningCycle: tutor → quiz → feedback as a flow.Sequential over
 // a's agents. It reads the current topic from session state; its agent_result is the three
-// results merged (explanation, quiz_score, feedback_text, mastery_achieved, …).
+// results merged (explanation, quiz_score, feedback_text, mastery_achieved, …). The
+// learning_cycle agent of Registry, and each cycle of MasteryLoop, add seed 003's
+// cycle_number.
 func (a *Specialists) LearningCycle() *flow.SequentialAgent {
 	return flow.Sequential(flow.SequentialConfig{},
 		flow.Named("tutor", troupe.AgentFunc(a.Tutor), troupe.Reads(KeyCurrentTopic), troupe.Writes(tutorWrites...)),
 		flow.Named("quiz", troupe.AgentFunc(a.Quiz), troupe.Reads(KeyCurrentTopic), troupe.Writes(quizWrites...)),
 		flow.Named("feedback", troupe.AgentFunc(a.Feedback), troupe.Reads(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore), troupe.Writes(feedbackWrites...)),
 	)
+}
+
+// learningCycle is LearningCycle as the learning_cycle agent of Registry and MasteryLoop: its
+// agent_result also carries seed 003's cycle_number, 1 for the first cycle and one more for
+// each earlier cycle among its upstream results (a loop passes its earlier cycles on).
+func (a *Specialists) learningCycle() troupe.AgentFunc {
+	seq := a.LearningCycle()
+	return func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		res, err := seq.Run(ctx, d)
+		if res != nil && res.AgentResult != nil {
+			n := 1
+			for _, u := range d.UpstreamResults {
+				if u.Agent == "learning_cycle" {
+					n++
+				}
+			}
+			res.AgentResult["cycle_number"] = n
+		}
+		return res, err
+	}
 }
 
 // ReasonQuizPaused is the escalation_reason of a mastery loop that stopped because the learner
@@ -50,7 +72,7 @@ func (a *Specialists) MasteryLoop(maxIterations int) *flow.LoopAgent {
 			score, isNum := v.(float64)
 			return ok && isNum && score >= a.cfg.Threshold
 		},
-	}, flow.Named("learning_cycle", a.LearningCycle(), troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)))
+	}, flow.Named("learning_cycle", a.learningCycle(), troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)))
 }
 
 // masteryLoop is MasteryLoop as the agent Registry registers: a loop stopped by a paused quiz

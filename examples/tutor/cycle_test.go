@@ -1,6 +1,7 @@
 package tutor_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -151,4 +152,42 @@ func TestFeedbackPausedQuiz(t *testing.T) {
 			t.Errorf("mastery_score, mastery_achieved, mastery: want them unchanged (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// runtime is a dispatch's runtime outside an engine: session state and a learner.
+type runtime struct {
+	state map[string]any
+	human troupe.HumanHandler
+}
+
+func (r runtime) State(k string) (any, bool) { v, ok := r.state[k]; return v, ok }
+func (r runtime) Progress(string, any)       {}
+func (r runtime) Partial(map[string]any)     {}
+func (r runtime) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error) {
+	return r.human.Answer(ctx, q)
+}
+
+// Each cycle of the mastery loop reports seed 003's LearningCycle output, cycle_number
+// included: 1, 2, … in the order the cycles ran.
+func TestLearningCycleNumbersItsCycles(t *testing.T) {
+	a := tutor.NewSpecialists(nil, tutor.Config{})
+	l := &learner{corpus: a.Corpus(), mode: "wrong"} // never mastered: all three cycles run
+	d := troupe.NewDispatch()
+	d.Bind(runtime{state: map[string]any{tutor.KeyCurrentTopic: "decimals"}, human: l})
+	out, err := a.MasteryLoop(3).Execute(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []any
+	for _, r := range out.Results {
+		for _, k := range []string{"explanation", "quiz_score", "feedback_text", "mastery_achieved"} {
+			if _, ok := r.AgentResult[k]; !ok {
+				t.Errorf("cycle %d: no %s in %v", len(got)+1, k, r.AgentResult)
+			}
+		}
+		got = append(got, r.AgentResult["cycle_number"])
+	}
+	if diff := cmp.Diff([]any{1, 2, 3}, got); diff != "" {
+		t.Errorf("cycle_number of each cycle (-want +got):\n%s", diff)
+	}
 }

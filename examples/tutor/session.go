@@ -35,7 +35,7 @@ func Registry(a *Specialists) (*troupe.Registry, error) {
 			[]troupe.Option{troupe.Reads(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore), troupe.Writes("error_patterns", "feedback_text", KeyMasteryScore, KeyMasteryAchieved, "improvement_areas", KeyMastery)}},
 		{"pathplanner", a.PathPlanner, "orders unmastered concepts by their prerequisites",
 			[]troupe.Option{troupe.Writes("learning_path", "next_topic", "path_reasoning")}},
-		{"learning_cycle", a.LearningCycle().Run, "seed 003's LearningCycle: tutor → quiz → feedback",
+		{"learning_cycle", a.learningCycle(), "seed 003's LearningCycle: tutor → quiz → feedback",
 			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)}},
 		{"mastery_loop", a.masteryLoop(), "seed 003's MasteryLoop: the learning cycle until mastered",
 			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(cycleWrites...)}},

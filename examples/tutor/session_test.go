@@ -2,7 +2,9 @@ package tutor_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -306,5 +308,116 @@ func TestQuizOnTheNamedTopic(t *testing.T) {
 	}
 	if !strings.Contains(r.Text(), "Quiz on Decimals complete") {
 		t.Errorf("reply does not complete a decimals quiz:\n%s", r.Text())
+	}
+}
+
+// "continue quiz" resumes the paused quiz, though it is on another topic than the current one
+// ("quiz me on fractions" while learning decimals, then "pause"): it asks the rest of that
+// quiz's questions, not a new quiz on the current topic.
+func TestContinueQuizResumesAQuizOnAnotherTopic(t *testing.T) {
+	s, l := newSession(t, 4)
+	send(t, s, "teach me decimals")
+	drawn := s.Corpus().Draw("fractions", 5, 4, "quiz 1")
+	l.set("script", drawn[0].Answer, "pause")
+	send(t, s, "quiz me on fractions")
+	if st := s.State(); st[tutor.KeyQuizPaused] != true || st[tutor.KeyCurrentTopic] != "decimals" {
+		t.Fatalf("after pausing: quiz_paused=%v current_topic=%v, want true decimals", st[tutor.KeyQuizPaused], st[tutor.KeyCurrentTopic])
+	}
+	l.set("right")
+	r := send(t, s, "continue quiz")
+	var want []string
+	for _, q := range drawn[1:] {
+		want = append(want, q.ID)
+	}
+	if diff := cmp.Diff(want, l.questions()); diff != "" {
+		t.Errorf("continue quiz asked (-want +got):\n%s\nreply: %s", diff, r.Text())
+	}
+	if diff := cmp.Diff([]routed{{"resume_quiz", "quiz"}, {"after_quiz", "feedback"}}, routes(r)); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.Turns[0].Text, "Resumed at question 2 of 5.") || !strings.Contains(r.Turns[1].Text, "5 of 5 questions on Fractions") {
+		t.Errorf("reply: %s", r.Text())
+	}
+}
+
+// formAnswerer answers every question with its right value, written the way a learner who
+// skips the form would: a fraction unsimplified, a decimal as a fraction.
+type formAnswerer struct{ corpus *tutor.Corpus }
+
+func (f formAnswerer) Answer(_ context.Context, q troupe.Question) (troupe.Answer, error) {
+	data, _ := q.Data.(map[string]any)
+	id, _ := data["question_id"].(string)
+	qq, ok := f.corpus.Question(id)
+	if !ok {
+		return troupe.Answer{}, fmt.Errorf("unknown question %q", id)
+	}
+	text := qq.Answer
+	switch qq.Form {
+	case tutor.FormSimplestFraction:
+		num, den, _ := strings.Cut(qq.Answer, "/")
+		n, _ := strconv.Atoi(num)
+		d, _ := strconv.Atoi(den)
+		text = fmt.Sprintf("%d/%d", 2*n, 2*d)
+	case tutor.FormDecimal:
+		text = map[string]string{"0.5": "1/2", "0.75": "3/4"}[qq.Answer]
+	}
+	return troupe.Answer{QuestionID: q.ID, Text: text}, nil
+}
+
+// The quiz grades the form a question asks for: "6/8" does not simplify 6/8, though it is
+// worth 3/4. Every question of the quiz is answered with its right value; those asking for a
+// form are answered in the wrong one, and only they are wrong.
+func TestQuizGradesTheFormAsked(t *testing.T) {
+	c := tutor.DefaultCorpus()
+	s, err := tutor.NewSession(tutor.SessionConfig{Human: formAnswerer{c}, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	send(t, s, "teach me fractions")
+	r := send(t, s, "quiz me")
+	var items []map[string]any
+	switch v := s.State()[tutor.KeyQuizQuestions].(type) {
+	case []map[string]any:
+		items = v
+	default:
+		b, _ := json.Marshal(v)
+		if err := json.Unmarshal(b, &items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantRight, withForm := 0, 0
+	for _, it := range items {
+		q, _ := c.Question(it["question_id"].(string))
+		if q.Form == "" {
+			wantRight++
+		} else {
+			withForm++
+		}
+	}
+	if withForm == 0 {
+		t.Fatal("the quiz drew no question asking for a form; this test checks nothing")
+	}
+	if got, want := s.State()[tutor.KeyQuizScore], float64(wantRight)/float64(len(items)); got != want {
+		t.Errorf("quiz_score = %v, want %v (%d of %d questions ask for a form)\nreply: %s", got, want, withForm, len(items), r.Text())
+	}
+	if !strings.Contains(r.Text(), "is not in simplest form") {
+		t.Errorf("the reply does not say what is wrong with the form:\n%s", r.Text())
+	}
+}
+
+// Answers that are not numbers are a conceptual error, and its remediation quotes the
+// topic's summary inside a sentence: once, without its own full stop doubling the sentence's.
+func TestFeedbackConceptualRemediation(t *testing.T) {
+	s, l := newSession(t, 1)
+	send(t, s, "teach me fractions")
+	l.set("script", "no idea", "no idea", "no idea", "no idea", "no idea")
+	r := send(t, s, "quiz me")
+	text := r.Text()
+	if !strings.Contains(text, "conceptual: 5 answer(s)") || !strings.Contains(text, "re-read the explanation of Fractions") {
+		t.Fatalf("feedback has no conceptual pattern:\n%s", text)
+	}
+	if strings.Contains(text, "..") {
+		t.Errorf("feedback doubles a full stop:\n%s", text)
 	}
 }
