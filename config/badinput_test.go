@@ -45,6 +45,10 @@ func TestParseBadInput(t *testing.T) {
 		{"a seed, negative or not, is 64 bits", "version: 1\nagents:\n  a: {kind: llm, llm: {model: m, seed: -9223372036854775809}}\n  b: {kind: llm, llm: {model: m, seed: -9223372036854775808}}\n", []string{
 			"t.yaml:3:40: agents.a.llm.seed: got string, want integer; -9223372036854775809 is too large a number: a whole number here is at most 9223372036854775807",
 		}},
+		{"an llm agent's byte bounds", "version: 1\nagents:\n  a:\n    kind: llm\n    llm:\n      model: m\n      max_response_bytes: -1\n      max_tool_result_bytes: 9223372036854775808\n", []string{
+			"t.yaml:7:27: agents.a.llm.max_response_bytes: -1 is too small: want 0 or more",
+			"t.yaml:8:30: agents.a.llm.max_tool_result_bytes: 9223372036854775808 is too large: want at most 9223372036854775807",
+		}},
 		{"a float past float64", head + "budget: {max_cost_dollars: 1.0e+400}\n", []string{
 			"t.yaml:3:28: budget.max_cost_dollars: got string, want number; 1.0e+400 is too large a number",
 		}},

@@ -255,8 +255,11 @@ type LLMSpec struct {
 	Seed        *int64   `json:"seed,omitempty"`
 	MaxTokens   int64    `json:"max_tokens,omitempty"`
 	MaxTurns    int      `json:"max_turns,omitempty"`
-	Stream      bool     `json:"stream,omitempty"`
-	Tools       []string `json:"tools,omitempty"`
+	// MaxResponseBytes and MaxToolResultBytes are llmagent.Config's; 0 means its defaults.
+	MaxResponseBytes   int64    `json:"max_response_bytes,omitempty"`
+	MaxToolResultBytes int64    `json:"max_tool_result_bytes,omitempty"`
+	Stream             bool     `json:"stream,omitempty"`
+	Tools              []string `json:"tools,omitempty"`
 }
 
 // Routing is seed 000's AgentSelector as data (plan.Rules): intent routing rules, the KPI map,

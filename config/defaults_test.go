@@ -45,6 +45,8 @@ func TestDocumentedDefaults(t *testing.T) {
 		{"/$defs/agent/properties/llm/properties/api_key_env", fmt.Sprintf("(default %s)", llmagent.DefaultAPIKeyEnv)},
 		{"/$defs/agent/properties/llm/properties/max_tokens", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxTokens)},
 		{"/$defs/agent/properties/llm/properties/max_turns", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxTurns)},
+		{"/$defs/agent/properties/llm/properties/max_response_bytes", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxResponse)},
+		{"/$defs/agent/properties/llm/properties/max_tool_result_bytes", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxToolResult)},
 		{"/$defs/agent/properties/bundle/properties/replicates", fmt.Sprintf("(%d, %d, %d, then derived from the last)", seeds[0], seeds[1], seeds[2])},
 		{"/$defs/agent/properties/bundle/properties/replicates", fmt.Sprintf("agree within %g", evidence.DefaultEpsilon)},
 		{"/$defs/mcpServer/properties/call_timeout", fmt.Sprintf("(0s or absent: %s)", strings.TrimSuffix(mcptool.DefaultCallTimeout.String(), "0s"))},

@@ -79,6 +79,12 @@ func (f *File) errorOf(member string, err error) *Error {
 	return &Error{File: f.Path, Line: p.line, Column: p.col, Path: displayPath(ptr), Problem: strings.TrimPrefix(err.Error(), "config: ")}
 }
 
+// Problem returns err as a problem of the file, placed as Build places a factory's: at the
+// value of the field a *FieldError in err's chain names, else at the top of the file. It is
+// for what a command finds of a loaded file besides Load and Build — a warning that fails
+// nothing, say — to be shown as they show problems.
+func (f *File) Problem(err error) *Error { return f.errorOf("", err) }
+
 // Errors is every problem found in one file, in file order. Loading reports all of them at
 // once, not the first only.
 type Errors []*Error

@@ -14,6 +14,7 @@
 //	validate  check a workflow file, reporting every problem with its line and column
 //	agents    list a workflow file's agents
 //	chat      hold a conversation with seed 003's tutor
+//	version   show the version of troupe, the revision it was built from and its Go
 //	help      show help for troupe or one of its commands
 //
 // A workflow file (CONFIG: a YAML file, or a directory holding troupe.yaml) declares agents —

@@ -166,30 +166,50 @@ func TestLLMCallTimeoutIsTheAgentsTimeout(t *testing.T) {
 		{"none", "version: 1\nagents:\n  m:\n    kind: llm\n    llm: {model: x, base_url: 'http://127.0.0.1:1/v1/'}\n", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("OPENAI_API_KEY", "k")
-			f, err := config.Parse(filepath.Join(t.TempDir(), "troupe.yaml"), []byte(tt.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			servers := newMCPServers()
-			defer servers.Close()
-			var got llmagent.Config
-			fs := factories(servers)
-			fs[config.KindLLM] = func(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
-				cfg, err := servers.llmConfig(ctx, b, a)
-				got = cfg
-				if err != nil {
-					return nil, err
-				}
-				return llmagent.New(cfg)
-			}
-			if _, err := config.Build(t.Context(), f, config.Options{Factories: fs}); err != nil {
-				t.Fatal(err)
-			}
-			if got.CallTimeout != tt.want {
+			if got := builtLLMConfig(t, tt.yaml); got.CallTimeout != tt.want {
 				t.Errorf("call timeout %v, want %v", got.CallTimeout, tt.want)
 			}
 		})
+	}
+}
+
+// builtLLMConfig builds the file yaml, whose one llm agent is m, and returns the
+// llmagent.Config its agent was built from.
+func builtLLMConfig(t *testing.T, yaml string) llmagent.Config {
+	t.Helper()
+	t.Setenv("OPENAI_API_KEY", "k")
+	f, err := config.Parse(filepath.Join(t.TempDir(), "troupe.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := newMCPServers()
+	defer servers.Close()
+	var got llmagent.Config
+	fs := factories(servers)
+	fs[config.KindLLM] = func(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+		cfg, err := servers.llmConfig(ctx, b, a)
+		got = cfg
+		if err != nil {
+			return nil, err
+		}
+		return llmagent.New(cfg)
+	}
+	if _, err := config.Build(t.Context(), f, config.Options{Factories: fs}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// An llm agent's byte bounds reach its llmagent.Config; left out, they are zero, the
+// adapter's defaults.
+func TestLLMByteBounds(t *testing.T) {
+	got := builtLLMConfig(t, "version: 1\nagents:\n  m:\n    kind: llm\n    llm: {model: x, max_response_bytes: 65536, max_tool_result_bytes: 4096}\n")
+	if got.MaxResponseBytes != 65536 || got.MaxToolResultBytes != 4096 {
+		t.Errorf("max_response_bytes %d, max_tool_result_bytes %d, want 65536 and 4096", got.MaxResponseBytes, got.MaxToolResultBytes)
+	}
+	got = builtLLMConfig(t, "version: 1\nagents:\n  m: {kind: llm, llm: {model: x}}\n")
+	if got.MaxResponseBytes != 0 || got.MaxToolResultBytes != 0 {
+		t.Errorf("left out: max_response_bytes %d, max_tool_result_bytes %d, want 0 (the adapter's defaults)", got.MaxResponseBytes, got.MaxToolResultBytes)
 	}
 }
 

@@ -81,8 +81,9 @@ const (
 	planExits = `Exit codes: 0 the plan was shown, 1 the request could not be planned (the file's
 planner or router refused it; nothing ran), 2 usage or configuration error.
 `
-	validateExits = `Exit codes: 0 the file is valid and every agent builds, 1 troupe failed before it could
-check the file, 2 the file has problems (each is reported) or the command line is wrong.
+	validateExits = `Exit codes: 0 the file is valid and every agent builds (with warnings or not), 1 troupe
+failed before it could check the file, 2 the file has problems (each is reported) or the
+command line is wrong.
 `
 	agentsExits = `Exit codes: 0 the agents were listed, 1 troupe failed before it could list them,
 2 usage or configuration error.
@@ -161,6 +162,9 @@ unknown fields are errors), and that everything it names exists — agents in ru
 composites and fallbacks, builtin agents, schema files — with no composite containing
 itself and no cycle in after. Every problem is reported at once, as
 file:line:column: field: problem. Then it builds every agent, without running any.
+What may be wrong but need not be, such as an llm agent's api_key_env naming a variable
+not set here (it may be where the workflow runs), is a warning,
+file:line:column: warning: field: problem, which does not change the exit code.
 
 ` + configArg
 

@@ -100,6 +100,17 @@ func commands() []command {
 			run:   runChat,
 		},
 		{
+			name:    "version",
+			summary: "show the version of troupe, the revision it was built from and its Go",
+			examples: [][2]string{
+				{"troupe version", "module version, VCS revision, commit time, modified, Go version: one a line"},
+				{"troupe --version", "the same"},
+			},
+			usage: versionUsage,
+			exits: versionExits,
+			run:   runVersion,
+		},
+		{
 			name:    "help",
 			summary: "show help for troupe or one of its commands",
 			examples: [][2]string{
@@ -123,6 +134,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case "-h", "-help", "--help":
 		name = "help"
+	case "-version", "--version":
+		name = "version"
 	}
 	for _, c := range commands() {
 		if c.name == name {

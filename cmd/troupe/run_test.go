@@ -24,7 +24,7 @@ func TestUsageErrors(t *testing.T) {
 		wantStderr []string
 	}{
 		{nil, []string{"Usage:", "troupe demo"}},
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "Commands: demo, run, plan, validate, agents, chat, help", "troupe help"}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "Commands: demo, run, plan, validate, agents, chat, version, help", "troupe help"}},
 		{[]string{"dmeo"}, []string{`unknown command "dmeo"`, `Did you mean "demo"?`}},
 		{[]string{"demo", "--nope"}, []string{"unknown flag --nope", "troupe demo --help"}},
 		{[]string{"demo", "--seed", "x"}, []string{`flag --seed "x": want a whole number, 0 or more`}},

@@ -344,7 +344,7 @@ func TestCommandHelp(t *testing.T) {
 	exits := map[string]string{
 		"demo": "130 it was cancelled", "run": "3 it paused waiting for a human", "chat": "0 the conversation ended",
 		"plan": "1 the request could not be planned", "validate": "0 the file is valid", "agents": "0 the agents were listed",
-		"help": "2 there is no such command",
+		"help": "2 there is no such command", "version": "0 the version was shown",
 	}
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
@@ -364,7 +364,7 @@ func TestCommandHelp(t *testing.T) {
 				}
 			}
 			switch c.name {
-			case "plan", "validate", "agents", "help":
+			case "plan", "validate", "agents", "help", "version":
 				_, stdout, _ := invoke(t, "help", c.name)
 				if _, foot, _ := strings.Cut(stdout, "\nExit codes: "); strings.Contains(foot, "run") {
 					t.Errorf("the exit codes of %s, which runs nothing, speak of runs: %s", c.name, foot)

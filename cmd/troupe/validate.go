@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/troupehq/troupe/config"
 )
@@ -22,6 +23,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	f, b, code, ok := loadWithBuiltins("validate", words[0], stderr)
 	if !ok {
 		return code
+	}
+	for _, w := range warnings(f) {
+		fmt.Fprintf(stderr, "%s:%d:%d: warning: %s: %s\n", w.File, w.Line, w.Column, w.Path, w.Problem)
 	}
 	servers := newMCPServers()
 	defer servers.Close()
@@ -46,4 +50,30 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "%s: ok — %s, %s\n", f.Path, count(len(f.Order), "agent"), how)
 	return exitOK
+}
+
+// warnings are what may well be wrong with f but need not be, so validate reports them
+// without failing: an llm agent's api_key_env naming a variable this environment does not
+// set. The variable may be set where the workflow runs, and a server that needs no key (a
+// local one) is called without one, as llmagent does; but a file that names the variable
+// expects a key. An agent that names none (OPENAI_API_KEY, by default) is not warned of.
+func warnings(f *config.File) []*config.Error {
+	var out []*config.Error
+	for _, n := range f.Order {
+		a := f.Agents[n]
+		if a.LLM == nil || a.LLM.APIKeyEnv == "" {
+			continue
+		}
+		v := a.LLM.APIKeyEnv
+		what := "is not set"
+		if key, ok := os.LookupEnv(v); ok {
+			if key != "" {
+				continue
+			}
+			what = "is empty"
+		}
+		err := fmt.Errorf("the environment variable %s %s here: the model will be called with no API key, which only a server that needs none accepts", v, what)
+		out = append(out, f.Problem(a.Field(err, "llm", "api_key_env")))
+	}
+	return out
 }

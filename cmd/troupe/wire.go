@@ -261,6 +261,7 @@ func (s *mcpServers) llmConfig(ctx context.Context, b *config.Builder, a *config
 		Name: a.Name, Model: l.Model, BaseURL: l.BaseURL, APIKeyEnv: l.APIKeyEnv,
 		System: l.System, Prompt: l.Prompt, Temperature: l.Temperature, Seed: l.Seed,
 		MaxTokens: l.MaxTokens, MaxTurns: l.MaxTurns, Stream: l.Stream,
+		MaxResponseBytes: l.MaxResponseBytes, MaxToolResultBytes: l.MaxToolResultBytes,
 		// A call may take as long as the dispatch may: the adapter's default (2 minutes)
 		// must not cut off a model the file gives longer.
 		CallTimeout: agentTimeout(b, a),
