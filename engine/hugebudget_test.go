@@ -99,3 +99,27 @@ func TestResumedRunKeepsItsBudgetSpent(t *testing.T) {
 		t.Errorf("resumed run: c ran %d times, skipped %v, budget %q; want c skipped, 70s of the budget elapsed", c.Calls(), out.Skipped, out.Budget)
 	}
 }
+
+// TestRetryBackoffPastEverythingRefused: a retry whose backoff is the longest Duration (a
+// policy whose Initial and Max are that long saturates there) would start long after the time
+// budget is spent, so it is refused. Adding the backoff to the time elapsed wrapped negative,
+// read as within budget, and the run waited on a retry due in 292 years.
+func TestRetryBackoffPastEverythingRefused(t *testing.T) {
+	clock := troupetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a := troupetest.NewScript(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		clock.Advance(time.Second)
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flaky", Recoverable: true}
+	})
+	pol := troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{MaxAttempts: 3, Initial: math.MaxInt64, Max: math.MaxInt64}}
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", a), Planner: chain("a"), Policy: pol, Executor: local.New(local.Config{Clock: clock.Now})})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	r, err := eng.Start(ctx, troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := r.Wait(ctx)
+	if st.Status != troupe.RunFailed || a.Calls() != 1 {
+		t.Fatalf("run ended %s with a called %d times; want failed, its retry refused for the time budget", st.Status, a.Calls())
+	}
+}

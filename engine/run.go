@@ -1190,7 +1190,8 @@ func (r *Run) retryPastBudgetLocked(t *task, backoff time.Duration) string {
 	if r.replay != nil && !r.replay.logged(r.nextID(t), false) {
 		elapsed += r.replay.activeBefore
 	}
-	if elapsed+backoff < r.timeBudget {
+	elapsed = max(elapsed, 0)           // a clock that went back has spent nothing
+	if backoff < r.timeBudget-elapsed { // elapsed+backoff could wrap for a backoff near the longest Duration
 		return ""
 	}
 	return fmt.Sprintf("time budget of %v would be spent before a retry after %v could start (%v elapsed)",

@@ -350,7 +350,12 @@ func timePeriod(toks []string) string {
 			}
 			if len(rest) >= 1 {
 				switch rest[0] {
-				case "week", "month", "quarter", "year":
+				case "year":
+					if t == "this" { // the year so far, not the last 52 weeks
+						return "year to date"
+					}
+					return "last year"
+				case "week", "month", "quarter":
 					return "last " + rest[0]
 				}
 			}
@@ -545,6 +550,10 @@ func (r *ParserRules) regionNames(toks, written []string, claims [][]string, g i
 		if j < len(toks) {
 			next = toks[j]
 		}
+		if slices.ContainsFunc(toks[i:j], notPlace) {
+			i = j - 1 // the whole country, an indication, a season: no region
+			continue
+		}
 		place := prev == "in" || prev == "the" && i > 1 && toks[i-2] == "in" ||
 			prev == "region" || next == "region" || next == "regions" ||
 			(prev == "and" || prev == "or") && i >= 2 && region[i-2]
@@ -559,6 +568,22 @@ func (r *ParserRules) regionNames(toks, written []string, claims [][]string, g i
 		i = j - 1
 	}
 	return names
+}
+
+// notPlace reports whether word, capitalised after "in", names no region the data could lack:
+// the whole country, which is every region ("in the United States"), an indication or a line
+// of therapy ("in Breast Cancer", "in First Line"), a season ("in Summer"), or a common word
+// of a title-case question ("In Recent Weeks", "in Total").
+func notPlace(word string) bool {
+	switch word {
+	case "united", "states", "usa", "u", "s", "america", "nation", "national", "nationwide", "country", "countrywide", "overall", "total", "general", "aggregate",
+		"cancer", "cancers", "tumor", "tumors", "tumour", "tumours", "disease", "indication", "indications", "line", "lines", "therapy", "treatment",
+		"first", "second", "third", "adjuvant", "metastatic", "early", "advanced",
+		"spring", "summer", "fall", "autumn", "winter", "holidays",
+		"recent", "recently", "today", "yesterday":
+		return true
+	}
+	return false
 }
 
 // brandAfter reports whether a name after word stands where a brand would: "for Ozempic".

@@ -234,3 +234,23 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+// Seed 000's question asked of the whole country, of an indication or a line of therapy, or of
+// a season is no question about a region the data lacks: it is answered over every region,
+// as before unknown places were read. "this year" is the year to date, not the 52 weeks of
+// "last year" (which the 26 weeks of data would then warn fall short of).
+func TestParseQueryNotAPlace(t *testing.T) {
+	for q, want := range map[string]map[string]any{
+		"What caused the drop in NRx for Kisqali in the United States?":       {"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "recent"},
+		"What caused the drop in NRx for Kisqali in the USA?":                 {"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "recent"},
+		"What caused the drop in NRx for Kisqali in Breast Cancer?":           {"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "recent"},
+		"What caused the drop in NRx for Kisqali in First Line?":              {"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "recent"},
+		"Why did Kisqali NRx drop in Summer in the Midwest?":                  {"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "regions": []string{"Midwest"}, "time_period": "recent"},
+		"What caused the drop in NRx for Kisqali in Midwest In Recent Weeks?": {"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "regions": []string{"Midwest"}, "time_period": "recent"},
+		"What caused the drop in NRx for Kisqali in Midwest this year?":       {"intent": "causal", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "regions": []string{"Midwest"}, "time_period": "year to date"},
+	} {
+		if diff := cmp.Diff(want, e2i.ParseQuery(q)); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", q, diff)
+		}
+	}
+}

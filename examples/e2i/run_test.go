@@ -316,3 +316,11 @@ func TestRunTwoBrandsSaysWhichWasAnalysed(t *testing.T) {
 		t.Errorf("the answer does not say only Kisqali was analysed:\n%s", agg.Synthesis)
 	}
 }
+
+// Seed 000's question asked of the whole country is answered, not refused for a region.
+func TestRunWholeCountryIsAnswered(t *testing.T) {
+	evs := runQuery(t, "What caused the drop in NRx for Kisqali in the United States?")
+	if last := evs[len(evs)-1]; last.Kind != troupe.KindRunCompleted {
+		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
+	}
+}

@@ -291,11 +291,12 @@ func hashString(s string) uint64 {
 }
 
 // Grade compares a learner's answer with the expected one. Numbers compare by value, so
-// "0.50", ".5" and "1/2" all answer "0.5"; "3 remainder 2"-style answers and text compare as
+// "0.50", ".5", "1/2" and "½" all answer "0.5" (see typed); "3 remainder 2"-style answers and text compare as
 // normalized words. closeness is 1 for a correct answer and, for a wrong numeric one, how
 // near it came: 1 - the error relative to the expected value (to 1 when that is 0), floored
 // at 0, so 0.008 for 0.08 is far off (0.1), not a near miss. It is 0 otherwise.
 func Grade(expected, answer string) (correct bool, closeness float64) {
+	expected, answer = typed(expected), typed(answer)
 	want, wok := parseNumber(expected)
 	got, gok := parseNumber(answer)
 	if wok && gok {
@@ -331,7 +332,7 @@ func (q *Question) Grade(answer string) (correct bool, closeness float64, note s
 
 // formProblem says how answer, whose value is right, fails form, or "" when it does not.
 func formProblem(form, answer string) string {
-	s := strings.Join(strings.Fields(answer), " ")
+	s := strings.Join(strings.Fields(typed(answer)), " ")
 	s = strings.ReplaceAll(strings.ReplaceAll(s, " /", "/"), "/ ", "/") // "3 / 4" is 3/4
 	switch form {
 	case FormDecimal:
@@ -360,6 +361,38 @@ func formProblem(form, answer string) string {
 		}
 	}
 	return ""
+}
+
+// vulgarFractions are the fractions Unicode writes as one character, as a learner may type them.
+var vulgarFractions = map[rune]string{
+	'½': "1/2", '⅓': "1/3", '⅔': "2/3", '¼': "1/4", '¾': "3/4", '⅕': "1/5", '⅖': "2/5", '⅗': "3/5", '⅘': "4/5",
+	'⅙': "1/6", '⅚': "5/6", '⅐': "1/7", '⅛': "1/8", '⅜': "3/8", '⅝': "5/8", '⅞': "7/8", '⅑': "1/9", '⅒': "1/10",
+}
+
+// typed is an answer as the grader reads it: a vulgar fraction ("¾", "1½") and the fraction
+// slashes U+2044 and U+2215 ("3⁄4") written with "/" ("3/4", "1 1/2"), and the full stop of a
+// sentence after a number ("3/4.") dropped.
+func typed(s string) string {
+	s = strings.TrimSpace(s)
+	var b strings.Builder
+	for i, r := range s {
+		switch f, vulgar := vulgarFractions[r]; {
+		case vulgar:
+			if i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+				b.WriteByte(' ') // "1½" is 1 1/2
+			}
+			b.WriteString(f)
+		case r == '⁄' || r == '∕':
+			b.WriteByte('/')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	s = b.String()
+	if n := len(s); n >= 2 && s[n-1] == '.' && s[n-2] >= '0' && s[n-2] <= '9' {
+		s = s[:n-1]
+	}
+	return s
 }
 
 func gcd(a, b int) int {

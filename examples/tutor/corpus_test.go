@@ -159,3 +159,35 @@ func FuzzGrade(f *testing.F) {
 		}
 	})
 }
+
+// An answer a teacher accepts in the form asked is graded correct however the fraction is
+// typed: a vulgar fraction ("¾", "1½"), the fraction slash U+2044 ("3⁄4"), or a sentence's
+// full stop after it ("3/4."). Before forms were graded, "3⁄4" and "3/4." were right.
+func TestGradeAcceptsFractionsAsTyped(t *testing.T) {
+	for _, c := range []struct{ form, want, ans string }{
+		{tutor.FormSimplestFraction, "3/4", "¾"},
+		{tutor.FormSimplestFraction, "3/4", "3⁄4"},
+		{tutor.FormSimplestFraction, "3/4", "3/4."},
+		{tutor.FormSimplestFraction, "3/2", "1½"},
+		{tutor.FormSimplestFraction, "3/2", "1 ½"},
+		{tutor.FormSimplestFraction, "5/6", "⅚"},
+		{tutor.FormDecimal, "0.5", "0.50"},
+		{tutor.FormDecimal, "0.5", "0.5."},
+		{"", "0.75", "¾"},
+	} {
+		q := tutor.Question{ID: "q", Answer: c.want, Form: c.form}
+		if ok, near, note := q.Grade(c.ans); !ok || near != 1 || note != "" {
+			t.Errorf("%s answer %q to %q: correct %v, closeness %v, note %q; want correct", c.form, c.ans, c.want, ok, near, note)
+		}
+	}
+	// The form still counts: a vulgar fraction is no decimal, ¾ written as 6/8 is not simplest.
+	for _, c := range []struct{ form, want, ans string }{
+		{tutor.FormDecimal, "0.5", "½"},
+		{tutor.FormSimplestFraction, "3/4", "6⁄8"},
+	} {
+		q := tutor.Question{ID: "q", Answer: c.want, Form: c.form}
+		if ok, near, note := q.Grade(c.ans); ok || near != 1 || note == "" {
+			t.Errorf("%s answer %q to %q: correct %v, closeness %v, note %q; want the value right, the form wrong", c.form, c.ans, c.want, ok, near, note)
+		}
+	}
+}
