@@ -232,12 +232,72 @@ type Condition struct {
 }
 
 // BundleSpec runs up to Replicates replicates of Agent, each with its own seed, and combines
-// their evidence (package evidence); MinReplicates, when set, is a quorum: once that many have
-// finished valid, the rest are cancelled (evidence.StopRule.Valid).
+// their evidence (package evidence, whose Config each field sets): Task, Model and
+// SchemaVersion go into the bundle's meta; Epsilon (0: absent) is the early-stop threshold;
+// Seeds, Limits and DiffEncode are evidence.Config's; MaxTokens bounds each replicate
+// (evidence.Ceiling.Tokens), Budget the whole bundle, and Stop says when stragglers are
+// cancelled. MinReplicates is Stop.Valid under its first name: a file gives one or neither
+// (Quorum reads either). Redact and KeepRaw say what is redacted. Zero fields take evidence's
+// defaults; the timeouts are the agents': each replicate's is Agent's, the bundle's its own.
 type BundleSpec struct {
-	Agent         string `json:"agent"`
-	Replicates    int    `json:"replicates"`
-	MinReplicates int    `json:"min_replicates,omitempty"`
+	Agent         string        `json:"agent"`
+	Replicates    int           `json:"replicates"`
+	MinReplicates int           `json:"min_replicates,omitempty"`
+	Task          string        `json:"task,omitempty"`
+	Model         string        `json:"model,omitempty"`
+	SchemaVersion string        `json:"schema_version,omitempty"`
+	Seeds         []int64       `json:"seeds,omitempty"`
+	Epsilon       float64       `json:"epsilon,omitempty"`
+	Stop          *BundleStop   `json:"stop,omitempty"`
+	MaxTokens     int64         `json:"max_tokens,omitempty"`
+	Budget        *BundleBudget `json:"budget,omitempty"`
+	Limits        *BundleLimits `json:"limits,omitempty"`
+	DiffEncode    bool          `json:"diff_encode,omitempty"`
+	Redact        *Redact       `json:"redact,omitempty"`
+	KeepRaw       bool          `json:"keep_raw,omitempty"`
+}
+
+// Quorum is how many valid replicates cancel the rest: Stop.Valid, else MinReplicates; 0 for
+// none.
+func (b *BundleSpec) Quorum() int {
+	if b.Stop != nil && b.Stop.Valid > 0 {
+		return b.Stop.Valid
+	}
+	return b.MinReplicates
+}
+
+// BundleStop says when a bundle's replicates still running are cancelled
+// (evidence.StopRule): once those finished agree with Confidence, After has passed, or Valid
+// have finished valid. Zero fields are rules not applied.
+type BundleStop struct {
+	Confidence float64  `json:"confidence,omitempty"`
+	After      Duration `json:"after,omitempty"`
+	Valid      int      `json:"valid,omitempty"`
+}
+
+// BundleBudget bounds a whole bundle (evidence.Budget): Tokens and CostDollars over all its
+// replicates. Zero fields take evidence's defaults.
+type BundleBudget struct {
+	Tokens      int64   `json:"tokens,omitempty"`
+	CostDollars float64 `json:"cost_dollars,omitempty"`
+}
+
+// BundleLimits caps a bundle (bundle.Limits). Zero fields take its defaults.
+type BundleLimits struct {
+	MaxFields int `json:"max_fields,omitempty"`
+	MaxDiffs  int `json:"max_diffs,omitempty"`
+	MaxBytes  int `json:"max_bytes,omitempty"`
+}
+
+// Redact says what is redacted (redact.Config): Patterns are extra RE2 regular expressions,
+// Fields JSON field paths whose values are replaced whole, NoDefaults turns off the built-in
+// rules and fields, and Replacement replaces what Patterns and Fields match ("": the
+// package's default).
+type Redact struct {
+	Patterns    []string `json:"patterns,omitempty"`
+	Fields      []string `json:"fields,omitempty"`
+	NoDefaults  bool     `json:"no_defaults,omitempty"`
+	Replacement string   `json:"replacement,omitempty"`
 }
 
 // LLMSpec asks a chat model on an OpenAI-compatible endpoint. The API key is never in the

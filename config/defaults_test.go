@@ -8,11 +8,13 @@ import (
 
 	"github.com/troupehq/troupe/agent/llmagent"
 	"github.com/troupehq/troupe/agent/mcptool"
+	"github.com/troupehq/troupe/bundle"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/evidence"
 	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/plan"
 	"github.com/troupehq/troupe/policy"
+	"github.com/troupehq/troupe/redact"
 )
 
 // The defaults docs/config.md states (the schema's descriptions) are the ones the runtime
@@ -47,8 +49,16 @@ func TestDocumentedDefaults(t *testing.T) {
 		{"/$defs/agent/properties/llm/properties/max_turns", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxTurns)},
 		{"/$defs/agent/properties/llm/properties/max_response_bytes", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxResponse)},
 		{"/$defs/agent/properties/llm/properties/max_tool_result_bytes", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxToolResult)},
-		{"/$defs/agent/properties/bundle/properties/replicates", fmt.Sprintf("(%d, %d, %d, then derived from the last)", seeds[0], seeds[1], seeds[2])},
-		{"/$defs/agent/properties/bundle/properties/replicates", fmt.Sprintf("agree within %g", evidence.DefaultEpsilon)},
+		{"/$defs/agent/properties/bundle/properties/replicates", fmt.Sprintf("Most replicates to run, 2 to %d", evidence.MaxK)},
+		{"/$defs/agent/properties/bundle/properties/seeds", fmt.Sprintf("(absent: %d, %d, %d)", seeds[0], seeds[1], seeds[2])},
+		{"/$defs/agent/properties/bundle/properties/epsilon", fmt.Sprintf("(absent: %g)", evidence.DefaultEpsilon)},
+		{"/$defs/agent/properties/bundle/properties/max_tokens", fmt.Sprintf("(0: %d)", evidence.DefaultReplicateTokens)},
+		{"/$defs/agent/properties/bundle/properties/budget/properties/tokens", "(0: replicates × max_tokens)"},
+		{"/$defs/agent/properties/bundle/properties/budget/properties/cost_dollars", fmt.Sprintf("(0: %g, or the dispatch's max_cost_dollars when lower)", evidence.DefaultBudgetCost)},
+		{"/$defs/agent/properties/bundle/properties/limits/properties/max_fields", fmt.Sprintf("(0: %d)", bundle.DefaultMaxFields)},
+		{"/$defs/agent/properties/bundle/properties/limits/properties/max_diffs", fmt.Sprintf("(0: %d)", bundle.DefaultMaxDiffs)},
+		{"/$defs/agent/properties/bundle/properties/limits/properties/max_bytes", fmt.Sprintf("(0: %d)", bundle.DefaultMaxBytes)},
+		{"/$defs/agent/properties/bundle/properties/redact/properties/replacement", fmt.Sprintf("(absent: %s)", redact.DefaultReplacement)},
 		{"/$defs/mcpServer/properties/call_timeout", fmt.Sprintf("(0s or absent: %s)", strings.TrimSuffix(mcptool.DefaultCallTimeout.String(), "0s"))},
 	}
 	var root any

@@ -67,7 +67,9 @@
 // declared; that no composite contains itself and after has no
 // cycle; that no agent is its own fallback, and, with neither routing nor coordinator to plan
 // them, that no agents none of which another runs after are each other's fallbacks; that input and output schemas compile; that a bundle and the agent it replicates do
-// not both declare an input schema; that no mcp agent's timeout is longer than its server's
+// not both declare an input schema, and that what package evidence would refuse of a bundle
+// is not there (a quorum past its replicates, repeated seeds, redact patterns that do not
+// compile or match the empty string, malformed redact field paths); that no mcp agent's timeout is longer than its server's
 // call_timeout; that routing and coordinator are not both given; and finally the planner's,
 // router's and error policy's own validation.
 //

@@ -1,12 +1,14 @@
 package config_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -37,10 +39,7 @@ func TestConfigReference(t *testing.T) {
 }
 
 func reference(t *testing.T) string {
-	var root map[string]any
-	if err := json.Unmarshal(config.Schema, &root); err != nil {
-		t.Fatal(err)
-	}
+	root, order := decodeOrdered(t, config.Schema)
 	resolve := resolver(root)
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Configuration reference
@@ -83,12 +82,7 @@ Each section lists an object's fields: name, type, whether it is required, and w
 		for _, r := range asSlice(s["required"]) {
 			req = append(req, r.(string))
 		}
-		var names []string
-		for k := range props {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		names = orderLike(names) // as the schema lists them
+		names := order(props) // as the schema lists them
 		for _, n := range names {
 			ps := resolve(props[n].(map[string]any))
 			full := n
@@ -191,17 +185,59 @@ func asSlice(v any) []any {
 	return s
 }
 
-// orderLike orders an object's field names as the schema file lists them.
-func orderLike(names []string) []string {
-	raw := string(config.Schema)
-	idx := func(n string) int {
-		i := strings.Index(raw, `"`+n+`": {`)
-		if i < 0 {
-			return len(raw)
+// decodeOrdered decodes the JSON object data and returns it with a function that lists the
+// keys of any object in it (the properties of a section) in the order data writes them: the
+// order of the file, not of the first mention of a name anywhere in it, which another
+// object's field of the same name would decide.
+func decodeOrdered(t *testing.T, data []byte) (map[string]any, func(map[string]any) []string) {
+	t.Helper()
+	keys := map[uintptr][]string{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var value func() any
+	value = func() any {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
 		}
-		return i
+		switch tok {
+		case json.Delim('{'):
+			m := map[string]any{}
+			var order []string
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					t.Fatal(err)
+				}
+				order = append(order, k.(string))
+				m[k.(string)] = value()
+			}
+			dec.Token() // }
+			keys[reflect.ValueOf(m).Pointer()] = order
+			return m
+		case json.Delim('['):
+			var l []any
+			for dec.More() {
+				l = append(l, value())
+			}
+			dec.Token() // ]
+			return l
+		}
+		if n, ok := tok.(json.Number); ok {
+			f, err := n.Float64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		return tok
 	}
-	out := slices.Clone(names)
-	slices.SortStableFunc(out, func(a, b string) int { return idx(a) - idx(b) })
-	return out
+	root, _ := value().(map[string]any)
+	return root, func(m map[string]any) []string {
+		out := keys[reflect.ValueOf(m).Pointer()]
+		if len(out) != len(m) {
+			t.Fatalf("no order recorded for an object of keys %v", slices.Sorted(maps.Keys(m)))
+		}
+		return out
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -253,6 +255,54 @@ func (t *tree) runtimeField(f *File, section, field string) (ptr string, ok bool
 	return ptr, true
 }
 
+// bundle checks what the schema cannot of a bundle at ptr, so that a file that loads builds:
+// evidence.New would refuse the rest, with no place in the file.
+func (c *checker) bundle(ptr string, b *BundleSpec) {
+	quorum := ptr + "/min_replicates"
+	if b.Stop != nil && b.Stop.Valid > 0 {
+		if b.MinReplicates > 0 {
+			c.add(quorum, "min_replicates is stop.valid under its first name: give one or the other")
+		}
+		quorum = ptr + "/stop/valid"
+	}
+	if q := b.Quorum(); q > b.Replicates {
+		c.add(quorum, fmt.Sprintf("%s %d is more than replicates %d", quorum[strings.LastIndexByte(quorum, '/')+1:], q, b.Replicates))
+	}
+	if b.MaxTokens > 0 && b.Replicates > 0 && (b.Budget == nil || b.Budget.Tokens == 0) && b.MaxTokens > math.MaxInt64/int64(b.Replicates) {
+		// The budget would be replicates × max_tokens, past what evidence's int64 holds.
+		c.add(ptr+"/max_tokens", fmt.Sprintf("replicates × max_tokens, the bundle's token budget when budget.tokens is absent, is more than %d: lower max_tokens or give budget.tokens", int64(math.MaxInt64)))
+	}
+	seen := make(map[int64]int, len(b.Seeds))
+	for i, s := range b.Seeds {
+		if j, dup := seen[s]; dup {
+			c.add(ptr+pointer("seeds", strconv.Itoa(i)), fmt.Sprintf("seed %d is seeds[%d] already: replicates need distinct seeds, or they are not independent samples", s, j))
+			continue
+		}
+		seen[s] = i
+	}
+	if r := b.Redact; r != nil {
+		for i, p := range r.Patterns {
+			at := ptr + pointer("redact", "patterns", strconv.Itoa(i))
+			re, err := regexp.Compile(p)
+			switch {
+			case err != nil:
+				c.add(at, "not a regular expression (RE2 syntax): "+strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			case re.MatchString(""):
+				c.add(at, "the pattern matches the empty string, so it would put the replacement between every two characters")
+			}
+		}
+		for i, f := range r.Fields {
+			segs := strings.Split(f, ".")
+			for j, s := range segs {
+				if s == "" || s == "**" && (j != 0 || len(segs) == 1) {
+					c.add(ptr+pointer("redact", "fields", strconv.Itoa(i)), fmt.Sprintf("segment %d of %q is invalid: a path is member names separated by \".\", * for any one, and ** only as the first of several (**.password)", j+1, f))
+					break
+				}
+			}
+		}
+	}
+}
+
 // check validates what the schema cannot: references between agents, cycles, schemas.
 func check(t *tree, f *File) Errors {
 	c := &checker{t: t, f: f}
@@ -297,9 +347,7 @@ func check(t *tree, f *File) Errors {
 			c.callTimeout(a)
 		case a.Bundle != nil:
 			c.ref(base+"/bundle/agent", a.Bundle.Agent)
-			if b := a.Bundle; b.MinReplicates > b.Replicates {
-				c.add(base+"/bundle/min_replicates", fmt.Sprintf("min_replicates %d is more than replicates %d", b.MinReplicates, b.Replicates))
-			}
+			c.bundle(base+"/bundle", a.Bundle)
 			if sub := f.Agents[a.Bundle.Agent]; sub != nil && sub != a && len(a.InputSchema) > 0 {
 				// The bundle takes its agent's input schema (see needs); with one of its own
 				// as well, one of the two would be ignored.

@@ -24,6 +24,7 @@ import (
 	"github.com/troupehq/troupe/agent/httpagent"
 	"github.com/troupehq/troupe/agent/llmagent"
 	"github.com/troupehq/troupe/agent/mcptool"
+	"github.com/troupehq/troupe/bundle"
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/evidence"
@@ -32,6 +33,7 @@ import (
 	"github.com/troupehq/troupe/examples/tutor"
 	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/internal/jsonvalue"
+	"github.com/troupehq/troupe/redact"
 )
 
 // This file is where troupe's command line wires concrete parts to a configuration file: the
@@ -223,26 +225,63 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 	if err != nil {
 		return nil, err
 	}
-	cfg := evidence.Config{Name: a.Name, K: a.Bundle.Replicates, Stop: evidence.StopRule{Valid: a.Bundle.MinReplicates}}
-	decl := b.File.Agents[a.Bundle.Agent]
+	cfg, err := bundleConfig(b, a)
+	if err != nil {
+		return nil, err
+	}
+	ag, err := evidence.New(sub, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", a.Name, err)
+	}
+	return ag, nil
+}
+
+// bundleConfig is the evidence.Config of the bundle agent a. Load has checked what evidence.New
+// would refuse, so that a problem is reported at its place in the file.
+func bundleConfig(b *config.Builder, a *config.Agent) (evidence.Config, error) {
+	spec := a.Bundle
+	cfg := evidence.Config{
+		Name:          a.Name,
+		Task:          spec.Task,
+		Model:         spec.Model,
+		SchemaVersion: spec.SchemaVersion,
+		K:             spec.Replicates,
+		Epsilon:       spec.Epsilon,
+		Seeds:         slices.Clone(spec.Seeds),
+		DiffEncode:    spec.DiffEncode,
+		KeepRaw:       spec.KeepRaw,
+	}
+	cfg.Stop.Valid = spec.Quorum()
+	if st := spec.Stop; st != nil {
+		cfg.Stop.Confidence = st.Confidence
+		cfg.Stop.After = time.Duration(st.After)
+	}
+	if l := spec.Limits; l != nil {
+		cfg.Limits = bundle.Limits{MaxFields: l.MaxFields, MaxDiffs: l.MaxDiffs, MaxBytes: l.MaxBytes}
+	}
+	if bud := spec.Budget; bud != nil {
+		cfg.Budget.Tokens = bud.Tokens
+		cfg.Budget.CostDollars = bud.CostDollars
+	}
+	if r := spec.Redact; r != nil {
+		cfg.Redact = redact.Config{Patterns: slices.Clone(r.Patterns), Fields: slices.Clone(r.Fields), NoDefaults: r.NoDefaults, Replacement: r.Replacement}
+	}
+	decl := b.File.Agents[spec.Agent]
 	// Each replicate is a dispatch of the sub-agent, bounded by its timeout (its own, else the
 	// budget's default_timeout), and the whole bundle by the bundle agent's: evidence's own
 	// defaults (2 and 10 minutes) apply only when the file gives neither.
+	cfg.Replicate.Tokens = spec.MaxTokens
 	cfg.Replicate.Timeout = agentTimeout(b, decl)
 	cfg.Budget.Timeout = agentTimeout(b, a)
 	if len(decl.OutputSchema) > 0 {
 		// The replicates' schema is the sub-agent's output schema.
 		s, err := schemaFile(b, decl.OutputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("bundle %s: %w", a.Name, err)
+			return evidence.Config{}, fmt.Errorf("bundle %s: %w", a.Name, err)
 		}
 		cfg.Schema = s
 	}
-	bundle, err := evidence.New(sub, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("bundle %s: %w", a.Name, err)
-	}
-	return bundle, nil
+	return cfg, nil
 }
 
 func (s *mcpServers) buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
