@@ -190,12 +190,15 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 		}
 		return m
 	}
+	// What stopped the program first is what the dispatch fails of: its output over the bound
+	// (which stopped it), or a timeout or cancellation that came before — a program may dump
+	// what it has when told to stop, and that is still a timeout, recoverable, or a cancel.
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errTooMuch) {
+		return nil, a.stopped(ctx, details(), a.quoteTail(errw))
+	}
 	if out.over {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details(),
 			Message: fmt.Sprintf("execagent: %s wrote more than %d bytes to stdout%s", a.name, a.cfg.MaxOutputBytes, a.quoteTail(errw))}
-	}
-	if ctx.Err() != nil {
-		return nil, a.stopped(ctx, details(), a.quoteTail(errw))
 	}
 	if waitErr != nil {
 		var ee *exec.ExitError

@@ -1,6 +1,7 @@
 package execagent_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,39 @@ func TestOutputOverItsBoundStopsTheProgram(t *testing.T) {
 	}
 	if err := gone(); err != nil {
 		t.Errorf("after Run returned, a process of the program's group still holds the pipe: %v", err)
+	}
+}
+
+// A program stopped for its timeout, or because its run was cancelled, that dumps what it has
+// as it goes (more than MaxOutputBytes) stopped for the timeout or the cancellation, not for
+// its output: what stopped it first is what the dispatch failed of. A TIMEOUT stays recoverable,
+// so the run's on_timeout applies, and a cancelled run's dispatch is CANCELLED.
+func TestStoppedThenTooMuchOutputIsStillAStop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+		code   string
+	}{
+		{"timeout", false, troupe.CodeTimeout},
+		{"cancelled", true, troupe.CodeCancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			timeout := 30 * time.Second
+			if !tc.cancel {
+				timeout = 300 * time.Millisecond
+			}
+			a := newAgent(t, execagent.Config{
+				Command:        []string{"sh", "-c", `trap 'head -c 200000 /dev/zero; exit 1' TERM; cat >/dev/null; echo up >&2; while :; do sleep 0.01; done`},
+				MaxOutputBytes: 1 << 10, Timeout: timeout, KillGrace: 5 * time.Second})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tc.cancel {
+				go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+			}
+			_, err := a.Run(ctx, dispatch("q", nil, &runtime{}))
+			if ae := agentError(t, err); ae.Code != tc.code {
+				t.Errorf("error %q (code %s); want %s: the program was stopped before it wrote too much", err, ae.Code, tc.code)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package mcptool_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -119,7 +120,103 @@ func TestCallAfterClose(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "closed") {
-		t.Errorf("call after Close: %v", err)
+	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "closed") || strings.Count(err.Error(), "mcptool:") != 1 {
+		t.Errorf("call after Close: %v; want one error, saying the client is closed, prefixed once", err)
+	}
+}
+
+// flakyWith is flaky with a prelude run as each server process starts: it may exit, or wait.
+// Each process appends its pid to the file $PIDS.
+func flakyWith(t *testing.T, prelude string, env ...string) (*mcptool.Client, string) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "flaky.py")
+	src := "import os, sys, time\nopen(os.environ['PIDS'], 'a').write('%d\\n' % os.getpid())\n" + prelude + "\n" + flakyServer
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pids := filepath.Join(dir, "pids")
+	return connect(t, mcptool.Config{Command: []string{"python3", script}, Env: append(env, "PIDS="+pids),
+		CallTimeout: 30 * time.Second, StopTimeout: 200 * time.Millisecond}), pids
+}
+
+func serverPIDs(t *testing.T, path string) []int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// A lost session that cannot be re-established (the server will not start) fails the call
+// that tried, recoverable, saying so; a later call tries again, and reaches the server once it
+// starts.
+func TestReconnectFailsThenSucceeds(t *testing.T) {
+	down := filepath.Join(t.TempDir(), "down")
+	c, _ := flakyWith(t, "if os.path.exists(os.environ['DOWN']): sys.exit(1)", "DOWN="+down)
+	mcptool.Agent(tool(t, c, "crash")).Run(t.Context(), troupe.NewDispatch())
+	if err := os.WriteFile(down, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := mcptool.Agent(tool(t, c, "pid")).Run(t.Context(), troupe.NewDispatch())
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeAgentError || !ae.Recoverable || !strings.Contains(err.Error(), "reconnecting failed") {
+		t.Fatalf("a call that cannot reconnect: %v; want a recoverable AGENT_ERROR saying reconnecting failed", err)
+	}
+	if err := os.Remove(down); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); err != nil {
+		t.Errorf("a call once the server starts again: %v", err)
+	}
+}
+
+// Close while a call is re-establishing the session waits for it, then stops the new server:
+// no process is left, and the call does not start another.
+func TestCloseDuringReconnect(t *testing.T) {
+	slow := filepath.Join(t.TempDir(), "slow")
+	c, pids := flakyWith(t, "if os.path.exists(os.environ['SLOW']): time.sleep(0.5)", "SLOW="+slow)
+	mcptool.Agent(tool(t, c, "crash")).Run(t.Context(), troupe.NewDispatch())
+	if err := os.WriteFile(slow, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	called := make(chan error, 1)
+	go func() {
+		_, err := tool(t, c, "pid").Call(t.Context(), nil, nil)
+		called <- err
+	}()
+	for len(serverPIDs(t, pids)) < 2 {
+		time.Sleep(5 * time.Millisecond) // the second server has started, and sleeps
+	}
+	// A call that finds the session being replaced waits for that, or for its own context.
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := tool(t, c, "pid").Call(ctx, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a call whose context ends while the session is replaced: %v; want its deadline", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	<-called
+	got := serverPIDs(t, pids)
+	if len(got) != 2 {
+		t.Errorf("servers started: %v; want the first and the one the call started", got)
+	}
+	for _, pid := range got {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("server %d is still in the process table after Close (kill 0: %v)", pid, err)
+		}
 	}
 }

@@ -83,7 +83,8 @@ type session struct {
 	lost atomic.Bool // a call found it closed
 }
 
-var errClientClosed = errors.New("mcptool: the client is closed")
+// errClientClosed is a call's error after Close; the tool's name is put before it.
+var errClientClosed = errors.New("the client is closed")
 
 // Connect starts or dials the server, initializes the session and lists the server's tools.
 // ctx bounds the connection and listing only, not the session.
