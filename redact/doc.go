@@ -1,10 +1,21 @@
 // Package redact removes secrets and personal data from strings and JSON values before they
-// leave the process: bearer tokens, Basic credentials (padded base64 that decodes to a
-// printable ASCII user:password), the userinfo of a URL that carries a password
-// (postgres://app:pw@db, whole, user included), API keys of well-known shapes, the name=value
-// pairs of Cookie and Set-Cookie headers, key=value secrets, email addresses, caller-supplied
-// patterns, and whole values under caller-named JSON field paths (and, by default, under
-// members named authorization, cookie, set-cookie, password, token and the like).
+// leave the process: PEM private keys, bearer tokens, Basic credentials (padded base64 that
+// decodes to a printable ASCII user:password), the value of an Authorization or
+// Proxy-Authorization header whatever its scheme (Token, Digest, Negotiate, …), the userinfo of
+// a URL that carries a password (postgres://app:pw@db, whole, user included), API keys of
+// well-known shapes (AWS key ids, GitHub, GitLab, Slack, Stripe, OpenAI-style sk-, JWTs), the
+// name=value pairs of Cookie and Set-Cookie headers, key=value secrets (FOO_API_KEY=…,
+// PGPASSWORD=…, ;Pwd=… in a connection string; in a URL query the secret parameter's value
+// alone, the others kept), email addresses (not file names such as icon@2x.png),
+// caller-supplied patterns, and whole values under caller-named JSON field paths (and, by
+// default, under members named authorization, cookie, set-cookie, password, token and the
+// like). JSON held as bytes (json.RawMessage, []byte) is redacted as the document it holds.
+//
+// What it leaves alone, by decision: the word "token" or "secret" in prose with no key=value
+// shape ("the token expired"), counts named like secrets (max_tokens=4096), hex commit ids and
+// digests, and UUIDs — ids, not credentials, and what a reader of a run's evidence needs. The
+// value after "token:" or "password:" is taken for a secret even when it is an ordinary word
+// ("invalid token: expired" loses "expired"), and so is whatever follows "Authorization:".
 //
 // A Redactor is a pure function of its input — no I/O, no state — built once with New and
 // shared freely. Package evidence applies one to every progress event it emits; stores,
@@ -14,6 +25,8 @@
 // numbers, IBANs or phone numbers (a number's shape alone cannot tell them from an order id:
 // they need a checksum and context to avoid false matches), names or postal addresses, a URL
 // whose user has no password (ssh://git@host), a Basic credential in another charset than
-// ASCII, or a known shape hidden by an encoding (an API key in base64). Name sensitive fields
+// ASCII, a secret in a URL's path (a webhook URL), a bare key=value secret of fewer than four
+// characters outside a URL query, or a known shape hidden by an encoding (an API key in
+// base64). Name sensitive fields
 // explicitly (Config.Fields) for data whose shape no pattern can recognize.
 package redact

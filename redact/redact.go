@@ -29,16 +29,32 @@ type Rule struct {
 	Valid func(match string) bool
 }
 
-// Builtin returns the built-in rules, in the order they apply: bearer tokens, Basic
-// credentials, credentials in URLs, API keys of well-known shapes, cookies, key=value secrets,
-// then email addresses.
+// Builtin returns the built-in rules, in the order they apply: private key blocks, bearer
+// tokens, Basic credentials, the rest of an Authorization header, credentials in URLs, API keys
+// of well-known shapes, cookies, key=value secrets, then email addresses.
 func Builtin() []Rule {
 	const secret = "${1}${2}[REDACTED:secret]" // the key stays, so a reader knows what was there
 	return []Rule{
+		// A PEM private key, from BEGIN to END whole; one cut short (no END) up to where its
+		// base64 ends. In text or JSON-escaped ("\n"). Public keys and certificates stay. The
+		// body is what a PEM body holds (base64, line breaks, a legacy key's "Proc-Type: 4,
+		// ENCRYPTED" and "DEK-Info" headers), never a run of dashes: a BEGIN with no END then
+		// stops looking at the next marker instead of at the end of the text, which made text
+		// of many BEGIN lines take time quadratic in its length.
+		{Name: "private_key", Pattern: regexp.MustCompile(pemBegin + `(?:[A-Za-z0-9+/=\r\n\t:,. ]|-[A-Za-z0-9]|\\[rnt])*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----` +
+			`|` + pemBegin + `(?:[A-Za-z0-9+/=\r\n]|\\[rn])*`)},
 		{Name: "bearer", Pattern: regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{8,}=*`)},
 		// "Basic" then base64: redacted only when it decodes to user:password, which "basic
 		// authentication", "Basic LinkedIn" or "basic 20240101" do not.
 		{Name: "basic", Pattern: regexp.MustCompile(`(?i)\bbasic\s+[A-Za-z0-9+/]{6,}={0,2}`), Valid: isBasicCredential},
+		// What an Authorization or Proxy-Authorization header carries is a credential whatever
+		// its scheme (Token, Digest, Negotiate, AWS4-HMAC-SHA256, none at all): its value is
+		// redacted whole — up to the end of the line, a closing quote, or the ] of a Go
+		// http.Header dump —, as a decoded document's authorization member is. A Digest's
+		// quoted parameters (username="Mufasa", realm="a b") are part of it. A value the bearer
+		// or basic rule already replaced stays as they left it.
+		{Name: "authorization", Pattern: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["'\[]?)` + authValue),
+			Replacement: "${1}[REDACTED:authorization]", Valid: notRedactedAuthorization},
 		// The userinfo of a URL that carries a password, whole: the user may be the token
 		// (https://TOKEN:x-oauth-basic@github.com). Up to the last @ of the authority, as URL
 		// parsers split it, so a password with an unescaped @ is not cut in two; not across
@@ -46,26 +62,85 @@ func Builtin() []Rule {
 		// (ssh://git@host) is an account, not a credential, and stays.
 		{Name: "userinfo", Pattern: regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@:"'<>\\^{|}\x60]*:[^\s/?#"'<>\\^{|}\x60]+@`),
 			Replacement: "${1}[REDACTED:userinfo]@"},
-		{Name: "api_key", Pattern: regexp.MustCompile(`\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // OpenAI, Anthropic, Stripe
-			`|\bAKIA[0-9A-Z]{16}\b` + // AWS access key id
+		{Name: "api_key", Pattern: regexp.MustCompile(`\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // OpenAI, Anthropic
+			`|\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}` + // Stripe (not pk_: a primary key's name)
+			`|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b` + // AWS access key id, long-lived and temporary
 			`|\bgh[pousr]_[A-Za-z0-9]{36,}` + // GitHub tokens
 			`|\bgithub_pat_[A-Za-z0-9_]{22,}` +
+			`|\bglpat-[A-Za-z0-9_\-]{20,}` + // GitLab
+			`|\bnpm_[A-Za-z0-9]{36,}` + // npm
+			`|\bhf_[A-Za-z0-9]{34,}` + // Hugging Face
 			`|\bxox[abposr]-[A-Za-z0-9-]{10,}` + // Slack
 			`|\bAIza[0-9A-Za-z_\-]{35}` + // Google API key
-			`|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)}, // JWT
+			// JWT, JWS or JWE: a JSON header, a payload, then up to three more parts, an
+			// unsigned token's empty signature included.
+			`|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*){1,3}`)},
 		// A Cookie or Set-Cookie header's name=value pairs (a Set-Cookie's attributes with
 		// them), as a header line or a member of a JSON document; the header name stays. A
 		// value may be quoted, its quotes JSON-escaped. "cookie: oatmeal" has no pair: it stays.
 		{Name: "cookie", Pattern: regexp.MustCompile(`(?i)\b((?:set-)?cookie["']?\s*:\s*["']?)` + cookiePair + `(?:;\s*` + cookiePair + `)*`),
 			Replacement: "${1}[REDACTED:cookie]"},
-		// key=value secrets: a quoted value up to its closing quote (the quote stays), else
-		// a bare one up to white space or punctuation. The three rules share their name.
+		// key=value secrets: in a URL query or form body (?access_token=abc&page=2), the value
+		// up to the next parameter, whatever its length; a quoted value up to its closing quote
+		// (the quote stays); else a bare one up to white space or punctuation — one a query
+		// rule already replaced stays, with the parameters after it. ODBC's and MySQL's PWD
+		// counts when it is a connection string's (;PWD=) or prefixed (MYSQL_PWD): the shell's
+		// PWD is a directory. The rules share their name.
+		{Name: "secret", Pattern: regexp.MustCompile(`(?i)([?&]` + secretNames + `=)[^&#\s"'<>\\]+`), Replacement: "${1}[REDACTED:secret]"},
 		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*")(?:[^"\\\n]|\\.)+`), Replacement: secret},
 		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*')(?:[^'\\\n]|\\.)+`), Replacement: secret},
-		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret},
-		{Name: "email", Pattern: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)},
+		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret, Valid: notRedactedSecret},
+		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:;\s*|\b(?:[a-z0-9]+[_-])+)pwd\s*=\s*)(?:\{[^}\n]*\}[^\s"';]*|[^\s"';]+)`), Replacement: "${1}[REDACTED:secret]"},
+		// An address, but not a file name with a pixel density (icon@2x.png) or whose
+		// "top-level domain" is a file type no registry delegates (logo@dark.svg).
+		{Name: "email", Pattern: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`), Valid: isEmailAddress},
 	}
 }
+
+// pemBegin starts a PEM private key: PKCS#1 (RSA, EC, DSA), PKCS#8 (plain or ENCRYPTED),
+// OpenSSH's, and PGP's "PRIVATE KEY BLOCK".
+const pemBegin = `-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`
+
+// authValue is an Authorization header's value: characters up to white space, a quote or ],
+// with spaces and tabs between them; a JSON-escaped quote or backslash; a quoted parameter
+// (realm="a b"). A quoted parameter's text does not start with what follows a JSON string's
+// closing quote (a comma, a colon, a bracket, a space), so that base64 padding before it is no
+// parameter: in {"Authorization": "Token abc=", "x": "y"} the value ends at abc=.
+const authValue = `(?:` + authUnit + `)(?:[ \t]*(?:` + authUnit + `))*`
+
+const authUnit = `="(?:[^\s"\\,:}\]](?:[^"\\\r\n]|\\.)*)?"|\\["\\/]|[^\s"'\\\]]`
+
+// redactedAuthorization is an Authorization header the bearer or basic rule already redacted.
+var redactedAuthorization = regexp.MustCompile(`(?i)^(?:proxy-)?authorization["']?\s*[:=]\s*["'\[]?\[REDACTED`)
+
+func notRedactedAuthorization(match string) bool { return !redactedAuthorization.MatchString(match) }
+
+// notRedactedSecret reports whether a bare key=value secret is not one the query rule already
+// replaced: access_token=[REDACTED:secret]&page=2 keeps its &page=2.
+func notRedactedSecret(match string) bool {
+	v := strings.TrimLeft(match[strings.IndexAny(match, ":=")+1:], " \t\r\n\"'")
+	return !strings.HasPrefix(v, "[REDACTED")
+}
+
+// fileTypes are file name extensions that are no top-level domain: an "address" ending in one
+// is a file name (sprite@2x.png, logo@dark.svg, report@v2.pdf).
+var fileTypes = map[string]bool{
+	"png": true, "jpg": true, "jpeg": true, "gif": true, "webp": true, "svg": true, "ico": true,
+	"avif": true, "bmp": true, "tif": true, "tiff": true, "heic": true, "pdf": true, "json": true,
+	"yaml": true, "yml": true, "js": true, "mjs": true, "ts": true, "tsx": true, "jsx": true,
+	"css": true, "scss": true, "html": true, "htm": true, "txt": true, "csv": true, "xml": true,
+	"woff": true, "ttf": true, "otf": true, "webm": true, "wav": true, "tgz": true, "gz": true,
+}
+
+// isEmailAddress reports whether an email-shaped match is an address rather than a file name:
+// its domain is no pixel density (2x, 1.5x) and its last label no file type.
+func isEmailAddress(match string) bool {
+	domain := match[strings.LastIndexByte(match, '@')+1:]
+	tld := strings.ToLower(domain[strings.LastIndexByte(domain, '.')+1:])
+	return !fileTypes[tld] && !density.MatchString(domain)
+}
+
+var density = regexp.MustCompile(`^[0-9]+(?:\.[0-9]+)?[xX]\.`)
 
 // cookiePair is a cookie's name=value: a value of cookie octets (no white space, quote, comma,
 // semicolon or backslash), or one in quotes, plain or JSON-escaped (\"abc\").
@@ -95,10 +170,12 @@ func isBasicCredential(match string) bool {
 
 // secretNames are the names of key=value secrets, with any prefix ending in '_' or '-':
 // DB_PASSWORD, client_secret, aws_secret_access_key; or in camelCase or PascalCase, the name's
-// words capitalized after the prefix's: accessToken, clientSecret, SecretAccessKey. Not
-// max_tokens, maxTokens, passwordless or publicKey.
+// words capitalized after the prefix's: accessToken, clientSecret, SecretAccessKey; or in
+// capitals run together, as libpq's PGPASSWORD. Not max_tokens, maxTokens, MAXTOKENS,
+// passwordless or publicKey.
 const secretNames = `(?:[a-z0-9]+[_-])*(?:api[_-]?key|secret|password|passwd|token|access[_-]?key|(?:secret|private)[_-]?key` +
-	`|(?-i:[A-Za-z][A-Za-z0-9]*(?:Token|Secret|Password|Passwd|(?:Api|API|Access|Secret|Private)Key)))`
+	`|(?-i:[A-Za-z][A-Za-z0-9]*(?:Token|Secret|Password|Passwd|(?:Api|API|Access|Secret|Private)Key))` +
+	`|(?-i:[A-Z][A-Z0-9]*(?:TOKEN|SECRET|PASSWORD|PASSWD|(?:API|ACCESS|SECRET|PRIVATE)KEY)))`
 
 // secretName starts a key=value rule: the name, as submatch 1.
 const secretName = `(?i)\b(` + secretNames + `)`
@@ -163,20 +240,26 @@ type rule struct {
 // mayMatch are the built-in rules' cheap tests: what any match of the pattern must contain,
 // and the fewest bytes it spans.
 var mayMatch = map[string]func(string) bool{
+	"private_key": func(s string) bool { return len(s) >= 27 && strings.Contains(s, "PRIVATE KEY-----") },
+	"authorization": func(s string) bool {
+		return len(s) >= 15 && strings.ContainsAny(s, ":=") && containsFoldASCII(s, "authorization")
+	},
 	"bearer": func(s string) bool { return len(s) >= 15 && containsFoldASCII(s, "bearer") },
 	"basic":  func(s string) bool { return len(s) >= 14 && containsFoldASCII(s, "basic") },
 	"userinfo": func(s string) bool {
 		return len(s) >= 7 && strings.Contains(s, "://") && strings.IndexByte(s, '@') >= 0
 	},
 	"api_key": func(s string) bool {
-		return len(s) >= 15 && (strings.ContainsAny(s, "-_") || strings.Contains(s, "AKIA") ||
+		return len(s) >= 15 && (strings.ContainsAny(s, "-_") || strings.Contains(s, "AKIA") || strings.Contains(s, "ASIA") ||
 			strings.Contains(s, "AIza") || strings.Contains(s, "eyJ"))
 	},
 	"cookie": func(s string) bool {
 		return len(s) >= 9 && strings.IndexByte(s, '=') >= 0 && containsFoldASCII(s, "cookie")
 	},
-	"secret": func(s string) bool { return len(s) >= 8 && strings.ContainsAny(s, ":=") && hasSecretWord(s) }, // token:"x
-	"email":  func(s string) bool { return len(s) >= 6 && strings.IndexByte(s, '@') >= 0 },
+	"secret": func(s string) bool { // ;pwd=x
+		return len(s) >= 6 && strings.ContainsAny(s, ":=") && (hasSecretWord(s) || containsFoldASCII(s, "pwd"))
+	},
+	"email": func(s string) bool { return len(s) >= 6 && strings.IndexByte(s, '@') >= 0 },
 }
 
 // containsFoldASCII reports whether s contains the lower-case ASCII word w in any case.
@@ -291,8 +374,10 @@ func (ru *rule) replaceValid(s string) string {
 // Value returns a redacted deep copy of a JSON value (as encoding/json decodes it: maps,
 // slices, strings, numbers, booleans, nil; typed maps with string keys, typed lists of text
 // and named string types are copied as the values JSON would decode them into —
-// map[string]any, []any, string —; lists of numbers or booleans, structs, pointers and other
-// types are returned unchanged): strings with
+// map[string]any, []any, string —; a json.RawMessage or []byte (named or not) is copied with
+// its type, redacted as the JSON it holds — still valid JSON, re-encoded compact with sorted
+// members — or, when it holds none, as text; lists of numbers or booleans, structs, pointers
+// and other types are returned unchanged): strings with
 // rules applied, values under matching field paths — and, with the defaults, under members
 // named as a key=value secret's ("token", "DB_PASSWORD") — replaced whole, and map keys
 // redacted too. A map or list that holds itself (Go values can; JSON cannot) is replaced where
@@ -391,16 +476,45 @@ func (r *Redactor) value(v any, path []string, depth int, anc []container) any {
 			s[i] = e
 		}
 		return r.value(s, path, depth, anc)
+	case json.RawMessage:
+		return json.RawMessage(r.bytes(x, path, depth))
+	case []byte:
+		return r.bytes(x, path, depth)
 	case nil, bool, float64, int, int64, json.Number:
 		return v
 	}
 	return r.typed(v, path, depth, anc)
 }
 
+// bytes redacts what a json.RawMessage or a []byte holds: a JSON document decoded (numbers
+// kept as written), redacted as a value found at path, then encoded again — valid JSON still,
+// compact, its object members sorted —; anything else as text. Bytes that are not UTF-8 keep
+// every byte no rule matches. The result is a new slice.
+func (r *Redactor) bytes(b []byte, path []string, depth int) []byte {
+	if len(b) == 0 {
+		return slices.Clone(b)
+	}
+	if json.Valid(b) {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) == nil {
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false) // keep <, > and & as they were written
+			// A decoded document has no cycle: its containers need no tracking.
+			if enc.Encode(r.value(v, path, depth+1, nil)) == nil {
+				return bytes.TrimSuffix(out.Bytes(), []byte("\n"))
+			}
+		}
+	}
+	return []byte(r.String(string(b)))
+}
+
 // typed redacts the typed lists and maps Go code builds JSON-shaped values with
 // ([]map[string]any, map[string][]string, http.Header, a named string type) as the same value
-// decoded from JSON. Lists of numbers or booleans are returned unchanged, as are structs,
-// pointers and []byte.
+// decoded from JSON, and a named []byte as a []byte. Lists of numbers or booleans are
+// returned unchanged, as are structs and pointers.
 func (r *Redactor) typed(v any, path []string, depth int, anc []container) any {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
@@ -421,6 +535,10 @@ func (r *Redactor) typed(v any, path []string, depth int, anc []container) any {
 		}
 		return r.value(m, path, depth, anc)
 	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
+			// A named []byte: its contents redacted, its type kept.
+			return reflect.ValueOf(r.bytes(rv.Bytes(), path, depth)).Convert(rv.Type()).Interface()
+		}
 		switch rv.Type().Elem().Kind() {
 		case reflect.String, reflect.Interface, reflect.Map, reflect.Slice, reflect.Array:
 			if rv.Kind() == reflect.Slice && rv.Len() > 0 {

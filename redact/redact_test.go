@@ -130,6 +130,16 @@ func TestConfigErrors(t *testing.T) {
 
 var emailRE = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
 
+// isAddress is the email rule's test of a match: a file name (icon@2x.png) is no address.
+var isAddress = func() func(string) bool {
+	for _, r := range redact.Builtin() {
+		if r.Name == "email" {
+			return r.Valid
+		}
+	}
+	panic("no email rule")
+}()
+
 func FuzzString(f *testing.F) {
 	for _, s := range []string{"a@b.co", "Bearer abcdefghij", "password: hunter22", "sk-" + strings.Repeat("x", 20), "plain text"} {
 		f.Add(s)
@@ -160,13 +170,21 @@ func FuzzString(f *testing.F) {
 	f.Add("Authorization: Basic dXNlcjpwYXNz")
 	f.Add("postgres://app:hunter2@db:5432/x")
 	f.Add("Cookie: sid=abc; theme=dark")
+	f.Add("GET /cb?access_token=abc&page=2")
+	f.Add("icon@2x.png a@2x.png@example.com")
+	f.Add(`Authorization: Digest username="Mufasa", realm="a b"` + "\r\nHost: x")
+	f.Add(`{"Authorization": "Token abc=", "x": "y"}`)
+	f.Add("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----")
+	f.Add("Server=db;Pwd={p;w};PGPASSWORD=x")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := r.String(s)
 		if want := reference(s); out != want {
 			t.Fatalf("String(%q) = %q, the patterns alone give %q", s, out, want)
 		}
-		if emailRE.MatchString(out) {
-			t.Fatalf("String(%q) = %q still holds an address", s, out)
+		for _, m := range emailRE.FindAllString(out, -1) {
+			if isAddress(m) {
+				t.Fatalf("String(%q) = %q still holds an address, %q", s, out, m)
+			}
 		}
 		if again := r.String(out); again != out {
 			t.Fatalf("not idempotent: %q → %q → %q", s, out, again)
@@ -394,5 +412,185 @@ func TestCamelCaseSecretNames(t *testing.T) {
 	}
 	if got := r.String("clientSecret=abcdef12 accessToken: xyz12345"); got != "clientSecret=[REDACTED:secret] accessToken: [REDACTED:secret]" {
 		t.Errorf("String(camelCase key=value) = %q", got)
+	}
+}
+
+// stringCase is one String test: what goes in, what comes out.
+type stringCase struct{ name, in, want string }
+
+func runStringCases(t *testing.T, tests []stringCase) {
+	t.Helper()
+	r := redact.MustNew(redact.Config{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.String(tt.in)
+			if got != tt.want {
+				t.Errorf("String(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+			if again := r.String(got); again != got {
+				t.Errorf("not idempotent: %q → %q", got, again)
+			}
+		})
+	}
+}
+
+// A secret in a URL query or a form body is its parameter's value alone: the parameters after
+// it stay, however short the secret.
+func TestQuerySecretKeepsOtherParameters(t *testing.T) {
+	runStringCases(t, []stringCase{
+		{"short value", "GET /cb?access_token=abc&page=2", "GET /cb?access_token=[REDACTED:secret]&page=2"},
+		{"long value", "https://api.example.com/v1?api_key=abcdef123456&page=2&sort=asc",
+			"https://api.example.com/v1?api_key=[REDACTED:secret]&page=2&sort=asc"},
+		{"middle parameter and a fragment", "/x?page=1&client_secret=s3cr3t&state=xyz#top",
+			"/x?page=1&client_secret=[REDACTED:secret]&state=xyz#top"},
+		{"form body", "grant_type=client_credentials&client_secret=abcd1234&scope=read",
+			"grant_type=client_credentials&client_secret=[REDACTED:secret]&scope=read"},
+		{"JSON from Go escapes &", `{"url":"https://x.io/?token=abc\u0026page=2"}`, `{"url":"https://x.io/?token=[REDACTED:secret]\u0026page=2"}`},
+		{"in quotes", `curl "https://x.io/?password=pw&user=bob"`, `curl "https://x.io/?password=[REDACTED:secret]&user=bob"`},
+		{"no secret", "/search?q=token&page=2&max_tokens=10", "/search?q=token&page=2&max_tokens=10"},
+	})
+}
+
+// A file name with a pixel density or a file type after an @ is no email address.
+func TestFileNamesAreNoAddresses(t *testing.T) {
+	runStringCases(t, []stringCase{
+		{"retina png", "icon@2x.png", "icon@2x.png"},
+		{"webp", "<img src=logo@3x.webp>", "<img src=logo@3x.webp>"},
+		{"fractional density", "sprite@1.5x.png and bg@2X.jpg", "sprite@1.5x.png and bg@2X.jpg"},
+		{"file type as TLD", "assets/avatar@dark.svg", "assets/avatar@dark.svg"},
+		{"an address still", "mail ops@example.io, not icon@2x.png", "mail [REDACTED:email], not icon@2x.png"},
+		{"an address in a country domain", "jane@example.co.uk", "[REDACTED:email]"},
+	})
+}
+
+// An Authorization or Proxy-Authorization header's credential is redacted whatever its
+// scheme, not only Bearer and Basic.
+func TestAuthorizationSchemes(t *testing.T) {
+	runStringCases(t, []stringCase{
+		{"token", "Authorization: Token abc123", "Authorization: [REDACTED:authorization]"},
+		{"basic that is no user:password", "Authorization: Basic dGVzdGluZzEy", "Authorization: [REDACTED:authorization]"},
+		{"basic credential", "Authorization: Basic dXNlcjpwYXNz", "Authorization: [REDACTED:basic]"},
+		{"bearer", "authorization: Bearer abcdefghijkl", "authorization: [REDACTED:bearer]"},
+		{"short bearer", "Authorization: Bearer abc", "Authorization: [REDACTED:authorization]"},
+		{"digest header line", `Authorization: Digest username="Mufasa", realm="a b", nonce="dcd98b", response="6629fae4"` + "\r\nHost: x",
+			"Authorization: [REDACTED:authorization]\r\nHost: x"},
+		{"digest JSON-escaped", `{"h":"Authorization: Digest username=\"Mufasa\", response=\"6629fae4\"","n":1}`,
+			`{"h":"Authorization: [REDACTED:authorization]","n":1}`},
+		{"proxy negotiate", "Proxy-Authorization: Negotiate YIIGhgYGKwYBBQUCoIIGejCC", "Proxy-Authorization: [REDACTED:authorization]"},
+		{"proxy basic member", `{"Proxy-Authorization": "Basic dGVzdGluZzEy"}`, `{"Proxy-Authorization": "[REDACTED:authorization]"}`},
+		{"aws sigv4", "Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=fe5f80f7",
+			"Authorization: [REDACTED:authorization]"},
+		{"no scheme", "Authorization: lin_api_0123456789", "Authorization: [REDACTED:authorization]"},
+		{"curl", "curl -H 'Authorization: Token abc123' https://x.io", "curl -H 'Authorization: [REDACTED:authorization]' https://x.io"},
+		{"go header dump", "map[Accept:[*/*] Authorization:[Token abc123]]", "map[Accept:[*/*] Authorization:[[REDACTED:authorization]]]"},
+		{"padding before a JSON quote", `{"Authorization": "Token abc=", "x": "y"}`, `{"Authorization": "[REDACTED:authorization]", "x": "y"}`},
+		{"in a sentence", "this endpoint requires authorization from an admin", "this endpoint requires authorization from an admin"},
+	})
+}
+
+// More secrets of the shapes a user expects caught, and ordinary text that looks a little like
+// them left alone.
+func TestMoreSecretShapes(t *testing.T) {
+	const pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nq0Zl+Ab==\n-----END RSA PRIVATE KEY-----"
+	runStringCases(t, []stringCase{
+		{"pem private key", "key:\n" + pem + "\ndone", "key:\n[REDACTED:private_key]\ndone"},
+		{"pem in JSON", `{"k":"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n","n":1}`,
+			`{"k":"[REDACTED:private_key]\n","n":1}`},
+		{"pem cut short", `{"k":"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg","n":1}`, `{"k":"[REDACTED:private_key]","n":1}`},
+		{"pem legacy encrypted", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\nMIIEow==\n-----END RSA PRIVATE KEY-----",
+			"[REDACTED:private_key]"},
+		{"two pems", pem + "\n" + pem, "[REDACTED:private_key]\n[REDACTED:private_key]"},
+		{"pem public key stays", "-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n-----END PUBLIC KEY-----"},
+		{"env api key", "export FOO_API_KEY=abcd1234efgh", "export FOO_API_KEY=[REDACTED:secret]"},
+		{"env run-together capitals", "PGPASSWORD=hunter22 psql -h db", "PGPASSWORD=[REDACTED:secret] psql -h db"},
+		{"env prefixed pwd", "MYSQL_PWD=pw mysql", "MYSQL_PWD=[REDACTED:secret] mysql"},
+		{"shell working directory", "PWD=/home/app OLDPWD=/tmp", "PWD=/home/app OLDPWD=/tmp"},
+		{"odbc connection string", "Driver={ODBC};Server=db;Uid=sa;Pwd={p;w};Database=x", "Driver={ODBC};Server=db;Uid=sa;Pwd=[REDACTED:secret];Database=x"},
+		{"ado connection string", "Server=db;User Id=sa;Password=Secret1;Database=x", "Server=db;User Id=sa;Password=[REDACTED:secret];Database=x"},
+		{"libpq key=value", "host=db user=app password=s3cr3t dbname=x", "host=db user=app password=[REDACTED:secret] dbname=x"},
+		{"connection url", "DATABASE_URL=postgres://app:hunter2@db:5432/x", "DATABASE_URL=postgres://[REDACTED:userinfo]@db:5432/x"},
+		{"mongodb srv url", "mongodb+srv://admin:pw@cluster0.example.net/", "mongodb+srv://[REDACTED:userinfo]@cluster0.example.net/"},
+		{"aws temporary key id", "ASIAY34FZKBOKMUTVV7A", "[REDACTED:api_key]"},
+		{"stripe", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "[REDACTED:api_key]"},
+		{"primary key name", "pk_users_email_unique_constraint", "pk_users_email_unique_constraint"},
+		{"unsigned jwt", "t=eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0In0. ok", "t=[REDACTED:api_key] ok"},
+		{"gitlab", "glpat-abcdefghij0123456789", "[REDACTED:api_key]"},
+		// Decided: a word "token" in prose, an id or a hash is no secret.
+		{"token in a sentence", "the token expired, so request a new token", "the token expired, so request a new token"},
+		{"token count", "max_tokens=4096 MAXTOKENS=10 token_count=12", "max_tokens=4096 MAXTOKENS=10 token_count=12"},
+		{"commit id", "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a", "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a"},
+		{"uuid", "run 123e4567-e89b-12d3-a456-426614174000", "run 123e4567-e89b-12d3-a456-426614174000"},
+		{"digest", "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+	})
+}
+
+// JSON held as bytes — a json.RawMessage, a []byte, a named byte slice — is redacted inside, as
+// the document it holds, and stays valid JSON; bytes that hold no JSON are redacted as text.
+func TestValueRawJSON(t *testing.T) {
+	type blob []byte
+	r := redact.MustNew(redact.Config{Fields: []string{"req.ssn"}})
+	raw := json.RawMessage(`{"token": "abc12345", "user": {"email": "jane@example.com"}, "n": 1.50, "html": "<b>&</b>", "ssn": "1"}`)
+	in := map[string]any{
+		"raw":  raw,
+		"req":  json.RawMessage(`{"ssn": "123-45-6789", "ok": true}`),
+		"b":    []byte(`["Bearer abcdefghijkl", 7]`),
+		"text": []byte("call bob@example.org"),
+		"bad":  json.RawMessage(`{"password": "hunter22"`), // cut short: no JSON
+		"blob": blob(`{"api_key": "k1234567"}`),
+		"list": []any{json.RawMessage(`"amy@example.net"`)},
+	}
+	before := string(raw)
+	got := r.Value(in).(map[string]any)
+	rm, ok := got["raw"].(json.RawMessage)
+	if !ok || !json.Valid(rm) {
+		t.Fatalf("raw = %#v, want a valid json.RawMessage", got["raw"])
+	}
+	if want := `{"html":"<b>&</b>","n":1.50,"ssn":"1","token":"[REDACTED]","user":{"email":"[REDACTED:email]"}}`; string(rm) != want {
+		t.Errorf("raw = %s, want %s", rm, want)
+	}
+	if s := string(got["req"].(json.RawMessage)); s != `{"ok":true,"ssn":"[REDACTED]"}` {
+		t.Errorf("req (field path through raw JSON) = %s", s)
+	}
+	if s := string(got["b"].([]byte)); s != `["[REDACTED:bearer]",7]` {
+		t.Errorf("b = %s", s)
+	}
+	if s := string(got["text"].([]byte)); s != "call [REDACTED:email]" {
+		t.Errorf("text = %s", s)
+	}
+	if s := string(got["bad"].(json.RawMessage)); s != `{"password": "[REDACTED:secret]"` {
+		t.Errorf("bad = %s", s)
+	}
+	if s := string(got["blob"].(blob)); s != `{"api_key":"[REDACTED]"}` {
+		t.Errorf("blob = %s", s)
+	}
+	if s := string(got["list"].([]any)[0].(json.RawMessage)); s != `"[REDACTED:email]"` {
+		t.Errorf("list = %s", s)
+	}
+	if string(raw) != before {
+		t.Errorf("input modified: %s", raw)
+	}
+	if _, err := json.Marshal(got); err == nil {
+		t.Error("Marshal of the redacted value succeeded with an invalid RawMessage in it")
+	}
+	delete(got, "bad")
+	out, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"abc12345", "jane@", "123-45-6789", "k1234567", "amy@"} {
+		if strings.Contains(string(out), leak) {
+			t.Errorf("leaks %q: %s", leak, out)
+		}
+	}
+}
+
+// BenchmarkManyPEMBegins: text of many BEGIN lines and no END (100 KB). Each BEGIN once looked
+// for its END up to the end of the text, which took seconds here; it stops at the next marker.
+func BenchmarkManyPEMBegins(b *testing.B) {
+	r := redact.MustNew(redact.Config{})
+	s := strings.Repeat("-----BEGIN PRIVATE KEY-----", 100000/27)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		r.String(s)
 	}
 }

@@ -152,12 +152,53 @@ func Last(evs []troupe.Event) troupe.Event {
 // dense from 1, one run id, a context with the run's trace id on every event, at most one
 // terminal event and nothing after it, INITIALIZE first. Every dispatch_started is answered by
 // exactly one dispatch_completed or dispatch_failed for the same dispatch id, later in the log;
-// only a log that has not ended (paused, or cut short) may leave dispatches unanswered.
+// only a log that has not ended (paused, or cut short) may leave dispatches unanswered. A log
+// that stops without a terminal event passes — it may be read part way, or cut on purpose —:
+// use CheckFinishedLog for the log of a run that has stopped.
 func CheckLog(t testing.TB, evs []troupe.Event) {
 	t.Helper()
 	for _, p := range LogProblems(evs) {
 		t.Error(p)
 	}
+}
+
+// CheckFinishedLog is CheckLog for the log of a run that has stopped: as well as every
+// invariant CheckLog checks, the log must end in its one terminal event (run_completed,
+// run_failed or run_cancelled, at its stage) or, for a run waiting for a human, in run_paused.
+// A log that simply stops — a crash, a lost write, a stream cut short — fails here, where
+// CheckLog, which also serves logs read part way (a run still going, or one broken on purpose
+// to test recovery), lets it pass.
+func CheckFinishedLog(t testing.TB, evs []troupe.Event) {
+	t.Helper()
+	for _, p := range FinishedLogProblems(evs) {
+		t.Error(p)
+	}
+}
+
+// FinishedLogProblems is CheckFinishedLog's findings as values: LogProblems', then whether the
+// log ends as a stopped run's does.
+func FinishedLogProblems(evs []troupe.Event) []string {
+	out := LogProblems(evs)
+	if len(evs) == 0 {
+		return out
+	}
+	last := evs[len(evs)-1]
+	want, ok := endKinds[last.Stage]
+	switch {
+	case !ok:
+		out = append(out, fmt.Sprintf("log ends in event %d (%s %s), want a terminal event (complete, failed, cancelled) or paused", last.Seq, last.Stage, last.Kind))
+	case last.Kind != want:
+		out = append(out, fmt.Sprintf("log ends in event %d at stage %s with kind %s, want %s", last.Seq, last.Stage, last.Kind, want))
+	}
+	return out
+}
+
+// endKinds are the stages a stopped run's log ends at, with the kind of its last event.
+var endKinds = map[troupe.Stage]troupe.Kind{
+	troupe.StageComplete:  troupe.KindRunCompleted,
+	troupe.StageFailed:    troupe.KindRunFailed,
+	troupe.StageCancelled: troupe.KindRunCancelled,
+	troupe.StagePaused:    troupe.KindRunPaused,
 }
 
 // LogProblems is CheckLog's findings as values.

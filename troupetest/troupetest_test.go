@@ -87,6 +87,47 @@ func TestLogProblems(t *testing.T) {
 	}
 }
 
+// A stopped run's log ends in exactly one terminal event, or in run_paused; CheckLog's own
+// findings come first.
+func TestFinishedLogProblems(t *testing.T) {
+	failedEv := ev{stage: troupe.StageFailed, kind: troupe.KindRunFailed}
+	cancelledEv := ev{stage: troupe.StageCancelled, kind: troupe.KindRunCancelled}
+	tests := []struct {
+		name string
+		log  []troupe.Event
+		want []string
+	}{
+		{"completed", logOf(initEv, planEv, started("d1"), completed("d1"), doneEv), nil},
+		{"failed", logOf(initEv, started("d1"), failed("d1"), failedEv), nil},
+		{"cancelled", logOf(initEv, cancelledEv), nil},
+		{"paused with a dispatch waiting", logOf(initEv, started("d1"), pausedEv), nil},
+		{"resumed then completed", logOf(initEv, started("d1"), pausedEv, resumedEv, completed("d1"), doneEv), nil},
+		{"resumed then paused again", logOf(initEv, pausedEv, resumedEv, pausedEv), nil},
+		{"cut short", logOf(initEv, started("d1")), []string{"log ends in event 2 (execute dispatch_started), want a terminal event"}},
+		{"resumed and stopped", logOf(initEv, pausedEv, resumedEv), []string{"log ends in event 3 (initialize run_resumed)"}},
+		{"two terminal events", logOf(initEv, doneEv, failedEv), []string{"event 3 (run_failed) follows terminal event 2"}},
+		{"terminal stage, other kind", logOf(initEv, ev{stage: troupe.StageComplete, kind: troupe.KindRunAggregated}),
+			[]string{"log ends in event 2 at stage complete with kind run_aggregated, want run_completed"}},
+		{"empty", nil, []string{"empty log"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := troupetest.FinishedLogProblems(tt.log)
+			if len(got) != len(tt.want) {
+				t.Fatalf("FinishedLogProblems = %q, want %d problems like %q", got, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("problem %d = %q, want it to say %q", i, got[i], w)
+				}
+			}
+			if len(tt.want) == 0 && len(troupetest.LogProblems(tt.log)) != 0 {
+				t.Errorf("LogProblems finds problems in a finished log: %q", troupetest.LogProblems(tt.log))
+			}
+		})
+	}
+}
+
 // A Script is safe for concurrent use: every call is counted and answered by its own step.
 func TestScriptConcurrent(t *testing.T) {
 	s := troupetest.NewScript(troupetest.Fail("boom", true), troupetest.OK(map[string]any{"n": 1.0}))
