@@ -73,7 +73,7 @@ func run(t *testing.T, eng *engine.Engine, req troupe.Request) []troupe.Event {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	return evs
 }
 

@@ -75,7 +75,7 @@ func TestCompositionEmitsNestedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	if k := troupetest.Last(evs).Kind; k != troupe.KindRunCompleted {
 		t.Fatalf("run ended %s", k)
 	}
@@ -199,7 +199,7 @@ func TestCompositionCancelStopsEveryInnerAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	if k := troupetest.Last(evs).Kind; k != troupe.KindRunCancelled {
 		t.Errorf("run ended %s, want cancelled", k)
 	}
@@ -228,7 +228,7 @@ func TestAgentToolsInARun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	top := troupetest.Find(evs, troupe.KindDispatchStarted, "coordinator")[0].DispatchID
 	var got []string
 	for _, ev := range troupetest.Find(evs, troupe.KindDispatchCompleted, "") {
@@ -293,7 +293,7 @@ func TestTypedToolErrorsInARun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		troupetest.CheckLog(t, evs)
+		troupetest.CheckFinishedLog(t, evs)
 		for _, ev := range troupetest.Find(evs, troupe.KindDispatchFailed, name) {
 			if ev.Parent == "" {
 				return ev.Data.(*troupe.Result)

@@ -25,7 +25,7 @@ func TestExecAgentsInARun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	traceID := evs[0].Context.TraceID()
 	for agent, line := range map[string]string{"go_counter": "counting words", "sh_counter": "counted 5 words", "broken": "Traceback (most recent call last): something broke"} {
 		found := false

@@ -42,7 +42,7 @@ func TestHTTPAgentInARun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "counter")
 	done := troupetest.Find(evs, troupe.KindDispatchCompleted, "counter")
 	if len(failed) != 1 || len(done) != 1 {

@@ -40,7 +40,7 @@ func TestThroughEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	if last := troupetest.Last(evs); last.Kind != troupe.KindRunCompleted {
 		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
 	}
@@ -80,7 +80,7 @@ func TestEngineTokenBudget(t *testing.T) {
 	}
 	t.Cleanup(func() { eng.Close(t.Context()) })
 	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "go", Context: troupe.NewContext("s", "q"), Budget: troupe.Budget{MaxTokens: 500}}))
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	if n := len(troupetest.Find(evs, troupe.KindDispatchStarted, "second")); n != 0 || len(srv.Requests()) != 1 {
 		t.Errorf("second dispatched %d times, %d requests: the token budget must stop the run", n, len(srv.Requests()))
 	}
@@ -110,7 +110,7 @@ func TestEngineRunTotalsCountUsageOnce(t *testing.T) {
 	t.Cleanup(func() { eng.Close(t.Context()) })
 	evs, _ := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "add and check", Context: troupe.NewContext("s", "q"),
 		Policy: &troupe.ErrorPolicy{OnError: troupe.Continue}}))
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	failed := troupetest.Find(evs, troupe.KindDispatchFailed, "checker")
 	if len(failed) != 1 {
 		t.Fatalf("%d failed checker dispatches, want 1", len(failed))
@@ -161,7 +161,7 @@ func runEngine(t *testing.T, reg *troupe.Registry, req troupe.Request) ([]troupe
 	}
 	t.Cleanup(func() { eng.Close(t.Context()) })
 	evs, err := troupetest.Collect(eng.Run(t.Context(), req))
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	return evs, err
 }
 

@@ -29,7 +29,7 @@ func runRouted(t *testing.T, rt troupe.Router, query string) ([]troupe.Event, ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	troupetest.CheckLog(t, evs)
+	troupetest.CheckFinishedLog(t, evs)
 	return evs, agents
 }
 
