@@ -34,6 +34,9 @@ var (
 	ErrRunFinished = errors.New("troupe: run already finished")
 	// ErrSeqConflict: an append's sequence number is not the next one of the run's log.
 	ErrSeqConflict = errors.New("troupe: event sequence conflict")
+	// ErrShutdown: the engine shut down (engine.Engine.Shutdown) and stopped the run without
+	// ending it; the run can be resumed from its log.
+	ErrShutdown = errors.New("troupe: the engine shut down; the run can be resumed from its log")
 )
 
 // ValidationError says which object and field failed validation and why.

@@ -257,7 +257,7 @@ func TestSentinelsNamePackage(t *testing.T) {
 	for _, err := range []error{
 		troupe.ErrUnknownAgent, troupe.ErrInvalidDispatch, troupe.ErrInvalidResult, troupe.ErrTimeout,
 		troupe.ErrCancelled, troupe.ErrPaused, troupe.ErrBudgetExhausted, troupe.ErrBlocked,
-		troupe.ErrRunNotFound, troupe.ErrRunFinished, troupe.ErrSeqConflict,
+		troupe.ErrRunNotFound, troupe.ErrRunFinished, troupe.ErrSeqConflict, troupe.ErrShutdown,
 	} {
 		if !strings.HasPrefix(err.Error(), "troupe: ") {
 			t.Errorf("%q does not start with the package name", err)

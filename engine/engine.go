@@ -98,6 +98,7 @@ type Engine struct {
 
 	mu   sync.Mutex
 	live map[string]*Run
+	shut atomic.Bool // Shutdown was called: runs record nothing more, and none starts (set under mu)
 }
 
 // New validates cfg and returns an engine.
@@ -214,7 +215,8 @@ func (e *Engine) Run(ctx context.Context, req troupe.Request) iter.Seq2[troupe.E
 
 // Start starts req and returns at once with a handle; the run goes on without the caller, its
 // events go to the store, and Run.Events, Run.Wait and Run.State observe it. Agent Setup runs
-// before Start returns. The run is cancelled with ctx.
+// before Start returns. The run is cancelled with ctx. After Shutdown, Start fails with
+// troupe.ErrShutdown.
 func (e *Engine) Start(ctx context.Context, req troupe.Request) (*Run, error) {
 	r, err := e.newRun(ctx, req, nil)
 	if err != nil {
@@ -233,19 +235,59 @@ func (e *Engine) Lookup(id string) (*Run, bool) {
 }
 
 // Close cancels every live run, waits for them, then waits for stragglers (agents and
-// teardowns that ignored cancellation past their deadline). If ctx ends first (a run blocked
-// in a store append that never returns, a straggler that never does), Close returns ctx's
-// cause and what it was waiting for goes on.
+// teardowns that ignored cancellation past their deadline). Each run ends CANCELLED, with
+// run_cancelled in its log, and so can no longer be resumed; Shutdown instead stops the runs
+// without ending them, for another process to resume. The engine can still start runs after
+// Close. If ctx ends first (a run blocked in a store append that never returns, a straggler
+// that never does), Close returns ctx's cause and what it was waiting for goes on.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
-	runs := make([]*Run, 0, len(e.live))
-	for _, r := range e.live {
-		runs = append(runs, r)
-	}
+	runs := e.liveLocked()
 	e.mu.Unlock()
 	for _, r := range runs {
 		r.Cancel()
 	}
+	return e.await(ctx, runs)
+}
+
+// Shutdown stops this engine's work without ending its runs, so that another engine (the next
+// process, over the same durable store) can resume them from their logs: what a crash leaves,
+// but orderly. Every live run stops recording at once — no terminal event, no result of a
+// dispatch still in flight (a resumed run dispatches it again, under its id) — its in-flight
+// dispatches are cancelled with troupe.ErrShutdown as their context's cause, nothing new
+// starts, agents set up are torn down (the teardown is not recorded), and the run ends: its
+// Wait and Events report an error matching troupe.ErrShutdown, not troupe.ErrCancelled. A run
+// paused for a human is not live and its log is left as it is. After Shutdown, Start and Resume
+// on this engine fail with troupe.ErrShutdown. (A batch of events a run was already appending
+// when Shutdown came is recorded; a run Start was still setting up may have recorded nothing,
+// and then there is nothing to resume: troupe.ErrRunNotFound.)
+//
+// Close, by contrast, cancels the runs: each records run_cancelled and can no longer be
+// resumed. Shutdown then waits for the runs and their stragglers as Close does; if ctx ends
+// first, it returns ctx's cause and what it was waiting for goes on (recording nothing more).
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.shut.Store(true) // under mu: a run newRun registers after this sees it and does not start
+	runs := e.liveLocked()
+	e.mu.Unlock()
+	for _, r := range runs {
+		// The flag is set first: whatever sees the run's context end and records next finds it.
+		r.stop(troupe.ErrShutdown)
+	}
+	return e.await(ctx, runs)
+}
+
+// liveLocked returns the live runs. The caller holds e.mu.
+func (e *Engine) liveLocked() []*Run {
+	runs := make([]*Run, 0, len(e.live))
+	for _, r := range e.live {
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+// await waits for runs to end, then for stragglers, as far as ctx lets it.
+func (e *Engine) await(ctx context.Context, runs []*Run) error {
 	for _, r := range runs {
 		// Once a run is done, what is left of its scope returns at once (or is a straggler).
 		select {

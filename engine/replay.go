@@ -475,11 +475,16 @@ type ResumeOptions struct {
 // have asked again (and paused it) or finished, as the run that made the log did. A run that
 // reached a terminal stage cannot be resumed (troupe.ErrRunFinished).
 //
-// A dispatch the log shows started but not finished runs again under its id. One engine
+// A dispatch the log shows started but not finished runs again under its id: a run stopped
+// by a crash, or by Engine.Shutdown, resumes so. An engine shut down resumes nothing
+// (troupe.ErrShutdown). One engine
 // refuses to resume a run it already has live; two processes sharing a durable store do not
 // know of each other, so whoever resumes runs after a crash must make sure only one of them
 // resumes a given run (a lease or a lock of the deployment's), or that dispatch runs twice.
 func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (*Run, error) {
+	if e.shut.Load() {
+		return nil, fmt.Errorf("engine: resume %s: %w", runID, troupe.ErrShutdown)
+	}
 	events, err := e.store.Events(ctx, runID, 0)
 	if err != nil {
 		return nil, fmt.Errorf("engine: resume %s: %w", runID, err)

@@ -306,6 +306,10 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	r.state = maps.Clone(req.State) // nil until written: reading a nil map is fine
 	r.parent = ctx
 	e.mu.Lock()
+	if e.shut.Load() {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("engine: run %q: %w", r.rec.req.RunID, troupe.ErrShutdown)
+	}
 	if _, dup := e.live[r.rec.req.RunID]; dup {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("engine: run %q is already live", r.rec.req.RunID)
@@ -911,18 +915,29 @@ func (r *Run) emitLocked(ev troupe.Event) {
 
 // flushLocked appends the transition's events, then starts the dispatches it created and wakes
 // the watchers. A store failure stops the run: nothing of the failed batch is recorded, none
-// of its dispatches starts, and a resumed run will make them again.
+// of its dispatches starts, and a resumed run will make them again. So does the engine's
+// Shutdown, on the first transition to flush after it: the log ends with the last batch
+// recorded before Shutdown, no terminal event after it, and the run can be resumed from it.
 func (r *Run) flushLocked() {
+	if r.err == nil && r.e.shut.Load() {
+		r.shutLocked()
+	}
 	if r.pending != nil {
 		batch := *r.pending
-		if r.logRest > 0 && batch[0].Seq > 1 {
-			r.e.store.(reserver).Reserve(r.rec.req.RunID, int(r.logRest))
-			r.logRest = 0
-		}
-		if err := r.e.store.Append(r.bg(), batch...); err != nil {
+		switch {
+		case r.err != nil:
+			// The engine shut down while the transition made the batch: none of it is recorded.
 			r.seq = batch[0].Seq - 1
-			r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.rec.req.Context, Cause: err}
-			r.stop(r.err)
+		default:
+			if r.logRest > 0 && batch[0].Seq > 1 {
+				r.e.store.(reserver).Reserve(r.rec.req.RunID, int(r.logRest))
+				r.logRest = 0
+			}
+			if err := r.e.store.Append(r.bg(), batch...); err != nil {
+				r.seq = batch[0].Seq - 1
+				r.err = &troupe.OrchestrationError{Stage: batch[0].Stage, Message: "cannot record event " + string(batch[0].Kind), Context: r.rec.req.Context, Cause: err}
+				r.stop(r.err)
+			}
 		}
 		clear(batch) // the store has its copy; drop the payload references
 		*r.pending = batch[:0]
@@ -947,6 +962,21 @@ func (r *Run) flushLocked() {
 		r.toStart[i] = nil
 	}
 	r.toStart = r.toStart[:0]
+}
+
+// shutLocked stops the run as the engine's Shutdown does: nothing more is recorded (r.err, as
+// when the log breaks, but with troupe.ErrShutdown as its cause, which Wait and Events report)
+// and its context ends, cancelling what is in flight.
+//
+//go:noinline
+func (r *Run) shutLocked() {
+	stage := troupe.StageExecute
+	if r.pending != nil {
+		stage = (*r.pending)[0].Stage
+	}
+	r.err = &troupe.OrchestrationError{Stage: stage, Message: "stopped without ending, as the engine shut down",
+		Context: r.rec.req.Context, Cause: troupe.ErrShutdown, Recoverable: true}
+	r.stop(troupe.ErrShutdown)
 }
 
 // advanceLocked moves the run as far as it can without waiting: it routes the current stage's

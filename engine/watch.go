@@ -96,6 +96,8 @@ func (r *Run) wait() {
 // troupe.ErrBudgetExhausted when the budget is why, ...) and errors.As the *troupe.AgentError
 // of the agent whose error failed the run. If ctx ends first, Wait returns ctx's error and
 // the run goes on; the state is then the run's as far as it can be read without waiting.
+// A run whose log could not be written returns the *troupe.OrchestrationError that says why;
+// one stopped by Engine.Shutdown, an error matching troupe.ErrShutdown (resume it from its log).
 func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 	select {
 	case <-r.doneChan():
