@@ -13,9 +13,21 @@
 //
 // What it leaves alone, by decision: the word "token" or "secret" in prose with no key=value
 // shape ("the token expired"), counts named like secrets (max_tokens=4096), hex commit ids and
-// digests, and UUIDs — ids, not credentials, and what a reader of a run's evidence needs. The
-// value after "token:" or "password:" is taken for a secret even when it is an ordinary word
-// ("invalid token: expired" loses "expired"), and so is whatever follows "Authorization:".
+// digests, and UUIDs — ids, not credentials, and what a reader of a run's evidence needs; and
+// the words of an error message that names a secret without holding one. A bare (unquoted)
+// value after a secret's name is kept when it is a placeholder — expired, missing, required,
+// invalid, none, null, empty, redacted, unset, undefined and the like, in any case
+// ("password: required", "TOKEN=none", "token: <redacted>") — or when it is a lone word of
+// letters (lower-case, or capitalized) after a colon and a name that a qualifier — invalid,
+// missing, expired, revoked, malformed, bad, wrong, incorrect, unknown, empty, no — comes up
+// to two words before ("invalid token: malformed", "missing access token: please log in").
+// Anything else after the name is a secret: a value with a digit or a symbol
+// ("password: hunter22"), a quoted one ({"password": "required"} is data), one after no
+// qualifier ("password: hunter", as YAML writes it), one in a URL query. A secret whose value is
+// a placeholder word, or a lower-case word that an error message prints after a qualifier,
+// is therefore not caught. Whatever follows "Authorization:" is taken for a credential.
+// A secret first in a form body with no "?" before it (token=abc&page=2) is its value alone, as
+// after "?" or "&": the parameters after it stay.
 //
 // A Redactor is a pure function of its input — no I/O, no state — built once with New and
 // shared freely. Package evidence applies one to every progress event it emits; stores,

@@ -27,6 +27,8 @@ type Rule struct {
 	// Valid, when set, confirms a match the pattern alone cannot tell from ordinary text; a match
 	// it rejects is left as it is. Nil confirms every match.
 	Valid func(match string) bool
+
+	may func(string) bool // a built-in rule's cheap test, with its name's in mayMatch
 }
 
 // Builtin returns the built-in rules, in the order they apply: private key blocks, bearer
@@ -86,10 +88,20 @@ func Builtin() []Rule {
 		// rule already replaced stays, with the parameters after it. ODBC's and MySQL's PWD
 		// counts when it is a connection string's (;PWD=) or prefixed (MYSQL_PWD): the shell's
 		// PWD is a directory. The rules share their name.
+		// The first parameter of a form body or a query string with no "?" before it
+		// (token=abc&page=2): the value up to an & that a parameter's name= follows. Before the
+		// rule below, which then has fewer values to replace and a shorter text to scan.
+		{Name: "secret", Pattern: regexp.MustCompile(`(?i)\b(` + secretNames + `=)[^&#\s"'<>\\]+(&` + paramName + `=)`),
+			Replacement: "${1}[REDACTED:secret]${2}", may: func(s string) bool { return strings.IndexByte(s, '&') >= 0 }},
 		{Name: "secret", Pattern: regexp.MustCompile(`(?i)([?&]` + secretNames + `=)[^&#\s"'<>\\]+`), Replacement: "${1}[REDACTED:secret]"},
-		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*")(?:[^"\\\n]|\\.)+`), Replacement: secret},
-		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*')(?:[^'\\\n]|\\.)+`), Replacement: secret},
-		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret, Valid: notRedactedSecret},
+		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*")(?:[^"\\\n]|\\.)+`), Replacement: secret,
+			may: func(s string) bool { return strings.IndexByte(s, '"') >= 0 }},
+		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*')(?:[^'\\\n]|\\.)+`), Replacement: secret,
+			may: func(s string) bool { return strings.IndexByte(s, '\'') >= 0 }},
+		// A bare value, the words of prose that may come before its name with it (group 1), so
+		// that isBareSecret can tell "invalid token: malformed" from "token: malformed".
+		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:\b` + proseQualifiers + `[ \t]+(?:[a-z]+[ \t]+){0,2})?\b` + secretNames + `)` +
+			`(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret, Valid: isBareSecret},
 		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:;\s*|\b(?:[a-z0-9]+[_-])+)pwd\s*=\s*)(?:\{[^}\n]*\}[^\s"';]*|[^\s"';]+)`), Replacement: "${1}[REDACTED:secret]"},
 		// An address, but not a file name with a pixel density (icon@2x.png) or whose
 		// "top-level domain" is a file type no registry delegates (logo@dark.svg).
@@ -115,11 +127,61 @@ var redactedAuthorization = regexp.MustCompile(`(?i)^(?:proxy-)?authorization["'
 
 func notRedactedAuthorization(match string) bool { return !redactedAuthorization.MatchString(match) }
 
-// notRedactedSecret reports whether a bare key=value secret is not one the query rule already
-// replaced: access_token=[REDACTED:secret]&page=2 keeps its &page=2.
-func notRedactedSecret(match string) bool {
-	v := strings.TrimLeft(match[strings.IndexAny(match, ":=")+1:], " \t\r\n\"'")
-	return !strings.HasPrefix(v, "[REDACTED")
+// paramName is the name of a form or query parameter.
+const paramName = `[A-Za-z0-9_.~%\[\]\-]+`
+
+// proseQualifiers are the words that, a word or two before a secret's name, make what follows
+// "name:" an error message's prose ("invalid token: malformed"), not a value.
+const proseQualifiers = `(?:invalid|missing|expired|revoked|malformed|bad|wrong|incorrect|unknown|empty|no)`
+
+// placeholders are the values that say a secret is absent or hidden rather than hold one.
+var placeholders = map[string]bool{
+	"expired": true, "missing": true, "required": true, "invalid": true, "none": true, "null": true,
+	"empty": true, "redacted": true, "unset": true, "not_set": true, "notset": true, "undefined": true,
+	"blank": true, "hidden": true, "masked": true, "omitted": true, "revoked": true, "unknown": true,
+	"provided": true, "present": true, "absent": true,
+}
+
+// isBareSecret reports whether a bare key=value match holds a secret: not one the query rule
+// already replaced (access_token=[REDACTED:secret]&page=2 keeps its &page=2), not a
+// placeholder ("password: required", "TOKEN=none"), and not a lone word of prose after a
+// qualifier and a colon ("invalid token: malformed"; not "token: malformed", which is YAML).
+func isBareSecret(match string) bool {
+	sep := strings.IndexAny(match, ":=")
+	v := strings.TrimLeft(match[sep+1:], " \t\r\n\f\"'")
+	if strings.HasPrefix(v, "[REDACTED") {
+		return false
+	}
+	w := strings.TrimRight(v, ".!?:)>")
+	w = strings.TrimLeft(w, "(<")
+	if placeholders[strings.ToLower(w)] {
+		return false
+	}
+	if match[sep] == ':' && strings.ContainsAny(match[:sep], " \t") && isProseWord(w) {
+		// The name has words of prose before it: the match starts at a qualifier (the name
+		// and its separator hold no blank before the colon but one the regexp allows, "token :").
+		if q := match[:strings.IndexAny(match, " \t")]; proseQualifier.MatchString(q) {
+			return false
+		}
+	}
+	return true
+}
+
+var proseQualifier = regexp.MustCompile(`(?i)^` + proseQualifiers + `$`)
+
+// isProseWord reports whether w is a word as prose writes it: lower-case ASCII letters, the
+// first one perhaps a capital.
+func isProseWord(w string) bool {
+	if w == "" {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if !('a' <= c && c <= 'z' || i == 0 && 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // fileTypes are file name extensions that are no top-level domain: an "address" ending in one
@@ -250,16 +312,97 @@ var mayMatch = map[string]func(string) bool{
 		return len(s) >= 7 && strings.Contains(s, "://") && strings.IndexByte(s, '@') >= 0
 	},
 	"api_key": func(s string) bool {
-		return len(s) >= 15 && (strings.ContainsAny(s, "-_") || strings.Contains(s, "AKIA") || strings.Contains(s, "ASIA") ||
-			strings.Contains(s, "AIza") || strings.Contains(s, "eyJ"))
+		return len(s) >= 15 && slices.ContainsFunc(apiKeyPrefixes, func(p string) bool { return strings.Contains(s, p) })
 	},
 	"cookie": func(s string) bool {
 		return len(s) >= 9 && strings.IndexByte(s, '=') >= 0 && containsFoldASCII(s, "cookie")
 	},
-	"secret": func(s string) bool { // ;pwd=x
-		return len(s) >= 6 && strings.ContainsAny(s, ":=") && (hasSecretWord(s) || containsFoldASCII(s, "pwd"))
-	},
-	"email": func(s string) bool { return len(s) >= 6 && strings.IndexByte(s, '@') >= 0 },
+	"secret": func(s string) bool { return len(s) >= 6 && hasSecretKey(s) },
+	"email":  func(s string) bool { return len(s) >= 6 && strings.IndexByte(s, '@') >= 0 },
+}
+
+// apiKeyPrefixes are what every match of the api_key rule starts with.
+var apiKeyPrefixes = []string{"sk-", "pk-", "rk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_",
+	"AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "npm_", "hf_",
+	"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "AIza", "eyJ"}
+
+// hasSecretKey reports whether s holds what every match of a key=value rule holds: a ':' or
+// '=' after a secret's name (blanks and a quote between them), or an '=' after a pwd that
+// follows a '_', a '-' or a ';'. Text full of colons and equal signs after other words —
+// "[REDACTED:private_key]" many times over — then costs no scan by the rules' regexps, which
+// are slow (an NFA of a long alternation at every word boundary).
+func hasSecretKey(s string) bool {
+	for i := 0; i < len(s); i++ {
+		j := strings.IndexAny(s[i:], ":=")
+		if j < 0 {
+			return false
+		}
+		i += j
+		k := i
+		for k > 0 && isSpace(s[k-1]) {
+			k--
+		}
+		if s[i] == '=' && endsWithPwd(s[:k]) {
+			return true
+		}
+		if k > 0 && (s[k-1] == '"' || s[k-1] == '\'') {
+			k--
+		}
+		if endsWithSecretWord(s[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSpace is RE2's \s.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+// endsWithSecretWord reports whether s ends, in any case, as a secret's name does: token,
+// secret, password, passwd, or key after api, access, secret or private (a '_' or '-' between).
+func endsWithSecretWord(s string) bool {
+	for _, w := range [...]string{"token", "secret", "password", "passwd"} {
+		if hasSuffixFoldASCII(s, w) {
+			return true
+		}
+	}
+	if !hasSuffixFoldASCII(s, "key") {
+		return false
+	}
+	s = s[:len(s)-3]
+	if n := len(s); n > 0 && (s[n-1] == '_' || s[n-1] == '-') {
+		s = s[:n-1]
+	}
+	return hasSuffixFoldASCII(s, "api") || hasSuffixFoldASCII(s, "access") ||
+		hasSuffixFoldASCII(s, "secret") || hasSuffixFoldASCII(s, "private")
+}
+
+// endsWithPwd reports whether s ends with pwd, in any case, after a '_', a '-', or a ';' and
+// blanks: the pwd rule's name.
+func endsWithPwd(s string) bool {
+	if !hasSuffixFoldASCII(s, "pwd") {
+		return false
+	}
+	s = s[:len(s)-3]
+	if n := len(s); n > 0 && (s[n-1] == '_' || s[n-1] == '-') {
+		return true
+	}
+	s = strings.TrimRight(s, " \t\n\f\r")
+	return strings.HasSuffix(s, ";")
+}
+
+// hasSuffixFoldASCII reports whether s ends with the lower-case ASCII word w in any case.
+func hasSuffixFoldASCII(s, w string) bool {
+	if len(s) < len(w) {
+		return false
+	}
+	s = s[len(s)-len(w):]
+	for i := 0; i < len(w); i++ {
+		if s[i]|0x20 != w[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // containsFoldASCII reports whether s contains the lower-case ASCII word w in any case.
@@ -286,6 +429,9 @@ func New(cfg Config) (*Redactor, error) {
 	if !cfg.NoDefaults {
 		for _, b := range Builtin() {
 			ru := rule{re: b.Pattern, repl: b.Replacement, expand: true, may: mayMatch[b.Name], valid: b.Valid}
+			if named, own := ru.may, b.may; own != nil {
+				ru.may = func(s string) bool { return named(s) && own(s) }
+			}
 			if ru.repl == "" {
 				ru.repl, ru.expand = "[REDACTED:"+b.Name+"]", false
 			}

@@ -594,3 +594,79 @@ func BenchmarkManyPEMBegins(b *testing.B) {
 		r.String(s)
 	}
 }
+
+// An error message names a secret without holding one: the word after "token:" or "password:"
+// stays when it is a placeholder (expired, missing, required, …) or a lone word in prose after
+// "invalid", "missing", "expired" and the like. A value with a digit or a symbol, a quoted one,
+// one after "=", and a YAML or env value with nothing in front are still secrets.
+func TestProseAfterSecretNameStays(t *testing.T) {
+	runStringCases(t, []stringCase{
+		{"invalid token: expired", "error: invalid token: expired", "error: invalid token: expired"},
+		{"password: required", "password: required", "password: required"},
+		{"token: missing", "token: missing", "token: missing"},
+		{"placeholder any case", "API_KEY: Missing, SECRET: none, password: <redacted>", "API_KEY: Missing, SECRET: none, password: <redacted>"},
+		{"placeholder then a period", "401: token: expired.", "401: token: expired."},
+		{"placeholder with =", "PASSWORD=unset TOKEN=null", "PASSWORD=unset TOKEN=null"},
+		{"word after a qualifier", "invalid token: malformed", "invalid token: malformed"},
+		{"word after a qualifier and words", "Missing access token: please log in", "Missing access token: please log in"},
+		{"in a JSON error", `{"error":"expired refresh_token: revoked"}`, `{"error":"expired refresh_token: revoked"}`},
+		// Still secrets.
+		{"password with digits", "password: hunter22", "password: [REDACTED:secret]"},
+		{"github token", "token: ghp_" + strings.Repeat("a", 36), "token: [REDACTED:api_key]"},
+		{"JSON member", `{"password": "x"}`, `{"password": "[REDACTED:secret]"}`},
+		{"JSON placeholder word is data", `{"password": "required"}`, `{"password": "[REDACTED:secret]"}`},
+		{"env", "PASSWORD=hunter2", "PASSWORD=[REDACTED:secret]"},
+		{"yaml", "db:\n  password: s3cr3t!\n", "db:\n  password: [REDACTED:secret]\n"},
+		{"yaml word", "password: hunter", "password: [REDACTED:secret]"},
+		{"word after = and a qualifier", "invalid token=abcdefgh", "invalid token=[REDACTED:secret]"},
+		{"mixed case word after a qualifier", "invalid token: aBcDeFgH", "invalid token: [REDACTED:secret]"},
+		{"digits after a qualifier", "invalid token: abc12345", "invalid token: [REDACTED:secret]"},
+		{"qualifier too far", "invalid request from the client with token: hunter", "invalid request from the client with token: [REDACTED:secret]"},
+	})
+}
+
+// A key=value secret first in a form body or query string with no "?" before it is its value
+// alone, as it is after a "?" or "&": the parameters after it stay.
+func TestFormSecretFirstKeepsOtherParameters(t *testing.T) {
+	runStringCases(t, []stringCase{
+		{"at the start", "token=abc&page=2", "token=[REDACTED:secret]&page=2"},
+		{"after a space", "POST body: password=hunter22&user=bob&x=1", "POST body: password=[REDACTED:secret]&user=bob&x=1"},
+		{"two secrets", "token=abc&client_secret=def&page=2", "token=[REDACTED:secret]&client_secret=[REDACTED:secret]&page=2"},
+		{"in quotes", `data='api_key=k1&q=go'`, `data='api_key=[REDACTED:secret]&q=go'`},
+		{"no parameter after the &", "password=ab&cd!", "password=[REDACTED:secret]"},
+		{"repeated", strings.Repeat("token=a&", 3), "token=[REDACTED:secret]&token=[REDACTED:secret]&token=[REDACTED:secret]&"},
+	})
+}
+
+// BenchmarkManyRedactedKeys: the text BenchmarkManyPEMBegins leaves once the private key rule
+// has replaced it, "[REDACTED:private_key]" many times over. Its colons and "key" once made
+// every key=value rule scan it (tens of milliseconds); no secret's name comes before a colon.
+func BenchmarkManyRedactedKeys(b *testing.B) {
+	r := redact.MustNew(redact.Config{})
+	s := strings.Repeat("[REDACTED:private_key]", 100000/22)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		r.String(s)
+	}
+}
+
+// BenchmarkManyPwd: "Pwd=" many times (100 KB); the shell's PWD, no connection string's: the
+// key=value rules' scans are skipped.
+func BenchmarkManyPwd(b *testing.B) {
+	r := redact.MustNew(redact.Config{})
+	s := strings.Repeat("Pwd=", 100000/4)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		r.String(s)
+	}
+}
+
+// BenchmarkManyFormSecrets: "token=a&" many times (100 KB), each value a secret to replace.
+func BenchmarkManyFormSecrets(b *testing.B) {
+	r := redact.MustNew(redact.Config{})
+	s := strings.Repeat("token=a&", 100000/8)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		r.String(s)
+	}
+}
