@@ -270,7 +270,9 @@ func sortedByValue(m map[string]any) []string {
 }
 
 // explainer composes the run's answer from its upstream results only: for each agent it knows,
-// sentences built from that agent's numbers; for any other, the agent's own summary. When the
+// sentences built from that agent's numbers; for any other, the agent's own summary. A
+// comparison of brands or regions (gap_analyzer's, for a comparative question) opens the
+// answer. When the
 // question names no brand, the answer opens by saying which brand the agents analysed. It writes
 // the answer as agent_result "explanation" (which troupe's aggregation takes as the run's
 // synthesis), the numbers it used as "evidence" and the confidence of each source. Its own
@@ -285,6 +287,7 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 	}
 	c := &composer{}
 	var sentences, sources []string
+	lead := "" // the comparison a comparative question asks for
 	basis := map[string]any{}
 	conf := 1.0
 	// The agents of a parallel stage arrive in the order they finished; read them in seed
@@ -305,6 +308,14 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 		if u.Confidence != nil {
 			basis[u.Agent] = *u.Confidence
 			conf = min(conf, *u.Confidence)
+		}
+		if _, ok := u.Result["comparison"]; ok && lead == "" {
+			// The comparison answers the question asked, so it opens the answer.
+			c.agent, c.result, c.missing = u.Agent, u.Result, false
+			mark := len(c.evidence)
+			if lead = explainComparison(c); c.missing {
+				lead, c.evidence = "", c.evidence[:mark]
+			}
 		}
 		text := ""
 		if render := renderer(u.Agent); render != nil {
@@ -335,12 +346,21 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 		if b := brandOf(upstream); b != "" {
 			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The question names none of the brands in the data%s, so %s is analysed where a brand is needed.", mentioned(d.ParsedQuery), b))
 		}
+	case len(brands) > 1 && lead != "" && comparesBrands(upstream, brands):
+		// The comparison covers every brand named; the other agents analyse one brand, and
+		// the answer must not read as though they had compared them too.
+		if b := brandOf(upstream); b != "" {
+			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The rest of this answer is about %s only.", b))
+		}
 	case len(brands) > 1:
 		// The agents analyse one brand; an answer that reads as a comparison of the brands
 		// the question names would claim what nobody computed.
 		if b := brandOf(upstream); b != "" {
 			sentences = slices.Insert(sentences, 0, fmt.Sprintf("The question names %s; the agents analyse one brand at a time, so this answer is about %s only.", list(brands), b))
 		}
+	}
+	if lead != "" {
+		sentences = slices.Insert(sentences, 0, lead)
 	}
 	explanation := strings.Join(sentences, " ")
 	out := map[string]any{
@@ -351,6 +371,22 @@ func explainer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) 
 	}
 	summary := fmt.Sprintf("Explained %d upstream results from %d of their numbers", len(sources), len(c.evidence))
 	return completed(summary, conf, out, nil), nil
+}
+
+// comparesBrands says whether an upstream comparison is by brand and covers every one of brands.
+func comparesBrands(upstream []troupe.UpstreamResult, brands []string) bool {
+	for _, u := range upstream {
+		if lookupString(u.Result, "comparison", "by") != "brand" {
+			continue
+		}
+		v, _ := lookup(u.Result, "comparison", "items")
+		var names []string
+		for _, it := range objects(v) {
+			names = append(names, lookupString(it, "name"))
+		}
+		return !slices.ContainsFunc(brands, func(b string) bool { return !slices.Contains(names, b) })
+	}
+	return false
 }
 
 // brandOf returns the brand the first upstream result that analysed one reports, or "".

@@ -66,7 +66,9 @@ func (rt *rates) weeksBehind(region, peer string) (behind, n int) {
 // would have written at the peer's rate. When causal_impact ran before it, it also says how
 // much of the gap the estimated effect accounts for. With no region asked about it analyses
 // the region furthest behind the leader. Its confidence is the rule-of-succession estimate of
-// the region trailing (or leading) its peer in a week, from the weeks of the period.
+// the region trailing (or leading) its peer in a week, from the weeks of the period. A
+// comparative question naming two brands or two regions also gets their "comparison" (see
+// Dataset.comparison); the gap figures stay those of the first brand and region.
 func (ds *Dataset) gapAnalyzer(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -158,6 +160,14 @@ func (ds *Dataset) gapAnalyzer(ctx context.Context, d *troupe.Dispatch) (*troupe
 				summary += fmt.Sprintf("; the estimated drop of %s %s a week is %s of %s", units(math.Abs(effect)), s.kpi, pct(share), that)
 			}
 		}
+	}
+	if cmp := ds.comparison(d, &s); cmp != nil {
+		out["comparison"] = cmp
+		var parts []string
+		for _, it := range cmp["items"].([]map[string]any) {
+			parts = append(parts, fmt.Sprintf("%s %s a week (%.1f per 100 prescribers)", it["name"], units(it["units_per_week"].(float64)), it["rate_per_100_prescribers"]))
+		}
+		summary += fmt.Sprintf("; compared by %s: %s; %s leads by %s", cmp["by"], strings.Join(parts, ", "), cmp["leader"], pct(cmp["lead_pct"].(float64)))
 	}
 	return completed(summary, confidence, out, s.warnings), nil
 }

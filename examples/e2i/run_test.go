@@ -304,10 +304,11 @@ func TestRunUnknownRegionFails(t *testing.T) {
 	}
 }
 
-// A question naming two brands is answered about the first; the answer says so rather than
-// reading as a comparison of the two.
+// A question naming two brands that asks for no comparison is answered about the first; the
+// answer says so rather than reading as a comparison of the two (TestRunComparisonAnswer has
+// the comparative question).
 func TestRunTwoBrandsSaysWhichWasAnalysed(t *testing.T) {
-	evs := runQuery(t, "Compare Kisqali and Verzenio NRx in the Midwest")
+	evs := runQuery(t, "Why did Kisqali and Verzenio NRx drop in the Midwest?")
 	if last := evs[len(evs)-1]; last.Kind != troupe.KindRunCompleted {
 		t.Fatalf("run ended with %s: %+v", last.Kind, last.Data)
 	}
