@@ -45,11 +45,16 @@ func (d *Dispatch) Emitter() Emitter {
 // it runs a member, so a composite resumed after a crash takes its finished members' results
 // instead of running them again (and paying for them twice).
 //
-// Recorded returns the completed result the log holds for a nested dispatch with d's id, but
-// only when the log also holds that dispatch going to the same agent with the same input —
-// query, parsed query, RAG and user context, upstream results, depends_on and execution mode.
-// A member whose input came out differently this time (an agent called as a tool with other
-// arguments) runs again.
+// Recorded returns the result the log holds for a finished nested dispatch with d's id —
+// completed, failed, timed out, or cancelled by its composite's policy — exactly as recorded,
+// so a resumed composite reaches the outcome the run that made the log reached (a member that
+// failed there is not tried again, and perhaps succeeds, here). It takes none for a dispatch
+// the log shows still running when the run stopped, nor for one that stopped to wait for a
+// human's answer: those run again under their ids. It returns a result only when the log also
+// holds that dispatch going to the same agent with the same input — query, parsed query, RAG
+// and user context, upstream results, depends_on and execution mode. A member whose input came
+// out differently this time (an agent called as a tool with other arguments) runs again. A
+// composite taking a result records nothing of it again: its events are in the log.
 type Recorder interface {
 	Recorded(d *Dispatch) (*Result, bool)
 }

@@ -53,12 +53,17 @@ type replayIndex struct {
 	// applied in the order the log recorded them (take), which is the order they finished in.
 	held []*call
 
-	// Dispatches nested in composites, and their completed results, by dispatch id: a
-	// composite run again takes a member's recorded result when its input is unchanged
-	// (troupe.Recorder).
+	// Dispatches nested in composites, and their finished results, by dispatch id: a
+	// composite run again takes a member's recorded result — completed, failed, timed out or
+	// cancelled — when its input is unchanged (troupe.Recorder). A member that stopped to wait
+	// for a human has no result here: it runs again to get its answer.
 	nestedDispatch map[string]*troupe.Dispatch
 	nestedResult   map[string]*troupe.Result
 	nestedParent   map[string]string // the dispatch each nested one was made for, by id
+	// Questions asked by nested dispatches that the log, read so far, holds no answer to, with
+	// the nested dispatch that asked and the ones it is nested in: a member finishing with one
+	// of them open paused for a human rather than failed.
+	nestedAsking map[string][]string
 	// Nested dispatches the log shows started and not finished: one made again under its id
 	// is not recorded as started a second time (its first start is still open).
 	nestedOpen map[string]bool
@@ -138,6 +143,7 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 			x.results[d.DispatchID] = d
 			x.resultAt[d.DispatchID] = i
 		case *troupe.Question:
+			x.askedNested(d)
 			x.asked[d.ID] = true
 			x.questions = append(x.questions, loggedQuestion{d, ev.Step})
 			if d.Kind == troupe.QuestionReview && d.Result != nil && d.DispatchID != "" {
@@ -147,6 +153,7 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 				x.reviews[d.DispatchID] = d
 			}
 		case *troupe.Answer:
+			delete(x.nestedAsking, d.QuestionID)
 			x.answers[d.QuestionID] = *d
 		case *troupe.Warning:
 			if ev.Kind == troupe.KindBudgetExhausted && x.budgetWhy == "" {
@@ -184,11 +191,15 @@ func (x *replayIndex) indexNested(ev *troupe.Event) {
 				x.nestedOpen = map[string]bool{}
 			}
 			x.nestedOpen[d.DispatchID] = true
+			// Run again (it had paused for a human): what it did before is superseded.
+			delete(x.nestedResult, d.DispatchID)
 		}
 	case *troupe.Result:
 		delete(x.nestedOpen, d.DispatchID)
-		if d.Status != troupe.StatusCompleted {
-			return // a member that failed runs again
+		if x.pausedNested(d.DispatchID) {
+			// It stopped to wait for a human, not finished: it runs again to get the answer.
+			delete(x.nestedResult, d.DispatchID)
+			return
 		}
 		if x.nestedResult == nil {
 			x.nestedResult = map[string]*troupe.Result{}
@@ -197,8 +208,37 @@ func (x *replayIndex) indexNested(ev *troupe.Event) {
 	}
 }
 
-// nested returns the recorded completed result of the nested dispatch d, when the log holds
-// the same dispatch: same id, agent and input (see troupe.Recorder).
+// askedNested notes q, a question the log records, as open when a nested dispatch asked it.
+func (x *replayIndex) askedNested(q *troupe.Question) {
+	var chain []string
+	for id := q.DispatchID; len(chain) <= len(x.nestedParent); id = x.nestedParent[id] {
+		if _, ok := x.nestedDispatch[id]; !ok {
+			break
+		}
+		chain = append(chain, id)
+	}
+	if chain == nil {
+		return
+	}
+	if x.nestedAsking == nil {
+		x.nestedAsking = map[string][]string{}
+	}
+	x.nestedAsking[q.ID] = chain
+}
+
+// pausedNested says whether nested dispatch id, or one nested in it, asked a question the log
+// read so far holds no answer to: finishing now, it paused for a human.
+func (x *replayIndex) pausedNested(id string) bool {
+	for _, chain := range x.nestedAsking {
+		if slices.Contains(chain, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// nested returns the recorded result of the nested dispatch d, finished however it finished,
+// when the log holds the same dispatch: same id, agent and input (see troupe.Recorder).
 func (x *replayIndex) nested(d *troupe.Dispatch) (*troupe.Result, bool) {
 	if x == nil {
 		return nil, false

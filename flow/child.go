@@ -423,11 +423,15 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		d.TimeoutSeconds = &s
 	}
 	if rec, ok := f.d.Recorded(&d); ok {
-		// A resumed run: the log holds this member's completed result for this very input,
-		// so it is taken, not earned again. Its events are in the log already; its declared
-		// writes apply as they did.
+		// A resumed run: the log holds how this member finished for this very input —
+		// completed, failed, timed out or cancelled — so that is taken, not earned (or tried)
+		// again, and the composite comes to the outcome the run that made the log came to. Its
+		// events are in the log already; a completed member's declared writes apply as they did.
 		res := *rec // the log's copy stays as recorded
 		res.Errors, res.Warnings = slices.Clip(res.Errors), slices.Clip(res.Warnings)
+		if res.Status != troupe.StatusCompleted {
+			return &res, recordedCause(&res)
+		}
 		if delta := writes(m.spec, &res); delta != nil {
 			st.set(delta)
 		}
@@ -684,6 +688,29 @@ func writes(s *troupe.AgentSpec, res *troupe.Result) map[string]any {
 	}
 	return delta
 }
+
+// recordedCause is the error that a member's result that did not complete, taken from a
+// resumed run's log, stands for (what run returns beside it): its last error, the one the
+// member's own error became, as a *recordedError; nil when the result holds no error.
+func recordedCause(res *troupe.Result) error {
+	if len(res.Errors) == 0 {
+		return nil
+	}
+	return &recordedError{res.Errors[len(res.Errors)-1]}
+}
+
+// recordedError is a member's error as its result recorded it. Its text is an *AgentError's
+// with the recorded code and message, so a composite that wraps it reports what it reported
+// when the member failed live (troupe.ErrorInfoOf strips the same prefix), and it unwraps to
+// info.Err(): errors.As finds the *troupe.AgentError, errors.Is the code's sentinel
+// (troupe.ErrTimeout for TIMEOUT, …).
+type recordedError struct{ info troupe.ErrorInfo }
+
+func (e *recordedError) Error() string {
+	return "troupe: agent error " + e.info.Code + ": " + e.info.Message
+}
+
+func (e *recordedError) Unwrap() error { return e.info.Err() }
 
 // errorOf turns a failed result into the error a composite reports: seed 003's contract, with
 // the code, recoverability and fallback of the member's first error.
