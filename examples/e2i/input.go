@@ -37,15 +37,7 @@ func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 	s := scope{brand: ds.brands[0], kpi: "NRx", period: "recent"}
 	brands := stringsOf(pq["brands"])
 	if unknown := slices.DeleteFunc(slices.Clone(brands), func(b string) bool { return ds.brandIndex(b) >= 0 }); len(unknown) > 0 {
-		what := "brand"
-		if len(unknown) > 1 {
-			what = "brands"
-		}
-		return scope{}, &troupe.AgentError{
-			Code:           troupe.CodeInvalidInput,
-			Message:        fmt.Sprintf("no data for %s %s: the data holds %s", what, list(unknown), list(ds.brands)),
-			FallbackAction: "ask about " + orList(ds.brands),
-		}
+		return scope{}, noData("brand", unknown, ds.brands, "ask about "+orList(ds.brands))
 	}
 	switch {
 	case len(brands) == 0:
@@ -68,15 +60,7 @@ func (ds *Dataset) scope(d *troupe.Dispatch) (scope, error) {
 	switch {
 	case len(unknownRegions) > 0 && len(s.regions) == 0:
 		// As for a brand: an answer about another region answers a question nobody asked.
-		what := "region"
-		if len(unknownRegions) > 1 {
-			what = "regions"
-		}
-		return scope{}, &troupe.AgentError{
-			Code:           troupe.CodeInvalidInput,
-			Message:        fmt.Sprintf("no data for %s %s: the data holds %s", what, list(unknownRegions), list(ds.regions)),
-			FallbackAction: "ask about the " + orList(ds.regions),
-		}
+		return scope{}, noData("region", unknownRegions, ds.regions, "ask about the "+orList(ds.regions))
 	case len(unknownRegions) > 0:
 		s.warnings = append(s.warnings, fmt.Sprintf("no data for %s; analysed %s", list(unknownRegions), list(s.regions)))
 	}
@@ -328,4 +312,17 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return strconv.Itoa(n) + " " + thing + "s"
+}
+
+// noData is the INVALID_INPUT error for names (of kind "brand" or "region") the data does not
+// hold, saying what it holds instead.
+func noData(kind string, unknown, held []string, fallback string) error {
+	if len(unknown) > 1 {
+		kind += "s"
+	}
+	return &troupe.AgentError{
+		Code:           troupe.CodeInvalidInput,
+		Message:        fmt.Sprintf("no data for %s %s: the data holds %s", kind, list(unknown), list(held)),
+		FallbackAction: fallback,
+	}
 }
