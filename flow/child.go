@@ -36,6 +36,8 @@ func Named(name string, a troupe.Agent, opts ...troupe.Option) *troupe.AgentSpec
 // agent tools — counting the planned dispatch at the bottom — however they came to nest: a
 // member that would be the MaxNesting+1th fails with a *troupe.MaxDepthExceededError before
 // it starts. Real workflows nest a few levels; only a composite that runs itself goes deeper.
+// It also bounds an agent tool's MaxDepth: AsTool with a larger one fails every call with a
+// configuration error.
 const MaxNesting = 64
 
 // member is a composite's compiled member.

@@ -43,6 +43,17 @@ func (s Strategy) String() string {
 	return fmt.Sprintf("strategy(%d)", uint8(s))
 }
 
+// ownKeys are the keys the strategy writes into a group's agent_result beside the merged state.
+func (s Strategy) ownKeys() []string {
+	switch s {
+	case CollectAll:
+		return []string{"branches"}
+	case MajorityVote:
+		return []string{"answer", "votes", "voters"}
+	}
+	return nil
+}
+
 // Error codes a parallel group reports besides its branches' own (seed 003's error contract).
 const (
 	CodeStateConflict = "STATE_CONFLICT" // two branches wrote different values to one key
@@ -169,18 +180,24 @@ var errFirstSuccess = errors.New("flow: parallel: another branch succeeded first
 // *troupe.AgentError when the group was cancelled), or a branch's error wrapping
 // troupe.ErrPaused when it paused for a human (under FirstSuccess, only when no branch won). Each unwraps to seed 003's *troupe.AgentError.
 func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, error) {
+	out, _, err := p.execute(ctx, d)
+	return out, err
+}
+
+// execute is Execute, also returning which branches wrote each key of the outcome's State.
+func (p *ParallelAgent) execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, map[string][]string, error) {
 	ms, err := p.lazy.get("parallel", p.agents)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.cfg.Strategy > MajorityVote {
-		return nil, fmt.Errorf("flow: parallel: unknown strategy %d", p.cfg.Strategy)
+		return nil, nil, fmt.Errorf("flow: parallel: unknown strategy %d", p.cfg.Strategy)
 	}
 	if p.cfg.Strategy == MajorityVote && p.cfg.Answer == nil {
-		return nil, errors.New("flow: parallel: MajorityVote needs an Answer extractor")
+		return nil, nil, errors.New("flow: parallel: MajorityVote needs an Answer extractor")
 	}
 	if p.cfg.MaxConcurrent < 0 {
-		return nil, fmt.Errorf("flow: parallel: negative MaxConcurrent %d", p.cfg.MaxConcurrent)
+		return nil, nil, fmt.Errorf("flow: parallel: negative MaxConcurrent %d", p.cfg.MaxConcurrent)
 	}
 	if d == nil {
 		d = troupe.NewDispatch()
@@ -252,7 +269,8 @@ launch:
 			counted[i] = counted[i] && slices.Contains(out.Vote.Voters[out.Vote.Answer], ms[i].spec.Name)
 		}
 	}
-	out.State, out.Conflicts = merge(ms, views, counted)
+	var writers map[string][]string
+	out.State, out.Conflicts, writers = merge(ms, views, counted)
 	var conflict error
 	if len(out.Conflicts) > 0 {
 		conflict = &ConflictError{Conflicts: out.Conflicts}
@@ -261,23 +279,23 @@ launch:
 	case paused != nil && out.Winner < 0:
 		// The run pauses for a human; resumed, the group runs again. Under FirstSuccess a
 		// winner makes the question moot: the group is done.
-		return out, paused
+		return out, writers, paused
 	case !slices.Contains(counted, true):
-		return out, noSuccess(ctx, out.Results, causes)
+		return out, writers, noSuccess(ctx, out.Results, causes)
 	case out.Vote != nil && out.Vote.Tie && conflict != nil:
 		// The tie is reported, not hidden behind the tied branches' conflicting writes.
-		return out, errors.Join(&TieError{Vote: out.Vote}, conflict)
+		return out, writers, errors.Join(&TieError{Vote: out.Vote}, conflict)
 	case out.Vote != nil && out.Vote.Tie:
-		return out, &TieError{Vote: out.Vote}
+		return out, writers, &TieError{Vote: out.Vote}
 	case conflict != nil:
-		return out, conflict
+		return out, writers, conflict
 	}
-	return out, nil
+	return out, writers, nil
 }
 
 // merge combines the branches' writes in agent order; keys with different values conflict.
-func merge(ms []member, views []*overlay, counted []bool) (map[string]any, []StateConflict) {
-	var state map[string]any
+// writers names, for each merged key, the branches that wrote it, in agent order.
+func merge(ms []member, views []*overlay, counted []bool) (state map[string]any, conflicts []StateConflict, writers map[string][]string) {
 	byKey := map[string][]BranchValue{}
 	var keys []string
 	for i, v := range views {
@@ -291,7 +309,6 @@ func merge(ms []member, views []*overlay, counted []bool) (map[string]any, []Sta
 			byKey[k] = append(byKey[k], BranchValue{Agent: ms[i].spec.Name, Value: v.writes[k]})
 		}
 	}
-	var conflicts []StateConflict
 	slices.Sort(keys)
 	for _, k := range keys {
 		vs := byKey[k]
@@ -304,11 +321,14 @@ func merge(ms []member, views []*overlay, counted []bool) (map[string]any, []Sta
 			continue
 		}
 		if state == nil {
-			state = make(map[string]any)
+			state, writers = make(map[string]any), make(map[string][]string)
 		}
 		state[k] = vs[0].Value
+		for _, v := range vs {
+			writers[k] = append(writers[k], v.Agent)
+		}
 	}
-	return state, conflicts
+	return state, conflicts, writers
 }
 
 func tally(ms []member, rs []*troupe.Result, answer func(*troupe.Result) string) *Vote {
@@ -363,14 +383,26 @@ func noSuccess(ctx context.Context, rs []*troupe.Result, causes []error) error {
 //   - MajorityVote: the merged state writes plus "answer", "votes" (answer → count) and
 //     "voters" (answer → agents).
 //
+// The strategy's own keys always mean what they say here. A branch's state write to one of
+// them is not silently lost: it stays in Execute's ParallelOutcome.State (under CollectAll, in
+// the branch's own agent_result under "branches" too), and the result carries a warning naming
+// the branches, the key and the value, e.g. `voter1, voter2: state write "answer" = "42" is
+// shadowed by the majority_vote group's own "answer"`.
+//
 // Tokens and cost are the sum of every branch's. Conflicts, ties and a group without a
 // success return the partial result with Execute's error.
 func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	out, err := p.Execute(ctx, d)
+	out, writers, err := p.execute(ctx, d)
 	if out == nil {
 		return nil, err
 	}
 	res := &troupe.Result{}
+	for _, k := range p.cfg.Strategy.ownKeys() {
+		if v, ok := out.State[k]; ok {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: state write %q = %s is shadowed by the %s group's own %q",
+				strings.Join(writers[k], ", "), k, truncate(jsonText(v), 80), p.cfg.Strategy, k))
+		}
+	}
 	switch p.cfg.Strategy {
 	case FirstSuccess:
 		if out.Winner >= 0 {

@@ -362,3 +362,73 @@ func TestParallelFirstSuccessIsNotPausedByALoser(t *testing.T) {
 		t.Errorf("Execute = winner %d, %v; want the winner and no pause", out.Winner, err)
 	}
 }
+
+// TestParallelShadowedStateWrite: under CollectAll and MajorityVote the group's agent_result
+// keeps the strategy's own keys; a branch's state write to one of them is not lost silently.
+func TestParallelShadowedStateWrite(t *testing.T) {
+	says := func(out map[string]any) troupe.Agent {
+		return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: out}, nil
+		})
+	}
+	answer := func(r *troupe.Result) string { return r.AgentResult["pick"].(string) }
+
+	t.Run("majority vote", func(t *testing.T) {
+		group := flow.Parallel(flow.ParallelConfig{Strategy: flow.MajorityVote, Answer: answer},
+			flow.Named("v1", says(map[string]any{"pick": "blue", "answer": "mine"}), troupe.Writes("answer")),
+			flow.Named("v2", says(map[string]any{"pick": "blue", "answer": "mine"}), troupe.Writes("answer")),
+			flow.Named("v3", says(map[string]any{"pick": "red"})))
+		res, err := group.Run(t.Context(), troupe.NewDispatch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{
+			"answer": "blue",
+			"votes":  map[string]int{"blue": 2, "red": 1},
+			"voters": map[string][]string{"blue": {"v1", "v2"}, "red": {"v3"}},
+		}
+		if diff := cmp.Diff(want, res.AgentResult); diff != "" {
+			t.Errorf("agent_result (-want +got):\n%s", diff)
+		}
+		wantWarn := []string{`v1, v2: state write "answer" = "mine" is shadowed by the majority_vote group's own "answer"`}
+		if diff := cmp.Diff(wantWarn, res.Warnings); diff != "" {
+			t.Errorf("warnings (-want +got):\n%s", diff)
+		}
+		out, err := group.Execute(t.Context(), troupe.NewDispatch())
+		if err != nil || out.State["answer"] != "mine" {
+			t.Errorf("Execute's State = %v, %v; want the branches' write kept", out.State, err)
+		}
+	})
+
+	t.Run("collect all", func(t *testing.T) {
+		group := flow.Parallel(flow.ParallelConfig{},
+			flow.Named("a", says(map[string]any{"branches": 3.0, "x": 1.0}), troupe.Writes("branches", "x")),
+			flow.Named("b", says(map[string]any{"y": 2.0})))
+		res, err := group.Run(t.Context(), troupe.NewDispatch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{
+			"x": 1.0,
+			"branches": map[string]any{
+				"a": map[string]any{"branches": 3.0, "x": 1.0},
+				"b": map[string]any{"y": 2.0},
+			},
+		}
+		if diff := cmp.Diff(want, res.AgentResult); diff != "" {
+			t.Errorf("agent_result (-want +got):\n%s", diff)
+		}
+		wantWarn := []string{`a: state write "branches" = 3 is shadowed by the collect_all group's own "branches"`}
+		if diff := cmp.Diff(wantWarn, res.Warnings); diff != "" {
+			t.Errorf("warnings (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("no collision, no warning", func(t *testing.T) {
+		res, err := flow.Parallel(flow.ParallelConfig{},
+			flow.Named("a", says(map[string]any{"x": 1.0}), troupe.Writes("x"))).Run(t.Context(), troupe.NewDispatch())
+		if err != nil || len(res.Warnings) != 0 {
+			t.Errorf("Run = %v, %v; want no warning", res.Warnings, err)
+		}
+	})
+}

@@ -24,8 +24,9 @@ var defaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{
 // choosing among its tools — can call during its own dispatch (seed 002's createAgentTool).
 // opts are the registration options: Describe sets the tool's description, InputSchema its
 // arguments' schema (checked before the agent runs), OutputSchema the agent's result's,
-// MaxDepth the deepest call stack at which the agent may be called (default 5), Reads, Writes
-// and WithTimeout as for any member of a composite.
+// MaxDepth the deepest call stack at which the agent may be called (default 5; at most
+// MaxNesting, which bounds every nesting, so a larger MaxDepth is a configuration error, not
+// a silent cap), Reads, Writes and WithTimeout as for any member of a composite.
 //
 // The call stack travels in ctx. It holds the agents on the path to the one called: the agent
 // that made the first call, each agent called through a tool and, when a tool wraps a
@@ -97,6 +98,12 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	ms, err := t.lazy.get(t.info.Name, []*troupe.AgentSpec{t.spec})
 	if err != nil {
 		return nil, err
+	}
+	if t.spec.MaxDepth > MaxNesting {
+		// The call at depth MaxNesting+1 would fail anyway, reporting MaxNesting as its limit:
+		// a deeper MaxDepth could never be honoured.
+		return nil, fmt.Errorf("flow: %s: agent %s: max depth %d is above flow.MaxNesting (%d), the deepest any dispatch nests",
+			t.info.Name, t.spec.Name, t.spec.MaxDepth, MaxNesting)
 	}
 	if caller == nil {
 		caller = troupe.NewDispatch()

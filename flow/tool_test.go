@@ -184,6 +184,29 @@ func TestMaxDepth(t *testing.T) {
 			t.Errorf("err = %v, want the bad configuration named", err)
 		}
 	})
+	// MaxNesting bounds every nesting, so a MaxDepth above it could never be honoured: it is
+	// refused, not silently capped.
+	t.Run("a depth above MaxNesting is a configuration error", func(t *testing.T) {
+		_, err := chain(six[:1], troupe.MaxDepth(flow.MaxNesting+1)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`))
+		if err == nil || !strings.HasPrefix(err.Error(), "flow: delegate_to_A: ") || !strings.Contains(err.Error(), "max depth 65 is above flow.MaxNesting (64)") {
+			t.Errorf("err = %v, want the bad configuration named", err)
+		}
+	})
+	t.Run("depth MaxNesting is honoured to the last level", func(t *testing.T) {
+		names := make([]string, flow.MaxNesting)
+		for i := range names {
+			names[i] = fmt.Sprintf("n%d", i)
+		}
+		if _, err := chain(names, troupe.MaxDepth(flow.MaxNesting)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`)); err != nil {
+			t.Fatalf("%d deep: %v", flow.MaxNesting, err)
+		}
+		deeper := append(names, "last")
+		_, err := chain(deeper, troupe.MaxDepth(flow.MaxNesting)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`))
+		var deep *troupe.MaxDepthExceededError
+		if !errors.As(err, &deep) || deep.MaxDepth != flow.MaxNesting || len(deep.Stack) != flow.MaxNesting+1 {
+			t.Errorf("err = %v, want MaxDepthExceededError at %d", err, flow.MaxNesting)
+		}
+	})
 	t.Run("depth 10 allows 6", func(t *testing.T) {
 		raw, err := chain(six, troupe.MaxDepth(10)).Call(t.Context(), nil, json.RawMessage(`{"task": "go"}`))
 		if err != nil {
