@@ -13,6 +13,15 @@
 // the arguments are the dispatch's user_context["arguments"] (a JSON object), else its
 // parsed_query.
 //
+// Config.MaxResultBytes (0 means DefaultMaxResultBytes, 16 MiB: the go-sdk's frame limit over
+// stdio) bounds a result: Call refuses one whose JSON encoding is larger, and Agent one whose
+// agent_result is, with a *ResultTooLargeError saying the size and the bound (for Agent, a
+// non-recoverable INVALID_OUTPUT). Over streamable HTTP, which the go-sdk does not bound, the
+// server's responses are bounded as they are read: a JSON body, or one event of an SSE stream,
+// past twice the bound plus 64 KiB is cut off there, and the call fails with a
+// *ResultTooLargeError saying how much was read, so a misbehaving server cannot make troupe
+// hold more than that. Config.HTTPClient is copied, its Transport wrapped, not changed.
+//
 // A Client owns its session and, for stdio, the server's process: Close ends both and waits
 // for them, terminating a server that does not exit StopTimeout after its stdin closes. The
 // server runs in its own process group; whatever is left of the group then (the child of a

@@ -22,6 +22,10 @@ import (
 // DefaultCallTimeout bounds a tool call when Config.CallTimeout is zero.
 const DefaultCallTimeout = time.Minute
 
+// DefaultMaxResultBytes bounds a tool's result when Config.MaxResultBytes is zero: 16 MiB, the
+// go-sdk's frame limit over stdio.
+const DefaultMaxResultBytes = 16 << 20
+
 // Config says how to reach one MCP server: exactly one of Command (stdio), URL (streamable
 // HTTP) or Transport.
 type Config struct {
@@ -55,6 +59,13 @@ type Config struct {
 	CallTimeout time.Duration
 	// ClientName is how troupe introduces itself to the server; "" means "troupe".
 	ClientName string
+	// MaxResultBytes bounds a tool's result as Call returns it (its JSON encoding) and as
+	// Agent's agent_result; a larger result is a *ResultTooLargeError. 0 means
+	// DefaultMaxResultBytes; negative is an error of Connect. Over streamable HTTP it also
+	// bounds what is read of the server's responses: a JSON body, or one event of an SSE
+	// stream, may be at most twice MaxResultBytes plus 64 KiB (a result's structured content
+	// comes with a copy as text), and the call that receives more fails without reading it.
+	MaxResultBytes int64
 }
 
 // Client is a connected MCP server and the tools it offers. Its methods are safe for
@@ -97,6 +108,12 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.MaxResultBytes < 0 {
+		return nil, fmt.Errorf("mcptool: config: negative max_result_bytes %d", cfg.MaxResultBytes)
+	}
+	if cfg.MaxResultBytes == 0 {
+		cfg.MaxResultBytes = DefaultMaxResultBytes
 	}
 	cfg.Command, cfg.Env, cfg.Include = slices.Clone(cfg.Command), slices.Clone(cfg.Env), slices.Clone(cfg.Include)
 	cs, err := dial(ctx, cfg)
@@ -214,7 +231,7 @@ func transport(cfg Config) (mcp.Transport, error) {
 		if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
 			return nil, fmt.Errorf("mcptool: config: url %q is not an http or https URL", cfg.URL)
 		}
-		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: cfg.HTTPClient}, nil
+		return httpTransport(cfg), nil
 	default:
 		return cfg.Transport, nil
 	}
@@ -328,6 +345,26 @@ var _ troupe.Tool = (*Tool)(nil)
 // Info returns the tool's name, description and input schema as the server listed them.
 func (t *Tool) Info() troupe.ToolInfo { return t.info }
 
+// ResultTooLargeError is a result over Config.MaxResultBytes. It is not recoverable: the same
+// call returns the same result. Its zero value is not meaningful.
+type ResultTooLargeError struct {
+	Tool string // as offered to agents
+	// Size is the result's encoded size; when the server's response was cut off before its
+	// end (over streamable HTTP), Size is 0 and Read says how much was read.
+	Size  int64
+	Read  int64
+	Limit int64 // Config.MaxResultBytes
+
+	broke bool // cutting the response off broke the session
+}
+
+func (e *ResultTooLargeError) Error() string {
+	if e.Size > 0 {
+		return fmt.Sprintf("mcptool: %s: the result is %d bytes, over the bound of %d bytes (max_result_bytes)", e.Tool, e.Size, e.Limit)
+	}
+	return fmt.Sprintf("mcptool: %s: the server's response was cut off after %d bytes, over what a result bounded at %d bytes (max_result_bytes) may take", e.Tool, e.Read, e.Limit)
+}
+
 // ToolError is a tool's own report of failure (a result with isError set): the model may
 // correct its arguments and call again.
 type ToolError struct {
@@ -344,18 +381,36 @@ func (t *Tool) Call(ctx context.Context, _ *troupe.Dispatch, args json.RawMessag
 	res, err := t.call(ctx, args)
 	if err != nil {
 		var te *ToolError
-		if errors.As(err, &te) {
+		var big *ResultTooLargeError
+		if errors.As(err, &te) || errors.As(err, &big) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("mcptool: %s: %w", t.info.Name, err)
 	}
-	if res.StructuredContent != nil {
-		return json.Marshal(res.StructuredContent)
+	var out json.RawMessage
+	switch text, ok := textOf(res); {
+	case res.StructuredContent != nil:
+		out, err = json.Marshal(res.StructuredContent)
+	case ok:
+		out, err = json.Marshal(text)
+	default:
+		out, err = json.Marshal(res.Content)
 	}
-	if text, ok := textOf(res); ok {
-		return json.Marshal(text)
+	if err != nil {
+		return nil, fmt.Errorf("mcptool: %s: encode the result: %w", t.info.Name, err)
 	}
-	return json.Marshal(res.Content)
+	if err := t.bound(len(out)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// bound refuses a result of size bytes over Config.MaxResultBytes.
+func (t *Tool) bound(size int) error {
+	if limit := t.c.cfg.MaxResultBytes; int64(size) > limit {
+		return &ResultTooLargeError{Tool: t.info.Name, Size: int64(size), Limit: limit}
+	}
+	return nil
 }
 
 // call invokes the tool. Its errors but a *ToolError do not name the tool: the callers do.
@@ -371,6 +426,11 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
 	defer cancel()
+	// Over streamable HTTP a response cut off at the bound cancels the call with a
+	// *ResultTooLargeError as the cause, which is the call's error.
+	ctx, cut := context.WithCancelCause(ctx)
+	defer cut(nil)
+	ctx = context.WithValue(ctx, cutKey{}, cut)
 	var res *mcp.CallToolResult
 	for retried := false; ; retried = true {
 		s, err := t.c.current(ctx)
@@ -378,6 +438,15 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 			return nil, err
 		}
 		res, err = s.cs.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: in})
+		var big *ResultTooLargeError
+		if err != nil && errors.As(context.Cause(ctx), &big) {
+			if big.broke {
+				s.lost.Store(true) // the next call reaches a new session
+			}
+			e := *big // a copy: the go-sdk may still be formatting the one the body returned
+			e.Tool = t.info.Name
+			return nil, &e
+		}
 		if errors.Is(err, mcp.ErrConnectionClosed) {
 			// The session was lost (the server exited, the connection dropped) before this
 			// call was sent: it goes, once, to a new session.
@@ -437,6 +506,10 @@ func Agent(t *Tool) troupe.Agent {
 			if errors.As(err, &te) {
 				return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: err.Error()}
 			}
+			var big *ResultTooLargeError
+			if errors.As(err, &big) {
+				return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: err.Error()}
+			}
 			msg := "mcptool: " + t.info.Name
 			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, fmt.Errorf("%s: %w", msg, err)
@@ -463,6 +536,13 @@ func Agent(t *Tool) troupe.Agent {
 			_ = json.Unmarshal(b, &parts)
 			out["content"] = parts
 			summary = fmt.Sprintf("%s returned %d content parts", t.info.Name, len(parts))
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: fmt.Sprintf("mcptool: %s: encode the result: %v", t.info.Name, err)}
+		}
+		if err := t.bound(len(b)); err != nil {
+			return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: err.Error()}
 		}
 		if r := []rune(summary); len(r) > 200 {
 			summary = string(r[:199]) + "…"
