@@ -1216,12 +1216,8 @@ func (r *Run) budgetFromLogLocked() string { return r.budgetSpentAsLocked(r.repl
 // retryPastBudgetLocked says why a retry after backoff may not be scheduled: it would start
 // when the time budget is spent, and no dispatch starts then.
 func (r *Run) retryPastBudgetLocked(t *task, backoff time.Duration) string {
-	elapsed := r.nowLocked().Sub(r.startedAt)
-	if r.replay != nil && !r.replay.logged(r.nextID(t), false) {
-		elapsed += r.replay.activeBefore
-	}
-	elapsed = max(elapsed, 0)           // a clock that went back has spent nothing
-	if backoff < r.timeBudget-elapsed { // elapsed+backoff could wrap for a backoff near the longest Duration
+	elapsed := max(r.timeSpentLocked(t), 0) // a clock that went back has spent nothing
+	if backoff < r.timeBudget-elapsed {     // elapsed+backoff could wrap for a backoff near the longest Duration
 		return ""
 	}
 	return fmt.Sprintf("time budget of %v would be spent before a retry after %v could start (%v elapsed)",
@@ -1249,10 +1245,21 @@ func (r *Run) replayBudgetLocked(t *task, decision bool) string {
 	if x.budgetWhy != "" {
 		return r.budgetFromLogLocked()
 	}
-	if elapsed := r.nowLocked().Sub(r.startedAt) + x.activeBefore; elapsed >= r.timeBudget {
+	if elapsed := r.timeSpentLocked(t); elapsed >= r.timeBudget {
 		return r.budgetSpentLocked(elapsed)
 	}
 	return ""
+}
+
+// timeSpentLocked is how much of the time budget t's next dispatch finds spent: the time since
+// the run started or was resumed and, for a dispatch a resumed run's log does not hold, the time
+// the log shows the run active before the resume.
+func (r *Run) timeSpentLocked(t *task) time.Duration {
+	elapsed := r.nowLocked().Sub(r.startedAt)
+	if x := r.replay; x != nil && !x.logged(r.nextID(t), false) {
+		elapsed += x.activeBefore
+	}
+	return elapsed
 }
 
 // dispatchLocked creates the next dispatch of t to agent and hands it to the executor (or, when

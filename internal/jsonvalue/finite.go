@@ -66,7 +66,7 @@ func finiteAt(v any, depth int) bool {
 	case nil, string, bool, int, int64, json.Number:
 		// The common leaves, spared the look at their kind below.
 	default:
-		// Other containers (map[string]float64, [][]float64, []float32, pointers to them):
+		// Other containers ([][]float64, []float32, map[string][]float64, pointers to them):
 		// encoding/json writes their numbers as it writes these.
 		return finiteValue(reflect.ValueOf(v), depth)
 	}
