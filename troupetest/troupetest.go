@@ -183,7 +183,7 @@ func FinishedLogProblems(evs []troupe.Event) []string {
 		return out
 	}
 	last := evs[len(evs)-1]
-	want, ok := endKinds[last.Stage]
+	want, ok := endKind(last.Stage)
 	switch {
 	case !ok:
 		out = append(out, fmt.Sprintf("log ends in event %d (%s %s), want a terminal event (complete, failed, cancelled) or paused", last.Seq, last.Stage, last.Kind))
@@ -193,12 +193,20 @@ func FinishedLogProblems(evs []troupe.Event) []string {
 	return out
 }
 
-// endKinds are the stages a stopped run's log ends at, with the kind of its last event.
-var endKinds = map[troupe.Stage]troupe.Kind{
-	troupe.StageComplete:  troupe.KindRunCompleted,
-	troupe.StageFailed:    troupe.KindRunFailed,
-	troupe.StageCancelled: troupe.KindRunCancelled,
-	troupe.StagePaused:    troupe.KindRunPaused,
+// endKind is the kind of the last event of a stopped run's log that ends at stage s; false for
+// a stage no stopped run's log ends at.
+func endKind(s troupe.Stage) (troupe.Kind, bool) {
+	switch s {
+	case troupe.StageComplete:
+		return troupe.KindRunCompleted, true
+	case troupe.StageFailed:
+		return troupe.KindRunFailed, true
+	case troupe.StageCancelled:
+		return troupe.KindRunCancelled, true
+	case troupe.StagePaused:
+		return troupe.KindRunPaused, true
+	}
+	return "", false
 }
 
 // LogProblems is CheckLog's findings as values.
