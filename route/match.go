@@ -32,6 +32,12 @@ func normalize(s string) string {
 	if ascii, normal := scanASCII(s); normal {
 		return s
 	} else if !ascii {
+		// Invalid bytes become U+FFFD first: NFKC passes them through, and how it segments
+		// the text around one depends on what follows, so a pattern and a message holding
+		// the same bytes could normalize differently.
+		if !utf8.ValidString(s) {
+			s = strings.ToValidUTF8(s, "\uFFFD")
+		}
 		s = norm.NFKC.String(s) // returns s itself when it is already NFKC
 	}
 	var b strings.Builder
