@@ -53,6 +53,12 @@ type replayIndex struct {
 	// applied in the order the log recorded them (take), which is the order they finished in.
 	held []*call
 
+	// The dispatches of the plan the log shows started, in log order, with their steps, for
+	// closing at the run's end those the log holds no result of and this run did not make
+	// again (open); made removes one this run made again.
+	started []loggedStart
+	made    map[string]bool
+
 	// Dispatches nested in composites, and their finished results, by dispatch id: a
 	// composite run again takes a member's recorded result — completed, failed, timed out or
 	// cancelled — when its input is unchanged (troupe.Recorder). A member that stopped to wait
@@ -138,6 +144,7 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 			if ev.Kind == troupe.KindDispatchStarted {
 				x.targets[d.DispatchID] = d.TargetAgent
 				x.startAt[d.DispatchID] = i
+				x.started = append(x.started, loggedStart{d, ev.Step})
 			}
 		case *troupe.Result:
 			x.results[d.DispatchID] = d
@@ -333,6 +340,33 @@ func (x *replayIndex) result(id string) (*troupe.Result, bool) {
 	return r, ok
 }
 
+// loggedStart is a dispatch of the plan the log records as started, and its step.
+type loggedStart struct {
+	d    *troupe.Dispatch
+	step int
+}
+
+// remade notes that the run made dispatch id again.
+func (x *replayIndex) remade(id string) {
+	if x.made == nil {
+		x.made = map[string]bool{}
+	}
+	x.made[id] = true
+}
+
+// open returns the dispatches the log shows started, holding no result of them, that the run
+// did not make again: ending before it reached them (cancelled before its first step, say), it
+// must still record how they ended, or the finished log would leave them running.
+func (x *replayIndex) open() []loggedStart {
+	var out []loggedStart
+	for _, s := range x.started {
+		if _, done := x.results[s.d.DispatchID]; !done && !x.made[s.d.DispatchID] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // hold keeps c, a dispatch whose result the log holds, until take applies it.
 func (x *replayIndex) hold(c *call) { x.held = append(x.held, c) }
 
@@ -513,7 +547,16 @@ type ResumeOptions struct {
 // the time it lay stopped or waited for a human, plus the time since this resume. A run whose log shows it waiting for a human's answer it
 // still lacks, with no one to ask now either, starts nothing new until the dispatches waiting
 // have asked again (and paused it) or finished, as the run that made the log did. A run that
-// reached a terminal stage cannot be resumed (troupe.ErrRunFinished).
+// reached a terminal stage cannot be resumed (troupe.ErrRunFinished). A ctx already done
+// resumes nothing: Resume returns its error and the log is left as it was, still resumable.
+//
+// A run whose caller cancelled it, and whose process died before it recorded run_cancelled,
+// ends cancelled when resumed, for the same cause, once it reaches the first dispatch its log
+// shows cancelled by that (seen by its result's details), as the run would have without the
+// crash; a crash before any such dispatch was recorded leaves no trace of the cancellation,
+// and the run resumes as any other. A resumed run that ends before making again a dispatch
+// its log shows started and unfinished records that dispatch cancelled, so no finished log
+// leaves a dispatch running.
 //
 // A dispatch the log shows started but not finished runs again under its id: a run stopped
 // by a crash, or by Engine.Shutdown, resumes so. An engine shut down resumes nothing
@@ -524,6 +567,11 @@ type ResumeOptions struct {
 func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (*Run, error) {
 	if e.shut.Load() {
 		return nil, fmt.Errorf("engine: resume %s: %w", runID, troupe.ErrShutdown)
+	}
+	if err := ctx.Err(); err != nil {
+		// A run resumed only to be cancelled at once would end before taking what its log
+		// holds, with an outcome that does not say what the log says.
+		return nil, fmt.Errorf("engine: resume %s: %w", runID, err)
 	}
 	events, err := e.store.Events(ctx, runID, 0)
 	if err != nil {

@@ -36,6 +36,9 @@ type propCase struct {
 	maxDisp int
 	router  bool // a router decides, naming a fallback and charging for its decisions
 	guard   bool // a guardrail blocks some results and warns of others
+	// cancelAt, when not 0, is the virtual time at which the run's caller cancels it: in the
+	// segment running then, or before the first segment to start after it.
+	cancelAt time.Duration
 }
 
 func (c *propCase) String() string {
@@ -47,7 +50,7 @@ func (c *propCase) String() string {
 		}
 		b.WriteString("; ")
 	}
-	fmt.Fprintf(&b, "policy %+v; human %v; budget %+v; max dispatches %d; router %v; guard %v", c.pol, c.human, c.budget, c.maxDisp, c.router, c.guard)
+	fmt.Fprintf(&b, "policy %+v; human %v; budget %+v; max dispatches %d; router %v; guard %v; cancel at %v", c.pol, c.human, c.budget, c.maxDisp, c.router, c.guard, c.cancelAt)
 	return b.String()
 }
 
@@ -123,6 +126,11 @@ func genCase(rng *rand.Rand) *propCase {
 	}
 	if rng.IntN(2) == 0 {
 		c.pol.MinSuccessRate = troupe.Ptr([]float64{0, 0.5, 0.75, 1}[rng.IntN(4)])
+	}
+	// A quarter of the runs are cancelled by their caller at a time their seed picks (from the
+	// seed, not rng, so the cases generated before this was added stay as they were).
+	if h := hash64(c.seed, "/cancel"); h%4 == 0 {
+		c.cancelAt = 1 + time.Duration(h>>8)%(1500*time.Millisecond)
 	}
 	return c
 }
@@ -200,6 +208,42 @@ func (w *world) nextSegment() {
 	w.segV += now.Sub(w.segStart)
 	w.segStart = now
 	w.seg++
+}
+
+// now is the world's virtual time.
+func (w *world) now() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Since(w.segStart) + w.segV
+}
+
+// callerCtx is the context a segment's run is started or resumed with: cancelled at the case's
+// cancelAt, if that falls in the segment. (A caller that cancelled the run in a process that
+// then died is gone: the run's resumer does not cancel it again.) The caller stops it once the
+// segment is over.
+func (w *world) callerCtx(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	left := w.c.cancelAt - w.now()
+	if w.c.cancelAt == 0 || left <= 0 {
+		return ctx, cancel
+	}
+	tm := time.AfterFunc(left, cancel)
+	return ctx, func() { tm.Stop(); cancel() }
+}
+
+// markedCancelled says whether the log holds a dispatch result the engine marked as cancelled
+// by the run's caller (Resume documents the mark).
+func markedCancelled(evs []troupe.Event) bool {
+	for _, ev := range evs {
+		if res, ok := ev.Data.(*troupe.Result); ok {
+			for _, e := range res.Errors {
+				if _, ok := e.Details["run_cancelled"]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (w *world) agent() troupe.Agent {
@@ -318,6 +362,9 @@ type propFlow struct {
 	log       []troupe.Event
 	resultsAt []map[string]bool
 	crashed   bool
+	// lostCancel: the run's caller cancelled it and its process died before recording anything
+	// of that, so the resumed run rightly ends otherwise than the run that was not stopped.
+	lostCancel bool
 }
 
 const propRunID = "run_prop"
@@ -360,15 +407,18 @@ func drive(t *testing.T, w *world, crashAt int) propFlow {
 			t.Fatal(err)
 		}
 		var r *engine.Run
+		runCtx, stop := w.callerCtx(ctx)
 		if len(before) == 0 {
-			r, err = eng.Start(ctx, troupe.Request{Query: "q", RunID: propRunID, Seed: w.c.seed, Budget: w.c.budget})
+			r, err = eng.Start(runCtx, troupe.Request{Query: "q", RunID: propRunID, Seed: w.c.seed, Budget: w.c.budget})
 		} else {
-			r, err = eng.Resume(ctx, propRunID, engine.ResumeOptions{Answers: openAnswers(w.c, before)})
+			r, err = eng.Resume(runCtx, propRunID, engine.ResumeOptions{Answers: openAnswers(w.c, before)})
 		}
 		if err != nil {
 			t.Fatalf("segment %d: %v", seg, err)
 		}
 		_, werr := r.Wait(ctx)
+		cancelled := runCtx.Err() != nil
+		stop()
 		if err := eng.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -383,6 +433,9 @@ func drive(t *testing.T, w *world, crashAt int) propFlow {
 		switch last := troupetest.Last(evs); {
 		case crashing != nil && errors.Is(werr, errCrash):
 			f.crashed = true
+			// The caller cancelled the run, and the process died before the log held any
+			// trace of it: the resumed run cannot know, and goes on.
+			f.lostCancel = cancelled && !markedCancelled(evs)
 		case last.Stage.Terminal():
 			f.log = evs
 			return f
@@ -475,8 +528,11 @@ func checkRanOnce(t *testing.T, w *world, f propFlow) {
 // routing decisions, dispatches, results, outcome and aggregation; both logs pass
 // troupetest.CheckLog; and no dispatch runs twice in one process, nor again once the log holds
 // its result (one in flight when the process died runs again, under its id, as Resume says).
-// Cancelling the run or breaking out of its events is no stop to resume from: the run records
-// run_cancelled, and a finished run cannot be resumed.
+// A quarter of the runs are cancelled by their caller at a virtual time, in whichever segment
+// is running then: a run stopped after that resumes to end cancelled too, once the log shows a
+// dispatch cancelled by it (only a stop that left no such trace is let differ). Cancelling the
+// run is otherwise no stop to resume from: the run records run_cancelled, and a finished run
+// cannot be resumed.
 //
 // Cases are generated from a fixed seed: plans of 1–4 stages of 1–4 tasks with depends_on
 // (some placed by a router), every error policy (fail_fast, continue, retry, fallback agents,
@@ -515,6 +571,9 @@ func TestResumeProperty(t *testing.T) {
 					got := drive(t, w, at)
 					troupetest.CheckLog(t, got.log)
 					checkRanOnce(t, w, got)
+					if got.lostCancel {
+						continue
+					}
 					if diff := cmp.Diff(want, summarize(t, got.log), opts...); diff != "" {
 						t.Errorf("crash after %d events (crashed: %v): the resumed run differs (-uninterrupted +resumed):\n%s\nresumed log:\n%s", at, got.crashed, diff, dumpLog(got.log))
 					}

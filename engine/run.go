@@ -988,6 +988,12 @@ func (r *Run) shutLocked() {
 func (r *Run) advanceLocked() {
 	r.advanceStagesLocked()
 	for c := r.replay.take(); c != nil; c = r.replay.take() {
+		if cause, ok := runCancelCause(c.res); ok && r.ctxErr() == nil && r.failure == nil {
+			// The run that made the log was being cancelled by its caller when it recorded
+			// this result (its process died before run_cancelled): this run is cancelled
+			// here too, for the same cause, and ends as that one would have.
+			r.stop(errors.New(cause))
+		}
 		r.completeLocked(c)
 		r.advanceStagesLocked()
 	}
@@ -1271,6 +1277,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 			r.divergedLocked(t, why)
 			return
 		}
+		r.replay.remade(id)
 	}
 	spec, known := r.e.reg.Spec(agent)
 	c := &call{r: r, t: t, spec: spec, attempt: t.attempt, prev: t.last}
@@ -1588,6 +1595,7 @@ func (r *Run) completeLocked(c *call) {
 			if res.Status == troupe.StatusTimeout && len(res.AgentResult) > 0 {
 				c.checkPartial() // before the log records it; a replayed result was checked
 			}
+			r.noteRunCancelLocked(res)
 		}
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: kind, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Status: res.Status, Data: res})
 	}
@@ -1607,6 +1615,64 @@ func (r *Run) completeLocked(c *call) {
 		return
 	}
 	r.failedLocked(c)
+}
+
+// runCancelledKey marks, in the details of a dispatch result's CANCELLED error, that the run
+// was being cancelled by its caller (or by Engine.Close) when the result was recorded, with
+// the cause. The live run lets such a dispatch go, as its run is ending; a run resumed from a
+// log that stops before run_cancelled reads the mark and is cancelled at the same point, so
+// it does not take the dispatch for a failure its error policy must handle.
+const runCancelledKey = "run_cancelled"
+
+// noteRunCancelLocked marks res, a result about to be recorded that did not complete, with
+// runCancelledKey when the run is being cancelled and not failing (failedLocked's test for
+// the run's own cancellation), and removes the mark from one an agent made up. res is the
+// engine's; its errors may be shared with the agent's result and are copied before a change.
+//
+//go:noinline
+func (r *Run) noteRunCancelLocked(res *troupe.Result) {
+	cancelling := r.ctxErr() != nil && r.failure == nil
+	_, marked := runCancelCause(res)
+	if !cancelling && !marked {
+		return
+	}
+	errs := make([]troupe.ErrorInfo, 0, len(res.Errors)+1)
+	for _, e := range res.Errors {
+		if _, ok := e.Details[runCancelledKey]; ok {
+			e.Details = maps.Clone(e.Details)
+			delete(e.Details, runCancelledKey)
+		}
+		errs = append(errs, e)
+	}
+	if cancelling {
+		cause := r.ctxCauseText()
+		i := slices.IndexFunc(errs, func(e troupe.ErrorInfo) bool { return e.Code == troupe.CodeCancelled })
+		if i < 0 {
+			errs = append(errs, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: cause})
+			i = len(errs) - 1
+		}
+		d := maps.Clone(errs[i].Details)
+		if d == nil {
+			d = map[string]any{}
+		}
+		d[runCancelledKey] = cause
+		errs[i].Details = d
+	}
+	res.Errors = errs
+}
+
+// runCancelCause returns the cause noteRunCancelLocked marked res with, if it did.
+func runCancelCause(res *troupe.Result) (string, bool) {
+	if res == nil || res.Status == troupe.StatusCompleted {
+		return "", false
+	}
+	for _, e := range res.Errors {
+		if v, ok := e.Details[runCancelledKey]; ok {
+			s, _ := v.(string)
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // failedLocked applies the error policy to a dispatch that did not complete. It is apart from
@@ -1854,6 +1920,10 @@ func (r *Run) finish() {
 	if kind != "" && kind != troupe.KindRunPaused && r.err == nil && r.pausing {
 		r.endPausedLocked()
 	}
+	var closed []string
+	if kind != "" && kind != troupe.KindRunPaused && r.err == nil && r.replay != nil {
+		closed = r.closeOpenLocked(out.Error)
+	}
 	if aggregateIt && r.err == nil {
 		r.status = troupe.RunAggregating
 		r.aggregateLocked()
@@ -1873,6 +1943,14 @@ func (r *Run) finish() {
 			out.Fallback = map[string]string{}
 		}
 		out.Failed, out.Skipped = r.unfinished()
+		for _, a := range closed { // started, by the log; not skipped
+			if i := slices.Index(out.Skipped, a); i >= 0 {
+				out.Skipped = slices.Delete(out.Skipped, i, i+1)
+			}
+			if !slices.Contains(out.Failed, a) {
+				out.Failed = append(out.Failed, a)
+			}
+		}
 		out.Budget = r.rareOr().budgetWhy
 		r.status = out.Status
 		r.emitLocked(troupe.Event{Stage: stage, Kind: kind, Status: statusOf(out.Status), Data: &out})
@@ -1918,6 +1996,7 @@ func (r *Run) endPausedLocked() {
 			Status: troupe.StatusCancelled, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(), TraceID: &r.rec.traceID,
 			Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled,
 				Message: fmt.Sprintf("%s was waiting for a human's answer to %s when the run ended", c.d.TargetAgent, x.questions[i].ID)}}}
+		r.noteRunCancelLocked(res)
 		c.paused, c.res = false, res
 		if c.t.last == c {
 			c.t.final = res
@@ -1928,6 +2007,35 @@ func (r *Run) endPausedLocked() {
 	}
 	clear(x.askedBy)
 	x.questions, x.askedBy, r.pausing = x.questions[:0], x.askedBy[:0], false
+}
+
+// closeOpenLocked records, for a resumed run that is ending, each dispatch its log shows
+// started, with no result, that it did not make again: cancelled, as the run ended before
+// running it again, why saying why the run ended (nil: it was cancelled). It returns their
+// agents.
+//
+//go:noinline
+func (r *Run) closeOpenLocked(why *troupe.ErrorInfo) []string {
+	var agents []string
+	now := r.nowLocked()
+	for _, s := range r.replay.open() {
+		d := s.d
+		msg := "the run ended before running it again: " + r.ctxCauseText()
+		if why != nil {
+			msg = "the run ended before running it again: " + why.Message
+		}
+		res := &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
+			Status: troupe.StatusCancelled, StartedAt: d.DispatchedAt, CompletedAt: now, ExecutionTimeMS: max(now.Sub(d.DispatchedAt).Milliseconds(), 0),
+			TraceID: &r.rec.traceID, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: msg}}}
+		r.noteRunCancelLocked(res)
+		r.more().errs = append(r.more().errs, res.Errors...)
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchFailed, Step: s.step, DispatchID: d.DispatchID,
+			Agent: d.TargetAgent, Status: res.Status, Data: res})
+		if !slices.Contains(agents, d.TargetAgent) {
+			agents = append(agents, d.TargetAgent)
+		}
+	}
+	return agents
 }
 
 func statusOf(s troupe.RunStatus) troupe.Status {
