@@ -135,6 +135,7 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 	if err != nil {
 		return nil, fmt.Errorf("execagent: encoding the dispatch: %w", err)
 	}
+	parent, started := ctx, time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, a.cfg.Timeout, troupe.ErrTimeout)
 	defer cancel()
 	// Output over its bound fails the dispatch whatever comes next: the process group is
@@ -163,7 +164,7 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {
-			return nil, a.stopped(ctx, nil, "")
+			return nil, a.stopped(ctx, parent, started, nil, "")
 		}
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: fmt.Sprintf("execagent: starting %s", a.name), Cause: err}
 	}
@@ -194,7 +195,7 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 	// (which stopped it), or a timeout or cancellation that came before — a program may dump
 	// what it has when told to stop, and that is still a timeout, recoverable, or a cancel.
 	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errTooMuch) {
-		return nil, a.stopped(ctx, details(), a.quoteTail(errw))
+		return nil, a.stopped(ctx, parent, started, details(), a.quoteTail(errw))
 	}
 	if out.over {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details(),
@@ -225,16 +226,25 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 	return res, nil
 }
 
-// stopped is the error of a dispatch whose context ended: TIMEOUT (recoverable) for a deadline,
-// CANCELLED otherwise.
-func (a *Agent) stopped(ctx context.Context, details map[string]any, tail string) error {
+// stopped is the error of a dispatch whose context ctx, derived at started from parent, ended:
+// TIMEOUT (recoverable) for a deadline, CANCELLED otherwise. The cause, which the error's text
+// ends with and callers branch on, says which; the message does not say it again, but names
+// the program and, for a timeout, which one stopped it.
+func (a *Agent) stopped(ctx, parent context.Context, started time.Time, details map[string]any, tail string) error {
 	cause := context.Cause(ctx)
-	code, rec := troupe.CodeCancelled, false
-	if errors.Is(cause, troupe.ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
-		code, rec = troupe.CodeTimeout, true
+	if !errors.Is(cause, troupe.ErrTimeout) && !errors.Is(cause, context.DeadlineExceeded) {
+		return &troupe.AgentError{Code: troupe.CodeCancelled, Cause: cause, Details: details,
+			Message: fmt.Sprintf("execagent: %s%s", a.name, tail)}
 	}
-	return &troupe.AgentError{Code: code, Recoverable: rec, Cause: cause, Details: details,
-		Message: fmt.Sprintf("execagent: %s stopped: %v%s", a.name, cause, tail)}
+	within := fmt.Sprintf("its timeout of %v", a.cfg.Timeout)
+	if parent.Err() != nil { // the caller's deadline: the dispatch's timeout_seconds, the run's budget
+		within = "its context's deadline"
+		if dl, ok := parent.Deadline(); ok {
+			within = fmt.Sprintf("%v, %s", max(dl.Sub(started), 0).Round(time.Millisecond), within)
+		}
+	}
+	return &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true, Cause: cause, Details: details,
+		Message: fmt.Sprintf("execagent: %s did not finish within %s%s", a.name, within, tail)}
 }
 
 func (a *Agent) quoteTail(e *stderr) string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,6 +281,49 @@ func TestStopKillsAProcessGroupThatIgnoresSIGTERM(t *testing.T) {
 					t.Fatalf("the agent never got ready (timeout %v)", timeout)
 				}
 				t.Logf("the agent was not up within %v; trying again with %v", timeout, 2*timeout)
+			}
+		})
+	}
+}
+
+// A dispatch stopped by a deadline or a cancellation says once what happened: the message
+// names the program and the timeout that stopped it (its own, or its context's), the cause
+// says it timed out or was cancelled, and callers branch on the cause with errors.Is.
+func TestStoppedSaysWhatHappenedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration                                               // Config.Timeout
+		ctx     func(context.Context) (context.Context, context.CancelFunc) // the caller's context
+		code    string
+		cause   error
+		want    *regexp.Regexp
+	}{
+		{"own timeout", 200 * time.Millisecond, context.WithCancel,
+			troupe.CodeTimeout, troupe.ErrTimeout,
+			regexp.MustCompile(`^troupe: agent error TIMEOUT: execagent: sleep 10 did not finish within its timeout of 200ms: troupe: dispatch timed out$`)},
+		{"context's deadline", 0, func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 200*time.Millisecond)
+		},
+			troupe.CodeTimeout, context.DeadlineExceeded,
+			regexp.MustCompile(`^troupe: agent error TIMEOUT: execagent: sleep 10 did not finish within \d+ms, its context's deadline: context deadline exceeded$`)},
+		{"cancelled", 0, func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx, cancel
+		},
+			troupe.CodeCancelled, context.Canceled,
+			regexp.MustCompile(`^troupe: agent error CANCELLED: execagent: sleep 10: context canceled$`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent(t, execagent.Config{Command: []string{"sleep", "10"}, Timeout: tc.timeout, KillGrace: 100 * time.Millisecond})
+			ctx, cancel := tc.ctx(t.Context())
+			defer cancel()
+			_, err := a.Run(ctx, dispatch("q", nil, nil))
+			if ae := agentError(t, err); ae.Code != tc.code || !errors.Is(err, tc.cause) {
+				t.Errorf("error %v: code %s, want %s and errors.Is %v", err, ae.Code, tc.code, tc.cause)
+			}
+			if !tc.want.MatchString(err.Error()) {
+				t.Errorf("error %q\ndoes not match %s", err, tc.want)
 			}
 		})
 	}

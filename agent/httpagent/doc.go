@@ -29,7 +29,8 @@
 // 4xx and 3xx are not either (redirects are not followed: a redirected POST would lose its
 // body). 408 and 504 carry code TIMEOUT, the rest AGENT_ERROR.
 // Connection failures are recoverable, a certificate that does not verify is not, Config.Timeout
-// or the dispatch's deadline is TIMEOUT, a cancelled run CANCELLED.
+// or the dispatch's deadline is TIMEOUT, a cancelled run CANCELLED; when the failure comes
+// while a response's body is read, its status is in the message and in http_status.
 //
 // # Testing
 //

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/troupehq/troupe"
@@ -178,13 +179,13 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	}
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return nil, a.transportError(ctx, err)
+		return nil, a.transportError(ctx, err, nil)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, a.max+1))
 	failed := resp.StatusCode < 200 || resp.StatusCode > 299
 	if err != nil && (!failed || ctx.Err() != nil) {
-		return nil, a.transportError(ctx, err)
+		return nil, a.transportError(ctx, err, resp)
 	}
 	details := map[string]any{"url": a.url, "http_status": resp.StatusCode}
 	// The status first: a 503's error page over the bound, or cut short by a lost connection,
@@ -233,12 +234,17 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 		Message: "httpagent: POST " + a.url}
 }
 
-// transportError classifies a failure to get a response: a deadline is TIMEOUT, a cancelled
-// run CANCELLED, a certificate that does not verify permanent, anything else (refused,
-// reset) recoverable.
-func (a *Agent) transportError(ctx context.Context, err error) error {
+// transportError classifies a failure to get a response, or, when resp is not nil, to read its
+// body: a deadline is TIMEOUT, a cancelled run CANCELLED, a certificate that does not verify
+// permanent, anything else (refused, reset) recoverable. The status of a response whose body
+// was lost is kept, in the message and the details.
+func (a *Agent) transportError(ctx context.Context, err error, resp *http.Response) error {
 	msg := "httpagent: POST " + a.url
 	details := map[string]any{"url": a.url}
+	if resp != nil {
+		msg += fmt.Sprintf(": reading the body of a %s response", strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))))
+		details["http_status"] = resp.StatusCode
+	}
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		if errors.Is(cause, troupe.ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {

@@ -176,8 +176,17 @@ func TestFailures(t *testing.T) {
 			want{troupe.CodeAgentError, false, nil, 400, []string{"status 400 Bad Request", "query too long"}}},
 		{"a 503 whose body is cut short is still a 503", cutShort(503, map[string]string{"Retry-After": "5"}, "<html>maint"), httpagent.Config{},
 			want{troupe.CodeAgentError, true, 5.0, 503, []string{"503 Service Unavailable", "maint"}}},
+		// The response's status is kept, and the message says the body could not be read.
 		{"a 200 whose body is cut short", cutShort(200, nil, `{"agent_result":{"n":`), httpagent.Config{},
-			want{troupe.CodeAgentError, true, nil, nil, []string{"unexpected EOF"}}},
+			want{troupe.CodeAgentError, true, nil, 200, []string{"reading the body of a 200 OK response: unexpected EOF"}}},
+		{"a 200 whose body stalls past the timeout", func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(200)
+			io.WriteString(w, `{"agent_result":{"n":`)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, httpagent.Config{Timeout: 100 * time.Millisecond},
+			want{troupe.CodeTimeout, true, nil, 200, []string{"reading the body of a 200 OK response: troupe: dispatch timed out"}}},
 		{"the connection reset before an answer", func(w http.ResponseWriter, r *http.Request) {
 			c, _, _ := w.(http.Hijacker).Hijack()
 			c.Close()

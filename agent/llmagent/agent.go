@@ -383,7 +383,8 @@ func limitBody(max int64) option.Middleware {
 // OpenAI's error object. The status and Retry-After go into the details, so the run's error
 // policy waits as long as the server asked. The API key (secrets) is scrubbed from the body
 // before the body is cut to length: cut first, a key echoed across the cut would leave its start.
-func apiError(model string, secrets *wire.Secrets, err error, res *http.Response) error {
+// A timeout says which bound it was, callTimeout or ctx's deadline (the dispatch's).
+func apiError(ctx context.Context, model string, callTimeout time.Duration, secrets *wire.Secrets, err error, res *http.Response) error {
 	status, body := 0, ""
 	var ae *openai.Error
 	if errors.As(err, &ae) {
@@ -426,7 +427,11 @@ func apiError(model string, secrets *wire.Secrets, err error, res *http.Response
 			Message: fmt.Sprintf("llmagent: %s: the response is over %d bytes (max_response_bytes)", model, tooBig.Limit)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &troupe.AgentError{Code: troupe.CodeTimeout, Message: "llmagent: " + model + ": " + err.Error(), Recoverable: true, Cause: troupe.ErrTimeout}
+		msg := fmt.Sprintf("llmagent: %s: the call did not finish within call_timeout %v", model, callTimeout)
+		if ctx.Err() != nil {
+			msg = fmt.Sprintf("llmagent: %s: the call did not finish before the dispatch's deadline", model)
+		}
+		return &troupe.AgentError{Code: troupe.CodeTimeout, Message: msg, Recoverable: true, Cause: troupe.ErrTimeout}
 	}
 	if errors.Is(err, context.Canceled) {
 		return err

@@ -582,6 +582,44 @@ func TestCallTimeout(t *testing.T) {
 	}
 }
 
+// A timed-out call says which bound it ran into — call_timeout, which bounds each attempt, or
+// the dispatch's deadline — so that the right one can be raised; both are TIMEOUT, matching
+// troupe.ErrTimeout.
+func TestTimeoutSaysWhichBound(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cfg      llmagent.Config
+		deadline time.Duration // of the dispatch's context; 0 means none
+		want     string
+	}{
+		{"call_timeout", llmagent.Config{CallTimeout: 50 * time.Millisecond}, 0,
+			"llmagent: gpt-test: the call did not finish within call_timeout 50ms"},
+		{"the dispatch's deadline", llmagent.Config{}, 50 * time.Millisecond,
+			"llmagent: gpt-test: the call did not finish before the dispatch's deadline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCompletionServer(t, reply{hang: true})
+			cfg := tc.cfg
+			cfg.BaseURL, cfg.MaxRetries = srv.URL(), -1
+			a := newAgent(t, cfg)
+			ctx := t.Context()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			_, err := a.Run(ctx, dispatch("hi", nil))
+			ae := agentError(t, err)
+			if ae.Code != troupe.CodeTimeout || !ae.Recoverable || !errors.Is(err, troupe.ErrTimeout) {
+				t.Errorf("error %v: code %s recoverable %v; want a recoverable TIMEOUT", err, ae.Code, ae.Recoverable)
+			}
+			if ae.Message != tc.want {
+				t.Errorf("message %q, want %q", ae.Message, tc.want)
+			}
+		})
+	}
+}
+
 // CallTimeout bounds a stream until its last chunk: a server that stops sending halfway fails
 // the dispatch with TIMEOUT, after the text that did arrive went out as progress.
 func TestCallTimeoutMidStream(t *testing.T) {

@@ -27,5 +27,6 @@
 // server runs in its own process group; whatever is left of the group then (the child of a
 // wrapper such as npx or a shell script) is killed with it. A session lost while the Client is
 // open (the server crashed) fails the call in flight; the next call starts or dials the
-// server again.
+// server again. Close does not wait for such a server to answer: it aborts the reconnect and
+// stops what it started.
 package mcptool

@@ -183,13 +183,17 @@ func TestReconnectFailsThenSucceeds(t *testing.T) {
 	}
 }
 
-// Close while a call is re-establishing the session waits for it, then stops the new server:
-// no process is left, and the call does not start another.
-func TestCloseDuringReconnect(t *testing.T) {
-	slow := filepath.Join(t.TempDir(), "slow")
-	c, pids := flakyWith(t, "if os.path.exists(os.environ['SLOW']): time.sleep(0.5)", "SLOW="+slow)
+// Close while a call is re-establishing the session does not wait for the new server to
+// answer (this one never does; the call's timeout is 30 s): it aborts the reconnect, stops
+// the new server and returns. The call fails saying the client is closed, and no process is
+// left; goleak (TestMain) checks no goroutine is.
+func TestCloseAbortsReconnect(t *testing.T) {
+	hang := filepath.Join(t.TempDir(), "hang")
+	// A server started once the fifo exists opens it (which waits for the test to open the
+	// other end: the test knows the server is up) and never answers.
+	c, pids := flakyWith(t, "if os.path.exists(os.environ['HANG']):\n    open(os.environ['HANG'], 'w')\n    time.sleep(1000)", "HANG="+hang)
 	mcptool.Agent(tool(t, c, "crash")).Run(t.Context(), troupe.NewDispatch())
-	if err := os.WriteFile(slow, nil, 0o644); err != nil {
+	if err := syscall.Mkfifo(hang, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	called := make(chan error, 1)
@@ -197,8 +201,21 @@ func TestCloseDuringReconnect(t *testing.T) {
 		_, err := tool(t, c, "pid").Call(t.Context(), nil, nil)
 		called <- err
 	}()
-	for len(serverPIDs(t, pids)) < 2 {
-		time.Sleep(5 * time.Millisecond) // the second server has started, and sleeps
+	up := make(chan error, 1)
+	go func() {
+		f, err := os.Open(hang) // returns once the new server has opened its end
+		if err == nil {
+			f.Close()
+		}
+		up <- err
+	}()
+	select {
+	case err := <-up:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case err := <-called:
+		t.Fatalf("the call returned before the new server was up: %v", err)
 	}
 	// A call that finds the session being replaced waits for that, or for its own context.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
@@ -206,10 +223,34 @@ func TestCloseDuringReconnect(t *testing.T) {
 	if _, err := tool(t, c, "pid").Call(ctx, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a call whose context ends while the session is replaced: %v; want its deadline", err)
 	}
+	// Calls that wait, with no deadline of their own, for the session being replaced.
+	waiting := make(chan error, 2)
+	for range cap(waiting) {
+		go func() {
+			_, err := tool(t, c, "pid").Call(t.Context(), nil, nil)
+			waiting <- err
+		}()
+	}
+	start := time.Now()
 	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	<-called
+	// Stopping the new server takes StopTimeout (200 ms) and a SIGTERM; waiting for it to
+	// answer would take the call's timeout.
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Close took %v: it waited for the reconnect", took)
+	}
+	if err := <-called; err == nil || !strings.Contains(err.Error(), "the client is closed") || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the reconnecting call: %v; want an error saying the client is closed", err)
+	}
+	for range cap(waiting) {
+		if err := <-waiting; err == nil || !strings.Contains(err.Error(), "the client is closed") {
+			t.Errorf("a call waiting for the reconnect: %v; want an error saying the client is closed", err)
+		}
+	}
+	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "the client is closed") {
+		t.Errorf("a call after Close: %v; want an error saying the client is closed", err)
+	}
 	got := serverPIDs(t, pids)
 	if len(got) != 2 {
 		t.Errorf("servers started: %v; want the first and the one the call started", got)
@@ -217,6 +258,36 @@ func TestCloseDuringReconnect(t *testing.T) {
 	for _, pid := range got {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("server %d is still in the process table after Close (kill 0: %v)", pid, err)
+		}
+	}
+}
+
+// Calls in flight, and calls made while Close runs, each return: with the tool's answer, or
+// with an error saying the client is closed — not a hang, nor a bare "connection closed".
+func TestCallsRacingClose(t *testing.T) {
+	c := flaky(t)
+	pid := tool(t, c, "pid")
+	call(t, pid, `{}`)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 4 {
+		wg.Go(func() {
+			for {
+				if _, err := pid.Call(t.Context(), nil, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !strings.Contains(err.Error(), "the client is closed") {
+			t.Errorf("a call racing Close: %v; want an error saying the client is closed", err)
 		}
 	}
 }

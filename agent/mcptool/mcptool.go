@@ -83,9 +83,11 @@ type Client struct {
 	timeout time.Duration
 
 	swap   chan struct{} // held (one slot) while the session is replaced or closed
-	mu     sync.Mutex    // guards sess and closed
+	done   chan struct{} // closed by Close: calls waiting for swap give up
+	mu     sync.Mutex    // guards sess, closed and abort
 	sess   *session
 	closed bool
+	abort  context.CancelCauseFunc // ends the reconnect in flight, if any: Close does not wait for a server to answer
 }
 
 // session is one connection to the server.
@@ -120,7 +122,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, sess: &session{cs: cs}, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1)}
+	c := &Client{cfg: cfg, sess: &session{cs: cs}, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1), done: make(chan struct{})}
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			cs.Close()
@@ -168,7 +170,8 @@ func dial(ctx context.Context, cfg Config) (*mcp.ClientSession, error) {
 
 // current returns the session calls go to: the open one, or, once a call found it lost, a new
 // one, which it connects with ctx first. One caller at a time replaces a lost session; the
-// others wait for it (or for ctx).
+// others wait for it (or for ctx, or Close). Close aborts the reconnect: the call fails with
+// errClientClosed.
 func (c *Client) current(ctx context.Context) (*session, error) {
 	c.mu.Lock()
 	s, closed := c.sess, c.closed
@@ -181,12 +184,19 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 	}
 	select {
 	case c.swap <- struct{}{}:
+	case <-c.done:
+		return nil, errClientClosed
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
 	defer func() { <-c.swap }()
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	c.mu.Lock()
 	s, closed = c.sess, c.closed
+	if !closed {
+		c.abort = abort
+	}
 	c.mu.Unlock()
 	switch {
 	case closed:
@@ -198,13 +208,25 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 	// Its error (the exit status of a server that crashed) was the failed call's news.
 	_ = s.cs.Close()
 	cs, err := dial(ctx, c.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("the session was lost, and reconnecting failed: %w", err)
-	}
 	n := &session{cs: cs}
 	c.mu.Lock()
-	c.sess = n
+	c.abort = nil
+	closed = c.closed
+	if err == nil && !closed {
+		c.sess = n
+	}
 	c.mu.Unlock()
+	switch {
+	case closed:
+		// Close came first, and waits for swap: a server that answered after all is stopped
+		// before it returns.
+		if err == nil {
+			_ = cs.Close()
+		}
+		return nil, errClientClosed
+	case err != nil:
+		return nil, fmt.Errorf("the session was lost, and reconnecting failed: %w", err)
+	}
 	return n, nil
 }
 
@@ -310,19 +332,37 @@ func (c *Client) Tool(name string) (*Tool, bool) {
 
 // Close ends the session; for a stdio server it closes the process's stdin and waits for it to
 // exit (terminating it if it does not), then kills whatever is left of its process group. A
-// session being re-established is waited for first. Calls after Close fail.
+// session being re-established is not waited for: the reconnect is aborted, the server it
+// started stopped as any other. Calls in flight or after Close fail, saying the client is
+// closed.
 func (c *Client) Close() error {
+	c.mu.Lock()
+	first := !c.closed
+	abort := c.abort
+	if first {
+		c.closed = true
+		close(c.done)
+	}
+	c.mu.Unlock()
+	if first && abort != nil {
+		abort(errClientClosed)
+	}
+	// The aborted reconnect, once it has stopped its server, lets go of swap; so does a
+	// concurrent Close once the session is closed.
 	c.swap <- struct{}{}
 	defer func() { <-c.swap }()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !first {
 		return nil
 	}
-	c.closed = true
+	c.mu.Lock()
 	s := c.sess
 	c.mu.Unlock()
+	// Read before closing: a call that finds the session closed under it marks it lost.
+	lost := s.lost.Load()
 	err := s.cs.Close()
+	if lost {
+		return nil // its error (a crashed server's exit status) was the failed call's news
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && !ee.Exited() {
 		return nil // a server that ignored its closed stdin was terminated, as Close promises
@@ -331,6 +371,12 @@ func (c *Client) Close() error {
 		return fmt.Errorf("mcptool: close: %w", err)
 	}
 	return nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Tool is one tool of an MCP server. It implements troupe.Tool and is safe for concurrent use.
@@ -449,10 +495,13 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 		}
 		if errors.Is(err, mcp.ErrConnectionClosed) {
 			// The session was lost (the server exited, the connection dropped) before this
-			// call was sent: it goes, once, to a new session.
+			// call was sent: it goes, once, to a new session. Or Close closed it.
 			s.lost.Store(true)
 			if !retried && ctx.Err() == nil {
 				continue
+			}
+			if t.c.isClosed() {
+				return nil, errClientClosed
 			}
 		}
 		if err != nil {
