@@ -124,12 +124,13 @@ func TestParseBadInput(t *testing.T) {
 }
 
 // What YAML allows at the head of a file is no part of the configuration: a byte order mark,
-// which some editors start a UTF-8 file with, and a %YAML directive.
+// which some editors start a UTF-8 file with, and a directive, %YAML or %TAG (tags are ignored).
 func TestParseFileHead(t *testing.T) {
 	for name, head := range map[string]string{
 		"byte order mark": "\xef\xbb\xbf",
 		"directive":       "%YAML 1.2\n---\n",
 		"both":            "\xef\xbb\xbf%YAML 1.2\n---\n",
+		"tag directive":   "%TAG !e! tag:example.com,2000:\n---\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, err := config.Parse("t.yaml", []byte(head+"version: 1\nagents: {a: {kind: builtin}}\n"))
@@ -138,6 +139,47 @@ func TestParseFileHead(t *testing.T) {
 			}
 			if f.Version != 1 || len(f.Order) != 1 {
 				t.Errorf("version %d, agents %v; want 1, [a]", f.Version, f.Order)
+			}
+		})
+	}
+}
+
+// The YAML reader takes one directive before a document, and only with "---" after it: a file
+// breaking either rule, or writing a directive wrongly, is told so in those words, at the
+// directive at fault, not with the reader's "document not started" at the first one.
+func TestParseDirectives(t *testing.T) {
+	const doc = "---\nversion: 1\nagents: {a: {kind: builtin}}\n"
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"%YAML and %TAG", "%YAML 1.2\n%TAG !e! tag:example.com,2000:\n" + doc, []string{
+			`t.yaml:2:1: YAML syntax: a second directive before the document: the YAML reader takes one (%YAML on line 1); remove one — a configuration needs neither, as troupe reads YAML 1.2 and ignores tags`,
+		}},
+		{"two %TAG, a comment between", "%TAG !e! tag:example.com,2000:\n# the other\n%TAG !f! tag:example.org,2000:\n" + doc, []string{
+			`t.yaml:3:1: YAML syntax: a second directive before the document: the YAML reader takes one (%TAG on line 1); remove one — a configuration needs neither, as troupe reads YAML 1.2 and ignores tags`,
+		}},
+		{"no document start", "%TAG !e! tag:example.com,2000:\nversion: 1\nagents: {a: {kind: builtin}}\n", []string{
+			`t.yaml:1:1: YAML syntax: the directive %TAG must be followed by a line "---" that starts the document`,
+		}},
+		{"nothing after", "%YAML 1.2\n", []string{
+			`t.yaml:1:1: YAML syntax: the directive %YAML must be followed by a line "---" that starts the document`,
+		}},
+		{"inside the document", "version: 1\n%YAML 1.2\nagents: {a: {kind: builtin}}\n", []string{
+			`t.yaml:2:1: YAML syntax: a directive (%YAML) goes at the head of the file, before the line "---" that starts the document`,
+		}},
+		{"%TAG without its prefix", "%TAG !e!\n" + doc, []string{
+			`t.yaml:1:1: YAML syntax: a %TAG directive is a handle and a prefix, as in %TAG !e! tag:example.com,2000:`,
+		}},
+		{"%YAML with two versions", "%YAML 1.2 1.1\n" + doc, []string{
+			`t.yaml:1:1: YAML syntax: a %YAML directive is a version, as in %YAML 1.2`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
 	}

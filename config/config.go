@@ -149,6 +149,8 @@ func MCPTool(ref string) (server, tool string, ok bool) {
 // before the name of every tool offered to a model, ConnectTimeout bounds starting the server
 // and listing its tools (0: 30s), CallTimeout each call (0: a minute) and StopTimeout how long
 // a command's server is given to exit once its stdin closes before it is terminated (0: 5s).
+// MaxResultBytes bounds a tool's result (mcptool.Config's; 0: its default, 16 MiB): at most
+// 1 GiB, and for a command's server at most 16 MiB, the most one of its messages can hold.
 type MCPServer struct {
 	Command        string            `json:"command,omitempty"`
 	Args           []string          `json:"args,omitempty"`
@@ -160,6 +162,7 @@ type MCPServer struct {
 	ConnectTimeout Duration          `json:"connect_timeout,omitempty"`
 	CallTimeout    Duration          `json:"call_timeout,omitempty"`
 	StopTimeout    Duration          `json:"stop_timeout,omitempty"`
+	MaxResultBytes int64             `json:"max_result_bytes,omitempty"`
 }
 
 // MCPSpec is an mcp agent: the tool Tool (as the server names it) of the server Server, a key

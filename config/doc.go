@@ -29,9 +29,9 @@
 //
 // mcp_servers declares MCP (Model Context Protocol) servers by name: a command run as a
 // subprocess speaking MCP over stdio, or a streamable HTTP url, with the tools to include, a
-// prefix for their names and timeouts. An llm agent lists their tools among its tools, all of
-// a server's ("mcp:NAME") or one ("mcp:NAME/TOOL"); an agent of kind mcp is one tool used
-// directly as a workflow step:
+// prefix for their names, timeouts and the bound of a tool's result (max_result_bytes). An
+// llm agent lists their tools among its tools, all of a server's ("mcp:NAME") or one
+// ("mcp:NAME/TOOL"); an agent of kind mcp is one tool used directly as a workflow step:
 //
 //	agents:
 //	  writer:
@@ -58,9 +58,10 @@
 //
 // It checks that the file is UTF-8 text (a byte order mark is dropped; UTF-16, bytes that are
 // not UTF-8 and control characters are refused at their place), then the YAML — reporting
-// every duplicate key, and refusing, with the place, a file that nests more than 200 deep,
-// holds a mapping of more than 5000 keys or expands (aliases included) to more than 100000
-// values, so that loading any file takes bounded time and memory — then the schema (unknown
+// every duplicate key, a second directive before the document (the YAML reader takes one
+// %YAML or %TAG, followed by "---"; tags are ignored), and refusing, with the place, a file
+// that nests more than 200 deep, holds a mapping of more than 5000 keys or expands (aliases
+// included) to more than 100000 values, so that loading any file takes bounded time and memory — then the schema (unknown
 // fields are errors; numbers and durations are within what their Go fields hold), then what
 // the schema cannot say: that every agent named in after, composites,
 // routing, pairs, coordinator, fallbacks and the parser, and every MCP server named, is
@@ -70,7 +71,8 @@
 // not both declare an input schema, and that what package evidence would refuse of a bundle
 // is not there (a quorum past its replicates, repeated seeds, redact patterns that do not
 // compile or match the empty string, malformed redact field paths); that no mcp agent's timeout is longer than its server's
-// call_timeout; that routing and coordinator are not both given; and finally the planner's,
+// call_timeout, and no max_result_bytes of a server run as a command more than one of its
+// messages can hold; that routing and coordinator are not both given; and finally the planner's,
 // router's and error policy's own validation.
 //
 // # Building

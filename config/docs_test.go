@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -153,7 +154,8 @@ func typeOf(s map[string]any, resolve func(map[string]any) map[string]any, path 
 			lo, hasLo := s["minimum"].(float64)
 			hi, hasHi := s["maximum"].(float64)
 			if hasLo && hasHi && hi < 1e15 {
-				return fmt.Sprintf("%s, %v to %v", tt, lo, hi), nil
+				// In digits: %v writes 1073741824 as 1.073741824e+09.
+				return fmt.Sprintf("%s, %s to %s", tt, strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64)), nil
 			}
 		}
 		return tt, nil

@@ -377,6 +377,11 @@ func check(t *tree, f *File) Errors {
 			c.add(pointer("mcp_servers", n), "an MCP server has a command (stdio) or a url (streamable HTTP): give exactly one")
 		} else if s != nil && s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0 || s.Dir != "") {
 			c.add(pointer("mcp_servers", n), "args, env and dir are for a server run as a command, not one at a url")
+		} else if s != nil && s.Command != "" && s.MaxResultBytes > mcpStdioMessage {
+			// The SDK would refuse the message before mcptool saw the result: the bound written
+			// would never be the one that holds.
+			c.add(pointer("mcp_servers", n, "max_result_bytes"), fmt.Sprintf("%d is more than a server run as a command can send: the MCP SDK reads each of its messages as one line of at most %d bytes (%d MiB), so a larger result fails before this bound is reached; lower max_result_bytes to %d or less, or reach the server at a url",
+				s.MaxResultBytes, mcpStdioMessage, mcpStdioMessage>>20, mcpStdioMessage))
 		}
 	}
 	c.cycles(func(a *Agent) []string { return a.Children() }, func(a *Agent, cyc string) {
@@ -522,6 +527,10 @@ func (c *checker) add(ptr, problem string) { c.errs = append(c.errs, c.t.errorAt
 // mcpCallTimeout is how long a call to an MCP server whose call_timeout is absent may take:
 // mcptool.DefaultCallTimeout, which this package does not import (its tests check they agree).
 const mcpCallTimeout = time.Minute
+
+// mcpStdioMessage is the longest message a server run as a command can send: the go-sdk's
+// mcp.DefaultMaxLineLength, which this package does not import (its tests check they agree).
+const mcpStdioMessage = 16 << 20
 
 // defaultMaxBackoff is the longest wait between attempts when retry.max_backoff is absent:
 // policy.DefaultMaxBackoff, which this package does not import (its tests check they agree).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/troupehq/troupe/agent/mcptool"
 	"github.com/troupehq/troupe/config"
 )
@@ -25,6 +26,7 @@ mcp_servers:
     include: [echo, get-sum]
     prefix: ev_
     call_timeout: 5s
+    max_result_bytes: 1048576
 `
 
 func TestMCPServers(t *testing.T) {
@@ -36,7 +38,7 @@ func TestMCPServers(t *testing.T) {
 	if diff := cmp.Diff([]string{"lookup"}, f.Agents["writer"].Children()); diff != "" {
 		t.Errorf("an llm agent's children are its agent tools only (-want +got):\n%s", diff)
 	}
-	want := &config.MCPServer{Command: "mcp-server-everything", Env: map[string]string{"TOKEN": "MY_TOKEN"}, Include: []string{"echo", "get-sum"}, Prefix: "ev_", CallTimeout: config.Duration(5e9)}
+	want := &config.MCPServer{Command: "mcp-server-everything", Env: map[string]string{"TOKEN": "MY_TOKEN"}, Include: []string{"echo", "get-sum"}, Prefix: "ev_", CallTimeout: config.Duration(5e9), MaxResultBytes: 1 << 20}
 	if diff := cmp.Diff(want, f.MCPServers["everything"]); diff != "" {
 		t.Errorf("server (-want +got):\n%s", diff)
 	}
@@ -90,6 +92,14 @@ func TestMCPErrors(t *testing.T) {
 			[]string{`t.yaml:3:42: agents.w.llm.tools[0]: "mcp:" is not an agent's name, mcp:SERVER or mcp:SERVER/TOOL`}},
 		{"env value is a name", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {command: x, env: {T: \"secret value\"}}\n",
 			[]string{`t.yaml:5:29: mcp_servers.fs.env.T: "secret value" is not an environment variable's name: a letter or _, then letters, digits and _`}},
+		{"max_result_bytes negative", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {url: http://h/mcp, max_result_bytes: -1}\n",
+			[]string{`t.yaml:5:45: mcp_servers.fs.max_result_bytes: -1 is too small: want 0 or more`}},
+		{"max_result_bytes too large", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {url: http://h/mcp, max_result_bytes: 2147483648}\n",
+			[]string{`t.yaml:5:45: mcp_servers.fs.max_result_bytes: 2147483648 is too large: want at most 1073741824`}},
+		{"max_result_bytes with a unit", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs: {url: http://h/mcp, max_result_bytes: 16MiB}\n",
+			[]string{`t.yaml:5:45: mcp_servers.fs.max_result_bytes: got string, want integer`}},
+		{"max_result_bytes past a stdio message", head + "  s: {kind: mcp, mcp: {server: fs, tool: read}}\nmcp_servers:\n  fs:\n    command: x\n    max_result_bytes: 33554432\n",
+			[]string{`t.yaml:7:23: mcp_servers.fs.max_result_bytes: 33554432 is more than a server run as a command can send: the MCP SDK reads each of its messages as one line of at most 16777216 bytes (16 MiB), so a larger result fails before this bound is reached; lower max_result_bytes to 16777216 or less, or reach the server at a url`}},
 		{"timeout longer than call_timeout", head + "  s:\n    kind: mcp\n    timeout: 5m\n    mcp: {server: fs, tool: read}\nmcp_servers:\n  fs:\n    command: x\n    call_timeout: 30s\n",
 			[]string{`t.yaml:5:14: agents.s.timeout: timeout 5m is longer than mcp_servers.fs.call_timeout, 30s (line 10), which cuts off every call to the server first: raise call_timeout to 5m or more, or shorten timeout`}},
 		{"timeout longer than the default call_timeout", head + "  s:\n    kind: mcp\n    timeout: 90s\n    mcp: {server: fs, tool: read}\nmcp_servers:\n  fs: {command: x}\n",
@@ -126,6 +136,36 @@ func TestMCPTimeoutWithinCallTimeout(t *testing.T) {
 	over := fmt.Sprintf("version: 1\nagents:\n  s: {kind: mcp, timeout: %s, mcp: {server: fs, tool: t}}\n%s", mcptool.DefaultCallTimeout+time.Second, server)
 	if errs := parseErrs(t, over); len(errs) != 1 {
 		t.Errorf("a timeout a second longer than mcptool.DefaultCallTimeout: %v, want one problem", errs)
+	}
+}
+
+// A server's max_result_bytes is a result's bound, 0 or absent its default. A server run as a
+// command sends each message as one line the MCP SDK reads up to mcp.DefaultMaxLineLength, so
+// a bound past that is refused there (TestMCPErrors); at a url a bound up to 1 GiB is accepted.
+func TestMCPMaxResultBytes(t *testing.T) {
+	t.Parallel()
+	const agent = "version: 1\nagents:\n  s: {kind: mcp, mcp: {server: fs, tool: t}}\nmcp_servers:\n"
+	for _, tt := range []struct {
+		server string
+		want   int64
+	}{
+		{"  fs: {command: x}\n", 0},
+		{"  fs: {command: x, max_result_bytes: 0}\n", 0},
+		{fmt.Sprintf("  fs: {command: x, max_result_bytes: %d}\n", mcp.DefaultMaxLineLength), mcp.DefaultMaxLineLength},
+		{"  fs: {url: http://h/mcp, max_result_bytes: 1073741824}\n", 1 << 30},
+	} {
+		f, err := config.Parse("t.yaml", []byte(agent+tt.server))
+		if err != nil {
+			t.Errorf("%s: %v", tt.server, err)
+			continue
+		}
+		if got := f.MCPServers["fs"].MaxResultBytes; got != tt.want {
+			t.Errorf("%s: max_result_bytes %d, want %d", tt.server, got, tt.want)
+		}
+	}
+	over := fmt.Sprintf("%s  fs: {command: x, max_result_bytes: %d}\n", agent, mcp.DefaultMaxLineLength+1)
+	if errs := parseErrs(t, over); len(errs) != 1 {
+		t.Errorf("a command's max_result_bytes one past mcp.DefaultMaxLineLength: %v, want one problem", errs)
 	}
 }
 

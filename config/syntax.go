@@ -160,6 +160,61 @@ func syntaxPlace(tokens token.Tokens, data []byte, line int) (path, hint string)
 
 const tabHint = "indent with spaces: YAML does not allow tabs in indentation"
 
+// directiveProblem says what is wrong with the directive (%YAML, %TAG) whose '%' is at, which
+// the YAML reader refused, and where: the reader takes one directive before a document, with a
+// line "---" right after it, and says only "document not started", at the first directive, when
+// a second follows or "---" is missing. (YAML allows several; the reader does not, and as tags
+// change nothing troupe reads, a file needs none.) ok is false when at is not a directive, or
+// the reader's own message says enough.
+func directiveProblem(tokens token.Tokens, at *token.Token) (p pos, problem string, ok bool) {
+	i := slices.IndexFunc(tokens, func(tk *token.Token) bool {
+		return tk.Type == token.DirectiveType && tk.Position.Line == at.Position.Line && tk.Position.Column == at.Position.Column
+	})
+	if i < 0 {
+		return pos{}, "", false
+	}
+	line := tokens[i].Position.Line
+	heads := map[int]bool{} // the lines of directives
+	for _, tk := range tokens[:i] {
+		if tk.Type == token.DirectiveType {
+			heads[tk.Position.Line] = true
+		}
+	}
+	inside := slices.ContainsFunc(tokens[:i], func(tk *token.Token) bool {
+		return tk.Type != token.CommentType && !heads[tk.Position.Line]
+	})
+	var name string
+	var values int
+	j := i + 1
+	for ; j < len(tokens) && tokens[j].Position.Line == line; j++ {
+		switch {
+		case tokens[j].Type == token.CommentType:
+		case j == i+1:
+			name = tokens[j].Value
+		default:
+			values++
+		}
+	}
+	for j < len(tokens) && tokens[j].Type == token.CommentType {
+		j++
+	}
+	p = pos{line, tokens[i].Position.Column}
+	switch {
+	case inside:
+		return p, fmt.Sprintf(`a directive (%%%s) goes at the head of the file, before the line "---" that starts the document`, name), true
+	case j < len(tokens) && tokens[j].Type == token.DirectiveType:
+		second := tokens[j].Position
+		return pos{second.Line, second.Column}, fmt.Sprintf("a second directive before the document: the YAML reader takes one (%%%s on line %d); remove one — a configuration needs neither, as troupe reads YAML 1.2 and ignores tags", name, line), true
+	case j == len(tokens) || tokens[j].Type != token.DocumentHeaderType:
+		return p, fmt.Sprintf(`the directive %%%s must be followed by a line "---" that starts the document`, name), true
+	case name == "TAG" && values != 2:
+		return p, "a %TAG directive is a handle and a prefix, as in %TAG !e! tag:example.com,2000:", true
+	case name == "YAML" && values != 1:
+		return p, "a %YAML directive is a version, as in %YAML 1.2", true
+	}
+	return pos{}, "", false
+}
+
 // keyPath is the field path of key under the frames.
 func keyPath(frames []*blockFrame, key *token.Token) string {
 	return framePath(append(slices.Clone(frames), &blockFrame{key: key.Value}))

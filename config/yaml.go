@@ -131,6 +131,9 @@ func parseYAML(name string, data []byte) (*tree, error) {
 		// in proportion to the file: its message and place are enough.
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) && se.Token != nil {
+			if p, problem, ok := directiveProblem(tokens, se.Token); ok {
+				return nil, &Error{File: name, Line: p.line, Column: p.col, Problem: "YAML syntax: " + problem}
+			}
 			line := se.Token.Position.Line
 			path, hint := syntaxPlace(tokens, data, line)
 			if hint == "" {

@@ -50,6 +50,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		fmt.Fprintf(stderr, "troupe run: %v\n", err)
 		return exitUsage
 	}
+	printWarnings(stderr, f) // before the run, whose live view may take the terminal
 	b, err := builtins()
 	if err != nil {
 		fmt.Fprintf(stderr, "troupe run: %v\n", err)

@@ -24,9 +24,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if !ok {
 		return code
 	}
-	for _, w := range warnings(f) {
-		fmt.Fprintf(stderr, "%s:%d:%d: warning: %s: %s\n", w.File, w.Line, w.Column, w.Path, w.Problem)
-	}
+	printWarnings(stderr, f)
 	servers := newMCPServers()
 	defer servers.Close()
 	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories(servers)}); err != nil {
@@ -52,7 +50,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	return exitOK
 }
 
-// warnings are what may well be wrong with f but need not be, so validate reports them
+// printWarnings writes f's warnings to w, one a line, as file:line:column: warning: field:
+// problem.
+func printWarnings(w io.Writer, f *config.File) {
+	for _, e := range warnings(f) {
+		fmt.Fprintf(w, "%s:%d:%d: warning: %s: %s\n", e.File, e.Line, e.Column, e.Path, e.Problem)
+	}
+}
+
+// warnings are what may well be wrong with f but need not be, so validate and run report them
 // without failing: an llm agent's api_key_env naming a variable this environment does not
 // set. The variable may be set where the workflow runs, and a server that needs no key (a
 // local one) is called without one, as llmagent does; but a file that names the variable

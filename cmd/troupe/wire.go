@@ -364,7 +364,7 @@ func (s *mcpServers) client(ctx context.Context, b *config.Builder, name string)
 	if decl == nil {
 		return nil, fmt.Errorf("unknown MCP server %q", name)
 	}
-	cfg := mcptool.Config{URL: decl.URL, Include: decl.Include, Prefix: decl.Prefix, CallTimeout: time.Duration(decl.CallTimeout), StopTimeout: time.Duration(decl.StopTimeout)}
+	cfg := mcptool.Config{URL: decl.URL, Include: decl.Include, Prefix: decl.Prefix, CallTimeout: time.Duration(decl.CallTimeout), StopTimeout: time.Duration(decl.StopTimeout), MaxResultBytes: decl.MaxResultBytes}
 	if decl.Command != "" {
 		prog, err := program(b, decl.Command)
 		if err != nil {

@@ -167,6 +167,39 @@ mcp_servers:
 	wantText(t, results, "The sum of 2 and 40 is 42")
 }
 
+// A server's max_result_bytes bounds its tools' results: an echo longer than the bound fails
+// the mcp agent's dispatch with INVALID_OUTPUT naming the bound, and one within it completes.
+func TestMCPMaxResultBytesFromFile(t *testing.T) {
+	bin := peers.Bin(t, "mcp-server-everything")
+	input := filepath.Join(t.TempDir(), "in.json")
+	msg := strings.Repeat("x", 300)
+	if err := os.WriteFile(input, []byte(`{"query": "echo", "user_context": {"arguments": {"message": "`+msg+`"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := func(bound int) string {
+		return writeConfig(t, fmt.Sprintf(`version: 1
+agents:
+  echo:
+    kind: mcp
+    mcp: {server: everything, tool: echo}
+mcp_servers:
+  everything: {command: %s, args: [stdio], stop_timeout: 200ms, max_result_bytes: %d}
+`, bin, bound))
+	}
+	code, results, _ := runJSON(t, file(100), "--input", input)
+	if code != exitFailed || len(results) != 1 || results[0].Status != troupe.StatusFailed || len(results[0].Errors) == 0 {
+		t.Fatalf("max_result_bytes 100: exit %d, results %+v; want the dispatch failed", code, results)
+	}
+	if e := results[0].Errors[0]; e.Code != troupe.CodeInvalidOutput || !strings.Contains(e.Message, "over the bound of 100 bytes (max_result_bytes)") {
+		t.Errorf("max_result_bytes 100: error %+v, want INVALID_OUTPUT over the bound of 100 bytes", e)
+	}
+	code, results, _ = runJSON(t, file(4096), "--input", input)
+	if code != exitOK {
+		t.Fatalf("max_result_bytes 4096: exit %d, results %+v", code, results)
+	}
+	wantText(t, results, msg)
+}
+
 // Building fails, at the line of the field at fault, when a file names a tool the server does
 // not have or a server that cannot start; validate reports it and leaves no process behind.
 func TestMCPBuildErrors(t *testing.T) {
