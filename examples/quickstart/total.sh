@@ -3,11 +3,15 @@
 # its result (JSON) on stdout, progress on stderr. POSIX sh and awk; jq would do it shorter.
 set -eu
 dispatch=$(cat)
-# get NAME: the dispatch's first string field NAME (its own fields come first), each escape
-# in it (\", \u003c for <, …) read as a space: enough to find the numbers in it.
+minus=$(printf '\342\210\222') # U+2212 MINUS SIGN in UTF-8; the script itself stays ASCII
+# get NAME: the dispatch's first string field NAME (its own fields come first), a minus sign
+# in it (raw or as \u2212) read as "-" and every other escape (\", \u003c for <, …) as a
+# space: enough to find the numbers in it. Escaped backslashes go first, so that "\\u2212"
+# stays a backslash and text.
 get() {
 	printf '%s' "$dispatch" | grep -Eo "\"$1\":\"([^\"\\\\]|\\\\.)*\"" | head -n 1 |
-		sed -E -e "s/^\"$1\":\"//" -e 's/"$//' -e 's/\\(u[0-9a-fA-F]{4}|.)/ /g'
+		sed -E -e "s/^\"$1\":\"//" -e 's/"$//' -e 's/\\\\/ /g' -e 's/\\u2212/-/g' \
+			-e 's/\\(u[0-9a-fA-F]{4}|.)/ /g' -e "s/$minus/-/g"
 }
 # A number may group its thousands with commas (1,000 is one number); 4,8 is two.
 numbers=$(get query | grep -Eo -- '-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?|-?[0-9]+(\.[0-9]+)?' | tr -d , || true)
@@ -15,7 +19,30 @@ if [ -z "$numbers" ]; then
 	echo "no numbers in the query" >&2
 	exit 1
 fi
-set -- $(printf '%s\n' "$numbers" | awk '{ n++; s += $1 } END { printf "%d %.15g\n", n, s }')
+# awk reads a number beyond the float range (400 digits) as inf, and a sum can overflow to
+# it: either is an error naming what overflowed, never an inf in the JSON. The sum is checked
+# as printed, since rounding to 15 digits can carry it past the largest float.
+summary=$(printf '%s\n' "$numbers" | awk '
+	function huge(x) { return x != 0 && x == x * 2 }
+	function shown(t, d) {
+		if (length(t) <= 24) return t
+		d = t
+		return substr(t, 1, 12) "... (" gsub(/[0-9]/, "", d) " digits)"
+	}
+	bad == "" && huge($1 + 0) { bad = "number out of range: " shown($1) }
+	{ n++; s += $1 }
+	END {
+		p = sprintf("%.15g", s)
+		if (bad == "" && huge(p + 0)) bad = "the sum of the " n " numbers is out of range (beyond 1.8e308)"
+		if (bad != "") print bad; else print "ok", n, p
+	}')
+case $summary in
+ok\ *) set -- $summary && shift ;;
+*)
+	echo "$summary" >&2
+	exit 1
+	;;
+esac
 echo "$1 numbers, sum $2" >&2
 # Only what the agent knows: troupe fills in the dispatch's ids, the status and the timing.
 cat <<JSON

@@ -3,6 +3,7 @@ package tutor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -414,7 +415,14 @@ func sentences(text string) []string {
 // Quiz runs a quiz on the current topic: it draws NumQuestions questions with the session's
 // seed, asks them one by one through the run's human-input handler, grades each answer, and
 // stops early — quiz_paused — when the learner says "pause". A paused quiz resumes at the
-// question it stopped at, unless the message names another topic ("quiz me on decimals").
+// question it stopped at, unless the message names another topic ("quiz me on decimals") or
+// another difficulty.
+//
+// Seed 003's Prepare Quiz takes a difficulty, easy | medium | hard | adaptive: a word of the
+// message ("quiz me on hard fractions"), else parsed_query["difficulty"]. A quiz at easy,
+// medium or hard asks only questions of that difficulty, so it is as long as the topic has
+// such questions, up to NumQuestions; adaptive picks the difficulty for the learner (see
+// adaptiveDifficulty). A quiz at no difficulty draws from all of them.
 func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	var (
 		cur       string
@@ -423,7 +431,12 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 		index     int
 		paused    bool
 		number    int
+		asked     string // the paused quiz's difficulty
 	)
+	requested, err := requestedDifficulty(d)
+	if err != nil {
+		return nil, err
+	}
 	lookup(d, KeyCurrentTopic, &cur)
 	lookup(d, "quiz_number", &number)
 	lookup(d, KeyQuizPaused, &paused)
@@ -431,6 +444,7 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 		lookup(d, KeyQuizQuestions, &items)
 		lookup(d, KeyQuizResponses, &responses)
 		lookup(d, KeyQuizQuestionIndex, &index)
+		lookup(d, KeyQuizDifficulty, &asked)
 		// The paused quiz may be on another topic than the current one ("quiz me on decimals"
 		// during fractions, then "pause"): a message naming no topic, such as "continue quiz",
 		// resumes it rather than starting one on the current topic.
@@ -446,20 +460,50 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 	if !ok {
 		return nil, &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("quiz: unknown current topic %q", cur), FallbackAction: "run diagnostic first"}
 	}
-	resumed := paused && len(items) > 0 && items[0].ConceptName == topic.ID && index < len(items) && index == len(responses)
+	if asked == "" {
+		asked = difficultyMixed
+	}
+	resumed := paused && len(items) > 0 && items[0].ConceptName == topic.ID && index < len(items) && index == len(responses) &&
+		(requested == "" || requested == asked)
+	var lines []string
+	// verdict is said before the next question: the last answer's, so the learner hears it at
+	// once, or, before the first question, how a quiz at a difficulty was made or where a
+	// resumed quiz resumes. The summary, read after the quiz, recaps the resumption in the past
+	// tense.
+	verdict := ""
 	if !resumed {
 		number++
-		items, responses, index = nil, nil, 0
-		for _, q := range a.corpus.Draw(topic.ID, a.cfg.NumQuestions, seedOf(d), fmt.Sprint("quiz ", number)) {
+		asked, items, responses, index = requested, nil, nil, 0
+		if asked == "" {
+			asked = difficultyMixed
+		}
+		var qs []*Question
+		var notes []string
+		if asked == difficultyMixed {
+			qs = a.corpus.Draw(topic.ID, a.cfg.NumQuestions, seedOf(d), fmt.Sprint("quiz ", number))
+		} else {
+			level := asked
+			if level == "adaptive" {
+				var why string
+				level, why = a.adaptiveDifficulty(d, topic)
+				notes = append(notes, fmt.Sprintf("Adaptive quiz: %s, so %s questions.", why, level))
+			}
+			qs, notes = a.drawAt(d, topic, level, number, notes)
+		}
+		for _, q := range qs {
 			items = append(items, quizItem{QuestionID: q.ID, QuestionText: q.Text, ConceptName: q.Concept, Skill: q.Skill,
 				Difficulty: q.Difficulty, ExpectedAnswer: q.Answer, SourceContext: topic.Summary})
 		}
+		if len(notes) > 0 {
+			verdict = strings.Join(notes, " ") + "\n"
+			lines = append(lines, notes...)
+		}
 	}
-	var lines []string
-	// verdict is said before the next question: the last answer's, so the learner hears it at
-	// once, or, before the first question of a resumed quiz, where it resumes. The summary,
-	// read after the quiz, recaps the resumption in the past tense.
-	verdict := ""
+	// label names the difficulty of a quiz asked for at one: its questions'.
+	label := ""
+	if asked != difficultyMixed && len(items) > 0 && slices.Contains(difficulties[:3], items[0].Difficulty) {
+		label = items[0].Difficulty
+	}
 	if resumed {
 		verdict = fmt.Sprintf("Resuming your %s quiz at question %d of %d.\n", topic.Name, index+1, len(items))
 		lines = append(lines, fmt.Sprintf("Resumed at question %d of %d.", index+1, len(items)))
@@ -467,8 +511,12 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 	paused = false
 	for index < len(items) {
 		it := items[index]
+		about := topic.Name
+		if label != "" {
+			about += ", " + label
+		}
 		ans, err := ask(ctx, d, fmt.Sprintf("quiz/%d/%s", number, it.QuestionID),
-			verdict+fmt.Sprintf("Question %d of %d (%s): %s", index+1, len(items), topic.Name, it.QuestionText), it.QuestionID, it.ConceptName)
+			verdict+fmt.Sprintf("Question %d of %d (%s): %s", index+1, len(items), about, it.QuestionText), it.QuestionID, it.ConceptName)
 		if err != nil {
 			return nil, err
 		}
@@ -509,7 +557,11 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 	if paused {
 		lines = append(lines, fmt.Sprintf("Quiz paused after %d of %d questions; say \"continue quiz\" to pick up where you left off.", index, len(items)))
 	} else {
-		lines = append(lines, fmt.Sprintf("Quiz on %s complete: %d of %d correct (%.0f%%).", topic.Name, right, len(items), 100*score))
+		quiz := "Quiz"
+		if label != "" {
+			quiz = strings.ToUpper(label[:1]) + label[1:] + " quiz"
+		}
+		lines = append(lines, fmt.Sprintf("%s on %s complete: %d of %d correct (%.0f%%).", quiz, topic.Name, right, len(items), 100*score))
 	}
 	if responses == nil {
 		responses = []response{}
@@ -517,10 +569,98 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 	return &troupe.Result{
 		AgentResult: map[string]any{
 			KeyQuizQuestions: items, KeyQuizResponses: responses, KeyQuizScore: score, KeyQuizQuestionIndex: index,
-			KeyQuizPaused: paused, KeyQuizComplete: complete, "quiz_number": number, "topic": topic.ID,
+			KeyQuizPaused: paused, KeyQuizComplete: complete, "quiz_number": number, KeyQuizDifficulty: asked, "topic": topic.ID,
 		},
 		AnalysisSummary: summary(strings.Join(lines, "\n")),
 	}, nil
+}
+
+// difficulties are seed 003's quiz difficulties: the questions' own, easiest first, then
+// adaptive, which picks one of them for the learner.
+var difficulties = []string{"easy", "medium", "hard", "adaptive"}
+
+// difficultyMixed is the quiz_difficulty of a quiz asked for at no difficulty: its questions
+// are drawn from all of them.
+const difficultyMixed = "mixed"
+
+// requestedDifficulty returns the difficulty a quiz is asked for at: the first of seed 003's
+// difficulties the message says ("quiz me on hard fractions"), else parsed_query["difficulty"],
+// else "". A parsed difficulty that is none of them is INVALID_INPUT.
+func requestedDifficulty(d *troupe.Dispatch) (string, error) {
+	for _, w := range tokens(d.Query) {
+		if slices.Contains(difficulties, w) {
+			return w, nil
+		}
+	}
+	v, ok := d.ParsedQuery["difficulty"]
+	if !ok || v == nil || v == "" {
+		return "", nil
+	}
+	if s, isString := v.(string); isString && slices.Contains(difficulties, strings.ToLower(s)) {
+		return strings.ToLower(s), nil
+	}
+	return "", &troupe.AgentError{Code: troupe.CodeInvalidInput,
+		Message:        fmt.Sprintf("quiz: difficulty %q is not one of %s", fmt.Sprint(v), strings.Join(difficulties, ", ")),
+		FallbackAction: "ask the learner for an easy, medium, hard or adaptive quiz"}
+}
+
+// adaptiveDifficulty is the difficulty an adaptive quiz on topic asks at, and why: by the
+// learner's mastery of the topic when it is known — below RequiredMastery easy, below the
+// mastery Threshold medium, else hard — else by the diagnostic's learner level (beginner easy,
+// intermediate medium, advanced hard), else medium. In a mastery loop the quizzes so get
+// harder as mastery grows.
+func (a *Specialists) adaptiveDifficulty(d *troupe.Dispatch, topic *Concept) (level, why string) {
+	if m, known := masteryOf(d)[topic.ID]; known {
+		level = "hard"
+		switch {
+		case m < a.cfg.RequiredMastery:
+			level = "easy"
+		case m < a.cfg.Threshold:
+			level = "medium"
+		}
+		return level, fmt.Sprintf("your mastery of %s is %.2f", topic.Name, m)
+	}
+	var learner string
+	lookup(d, KeyLearnerLevel, &learner)
+	if i := slices.Index(levels, learner); i >= 0 {
+		return difficulties[i], "your level is " + learner
+	}
+	return "medium", fmt.Sprintf("your mastery of %s is not assessed yet", topic.Name)
+}
+
+// drawAt draws the quiz's questions at difficulty level: the topic's questions of that level,
+// in the session seed's order, up to NumQuestions. A topic with none at that level is asked at
+// the nearest level it has (the easier of two as near), and one whose questions have none of
+// the levels, at all of them. notes gains what the learner should know: a quiz shorter than
+// NumQuestions, or at another level.
+func (a *Specialists) drawAt(d *troupe.Dispatch, topic *Concept, level string, number int, notes []string) ([]*Question, []string) {
+	all := a.corpus.Draw(topic.ID, len(topic.Questions), seedOf(d), fmt.Sprint("quiz ", number))
+	graded := difficulties[:3] // the levels a question has; adaptive is none
+	want := slices.Index(graded, level)
+	at := ""
+	for dist := 0; at == "" && dist < len(graded); dist++ {
+		for _, i := range []int{want - dist, want + dist} {
+			if at == "" && i >= 0 && i < len(graded) && slices.ContainsFunc(all, func(q *Question) bool { return q.Difficulty == graded[i] }) {
+				at = graded[i]
+			}
+		}
+	}
+	if at == "" {
+		notes = append(notes, fmt.Sprintf("%s's questions have no difficulty; these are of any.", topic.Name))
+		return all[:min(len(all), a.cfg.NumQuestions)], notes
+	}
+	qs := slices.DeleteFunc(all, func(q *Question) bool { return q.Difficulty != at })
+	if at != level {
+		notes = append(notes, fmt.Sprintf("%s has no %s questions; these are %s.", topic.Name, level, at))
+	}
+	if len(qs) < a.cfg.NumQuestions {
+		plural := "s"
+		if len(qs) == 1 {
+			plural = ""
+		}
+		notes = append(notes, fmt.Sprintf("%s has %d %s question%s, so the quiz is %d question%s long.", topic.Name, len(qs), at, plural, len(qs), plural))
+	}
+	return qs[:min(len(qs), a.cfg.NumQuestions)], notes
 }
 
 // Feedback analyses a completed quiz: it classifies each wrong answer (a near-miss number is
@@ -666,36 +806,49 @@ func (a *Specialists) Feedback(_ context.Context, d *troupe.Dispatch) (*troupe.R
 	}, nil
 }
 
-// PathPlanner orders what is left to learn: the unmastered concepts the current topic needs
-// (all unmastered concepts when there is none), in topological order of the concept graph, with
-// why and how much effort each takes; the concepts ready to start next are the alternatives.
+// PathPlanner orders what is left to learn toward the learner's goals (seed 003's goals
+// input; see goalsOf), else toward the current topic: each goal and the unmastered concepts it
+// needs, goal by goal in the order the goals are stated, each concept after its prerequisites
+// (topological order of the concept graph), with why and how much effort each takes. What no
+// goal needs is left off the path. When every goal and all it needs is mastered, or there is
+// no goal, it orders every unmastered concept. The concepts ready to start next are the
+// alternatives.
 func (a *Specialists) PathPlanner(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	mastery := masteryOf(d)
 	var cur string
 	lookup(d, KeyCurrentTopic, &cur)
-	goal := ""
-	if k, ok := a.corpus.Concept(cur); ok {
-		goal = k.ID
-	}
-	if k, ok := a.corpus.FindTopic(d.Query); ok {
-		goal = k.ID
-	}
-	scope := map[string]bool{}
-	if goal != "" {
-		scope[goal] = true
-		for _, p := range a.corpus.Prerequisites(goal) {
-			scope[p] = true
+	goals, unknown := a.goalsOf(d)
+	stated := len(goals) > 0
+	if !stated {
+		if k, ok := a.corpus.Concept(cur); ok {
+			goals = []string{k.ID}
 		}
 	}
 	unmastered := func(id string) bool { return mastery[id] < a.cfg.Threshold }
-	order, err := a.corpus.topo(func(id string) bool { return unmastered(id) && (goal == "" || scope[id]) })
-	if err != nil {
-		return nil, fmt.Errorf("tutor: pathplanner: %w", err)
+	// scope is what the goals need: each goal and its prerequisites. The path takes them goal
+	// by goal; what an earlier goal needs is already on it.
+	scope := map[string]bool{}
+	var order []string
+	for _, g := range goals {
+		mine := map[string]bool{g: true}
+		for _, p := range a.corpus.Prerequisites(g) {
+			mine[p] = true
+		}
+		part, err := a.corpus.topo(func(id string) bool { return mine[id] && !scope[id] && unmastered(id) })
+		if err != nil {
+			return nil, fmt.Errorf("tutor: pathplanner: %w", err)
+		}
+		order = append(order, part...)
+		maps.Copy(scope, mine)
 	}
-	if len(order) == 0 && goal != "" {
-		// The goal and everything under it is mastered: plan onward over the whole graph.
-		goal = ""
-		order, _ = a.corpus.topo(unmastered)
+	if len(goals) == 0 || len(order) == 0 {
+		// No goal, or the goals and everything under them are mastered: plan onward over the
+		// whole graph.
+		goals, stated = nil, false
+		var err error
+		if order, err = a.corpus.topo(unmastered); err != nil {
+			return nil, fmt.Errorf("tutor: pathplanner: %w", err)
+		}
 	}
 	path := []map[string]any{}
 	var steps []string
@@ -710,9 +863,11 @@ func (a *Specialists) PathPlanner(_ context.Context, d *troupe.Dispatch) (*troup
 			}
 		}
 		switch {
-		case id == goal:
+		case slices.Contains(goals, id) && stated:
+			reason = "your goal"
+		case slices.Contains(goals, id):
 			reason = "your current topic"
-		case goal != "":
+		case len(goals) > 0:
 			var needs []string
 			for _, c := range a.corpus.Concepts {
 				if slices.Contains(c.Requires, id) && scope[c.ID] {
@@ -759,17 +914,41 @@ func (a *Specialists) PathPlanner(_ context.Context, d *troupe.Dispatch) (*troup
 		b.WriteString("Nothing assessed yet.\n")
 	}
 	reasoning := ""
+	var active, done []string // the goals not mastered yet, and the mastered ones
+	for _, g := range goals {
+		if unmastered(g) {
+			active = append(active, g)
+		} else {
+			done = append(done, g)
+		}
+	}
 	switch {
 	case next == "":
 		reasoning = "Every concept is mastered."
-	case goal != "" && !unmastered(goal):
+	case stated && len(active) == 0:
+		reasoning = fmt.Sprintf("You have mastered your %s %s; %d concepts they build on are still below %.2f, so reinforce them in prerequisite order, starting with %s.",
+			plural(len(done), "goal"), strings.Join(done, " and "), len(order), a.cfg.Threshold, next)
+	case stated:
+		reasoning = fmt.Sprintf("Toward your %s %s: learn the %d unmastered concepts %s, each after its prerequisites, starting with %s.",
+			plural(len(active), "goal"), strings.Join(active, ", then "), len(order), map[bool]string{true: "it needs", false: "they need, goal by goal"}[len(active) == 1], next)
+		if len(done) > 0 {
+			reasoning += fmt.Sprintf(" You have mastered %s already.", strings.Join(done, " and "))
+		}
+	case len(goals) > 0 && len(done) > 0:
 		// The topic is mastered but some of what it builds on is not: say so, rather than
 		// telling the learner to "reach" what they already know.
-		reasoning = fmt.Sprintf("You have mastered %s; %d concepts it builds on are still below %.2f, so reinforce them in prerequisite order, starting with %s.", goal, len(order), a.cfg.Threshold, next)
-	case goal != "":
-		reasoning = fmt.Sprintf("To reach %s, learn the %d unmastered concepts it depends on in prerequisite order, starting with %s.", goal, len(order), next)
+		reasoning = fmt.Sprintf("You have mastered %s; %d concepts it builds on are still below %.2f, so reinforce them in prerequisite order, starting with %s.", goals[0], len(order), a.cfg.Threshold, next)
+	case len(goals) > 0:
+		reasoning = fmt.Sprintf("To reach %s, learn the %d unmastered concepts it depends on in prerequisite order, starting with %s.", goals[0], len(order), next)
 	default:
 		reasoning = fmt.Sprintf("%d concepts are not mastered; this order puts every concept after its prerequisites, starting with %s.", len(order), next)
+	}
+	if len(unknown) > 0 {
+		var qs []string
+		for _, u := range unknown {
+			qs = append(qs, fmt.Sprintf("%q", u))
+		}
+		reasoning += fmt.Sprintf(" I have no material on %s.", strings.Join(qs, " or "))
 	}
 	b.WriteString(reasoning)
 	if len(steps) > 0 {
@@ -785,6 +964,50 @@ func (a *Specialists) PathPlanner(_ context.Context, d *troupe.Dispatch) (*troup
 		AgentResult:     map[string]any{"learning_path": path, "next_topic": next, "path_reasoning": reasoning, "alternative_paths": alts},
 		AnalysisSummary: summary(b.String()),
 	}, nil
+}
+
+// goalsOf returns the learner's stated goals as concept ids, most important first, and those
+// the corpus has no concept for: the concepts the message names ("what's next for
+// multiplication and subtraction", in the order named), else parsed_query["goals"], else the
+// session state's goals (KeyGoals). A goal is a concept's id, name or alias; a string is one
+// goal, a list several.
+func (a *Specialists) goalsOf(d *troupe.Dispatch) (ids, unknown []string) {
+	for _, k := range a.corpus.FindTopics(d.Query) {
+		ids = append(ids, k.ID)
+	}
+	if len(ids) > 0 {
+		return ids, nil
+	}
+	var v any
+	if v = d.ParsedQuery[KeyGoals]; v == nil {
+		lookup(d, KeyGoals, &v)
+	}
+	var stated []string
+	switch g := v.(type) {
+	case string:
+		stated = []string{g}
+	case nil:
+	default:
+		decode(g, &stated)
+	}
+	for _, g := range stated {
+		k, ok := a.corpus.FindTopic(g)
+		switch {
+		case !ok && strings.TrimSpace(g) != "":
+			unknown = append(unknown, g)
+		case ok && !slices.Contains(ids, k.ID):
+			ids = append(ids, k.ID)
+		}
+	}
+	return ids, unknown
+}
+
+// plural is noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
 
 // ready returns the unmastered concepts whose prerequisites are all mastered.

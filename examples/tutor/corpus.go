@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -172,6 +173,59 @@ func (c *Corpus) FindTopic(msg string) (*Concept, bool) {
 		}
 	}
 	return best, best != nil
+}
+
+// FindTopics returns every concept msg names, as FindTopic matches them, in the order msg
+// first names them: "multiplication and subtraction" is [multiplication subtraction]. A name
+// inside a longer name of another concept is not a mention of it, as in FindTopic.
+func (c *Corpus) FindTopics(msg string) []*Concept {
+	toks := tokens(msg)
+	words := " " + strings.Join(toks, " ") + " "
+	type match struct {
+		k          *Concept
+		start, end int // in tokens
+	}
+	var ms []match
+	for _, k := range c.Concepts {
+		for _, name := range append([]string{k.ID, k.Name}, k.Aliases...) {
+			n := strings.Join(tokens(name), " ")
+			switch {
+			case n == "" && name != "": // symbols such as "%"
+				for i := 0; ; {
+					j := strings.Index(msg[i:], name)
+					if j < 0 {
+						break
+					}
+					at := len(tokens(msg[:i+j]))
+					ms = append(ms, match{k, at, at})
+					i += j + len(name)
+				}
+			case n != "":
+				for i := 0; ; {
+					j := strings.Index(words[i:], " "+n+" ")
+					if j < 0 {
+						break
+					}
+					at := strings.Count(words[:i+j+1], " ") - 1
+					ms = append(ms, match{k, at, at + len(strings.Fields(n))})
+					i += j + 1
+				}
+			}
+		}
+	}
+	inside := func(m match) bool {
+		return slices.ContainsFunc(ms, func(o match) bool {
+			return o.k != m.k && o.start <= m.start && m.end <= o.end && o.end-o.start > m.end-m.start
+		})
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].start < ms[j].start })
+	var out []*Concept
+	for _, m := range ms {
+		if !inside(m) && !slices.Contains(out, m.k) {
+			out = append(out, m.k)
+		}
+	}
+	return out
 }
 
 // mentions reports whether msg names concept k by its id, name or an alias, as FindTopic

@@ -11,7 +11,7 @@ import (
 // loop to the next.
 var (
 	tutorWrites    = []string{"explanation", "examples_provided"}
-	quizWrites     = []string{KeyQuizQuestions, KeyQuizResponses, KeyQuizScore, KeyQuizQuestionIndex, KeyQuizPaused, KeyQuizComplete, "quiz_number"}
+	quizWrites     = []string{KeyQuizQuestions, KeyQuizResponses, KeyQuizScore, KeyQuizQuestionIndex, KeyQuizPaused, KeyQuizComplete, "quiz_number", KeyQuizDifficulty}
 	feedbackWrites = []string{"error_patterns", "feedback_text", KeyMasteryScore, KeyMasteryAchieved, "improvement_areas", KeyMastery}
 	cycleWrites    = append(append(append([]string{}, tutorWrites...), quizWrites...), feedbackWrites...)
 )

@@ -10,10 +10,12 @@
 //   - tutor composes an explanation for the current topic at the learner's level: recaps of
 //     prerequisite gaps, the passages of the corpus that best answer a specific question, the
 //     skills the last quiz found weak, examples and key points;
-//   - quiz draws questions with the session's seed, asks them through the run's human-input
-//     handler, grades each answer and can be paused and resumed;
+//   - quiz draws questions with the session's seed — of the difficulty asked for (easy, medium,
+//     hard, or adaptive: picked from the learner's mastery), else of any — asks them through the
+//     run's human-input handler, grades each answer and can be paused and resumed;
 //   - feedback classifies the wrong answers, lists the skills to work on and updates mastery;
-//   - pathplanner orders the unmastered concepts the topic needs in prerequisite order.
+//   - pathplanner orders the unmastered concepts the learner's goals (else the topic) need,
+//     goal by goal, in prerequisite order.
 //
 // LearningCycle (flow.Sequential: tutor → quiz → feedback) and MasteryLoop (flow.Loop until
 // mastery) compose them. A Session holds the conversation: each message is one troupe run,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,7 +31,7 @@ func Registry(a *Specialists) (*troupe.Registry, error) {
 		{"tutor", a.Tutor, "explains the current topic at the learner's level from the corpus",
 			[]troupe.Option{troupe.Reads(KeyCurrentTopic, KeyLearnerLevel), troupe.Writes("explanation", "examples_provided")}},
 		{"quiz", a.Quiz, "draws questions with the session's seed, asks and grades them",
-			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore, KeyQuizQuestionIndex, KeyQuizPaused, KeyQuizComplete, "quiz_number")}},
+			[]troupe.Option{troupe.Reads(KeyCurrentTopic), troupe.Writes(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore, KeyQuizQuestionIndex, KeyQuizPaused, KeyQuizComplete, "quiz_number", KeyQuizDifficulty)}},
 		{"feedback", a.Feedback, "classifies errors of the graded quiz and updates mastery",
 			[]troupe.Option{troupe.Reads(KeyQuizQuestions, KeyQuizResponses, KeyQuizScore), troupe.Writes("error_patterns", "feedback_text", KeyMasteryScore, KeyMasteryAchieved, "improvement_areas", KeyMastery)}},
 		{"pathplanner", a.PathPlanner, "orders unmastered concepts by their prerequisites",
@@ -58,6 +59,11 @@ type SessionConfig struct {
 	Human troupe.HumanHandler
 	// Seed draws the quiz questions and the run ids; 0 means 1.
 	Seed uint64
+	// Goals are the learner's stated goals, most important first: concept ids, names or
+	// aliases (seed 003's PathPlanner input). The session state holds them as KeyGoals, and
+	// "what's next" plans toward them; a message naming concepts ("what's next for decimals")
+	// plans toward those instead. Nil: toward the current topic.
+	Goals []string
 	// Coordinator routes each message; nil means Coordinator(), seed 003's table. A table
 	// loaded from troupe.yaml lets a user change the routing without changing Go code.
 	Coordinator *route.Rules
@@ -170,6 +176,9 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		return nil, fmt.Errorf("tutor: %w", err)
 	}
 	s := &Session{agents: a, coord: coord, eng: eng, loop: loop, human: cfg.Human, seed: seed, state: map[string]any{}, routed: cfg.Routed, replied: cfg.Replied}
+	if len(cfg.Goals) > 0 {
+		s.state[KeyGoals] = slices.Clone(cfg.Goals)
+	}
 	if cfg.Routed != nil && cfg.Human != nil {
 		// A question goes to the learner only after the decisions that led to its agent.
 		s.human = troupe.HumanFunc(func(ctx context.Context, q troupe.Question) (troupe.Answer, error) {

@@ -20,8 +20,14 @@ const (
 	KeyQuizResponses     = "quiz_responses"
 	KeyQuizScore         = "quiz_score"
 	KeyQuizQuestionIndex = "quiz_question_index"
-	KeyMasteryScore      = "mastery_score"
-	KeyMasteryAchieved   = "mastery_achieved"
+	// KeyQuizDifficulty is the difficulty the quiz was asked for at (easy, medium, hard,
+	// adaptive), or "mixed"; a paused quiz resumes only at its own.
+	KeyQuizDifficulty = "quiz_difficulty"
+	// KeyGoals is the learner's stated goals (seed 003's PathPlanner input): concept ids, names
+	// or aliases, most important first. SessionConfig.Goals sets it.
+	KeyGoals           = "goals"
+	KeyMasteryScore    = "mastery_score"
+	KeyMasteryAchieved = "mastery_achieved"
 )
 
 // lookup finds key in what the dispatch can see: the latest upstream result that has it
