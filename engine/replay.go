@@ -72,7 +72,8 @@ type replayIndex struct {
 	nestedAsking map[string][]string
 	// Nested dispatches the log shows started and not finished: one made again under its id
 	// is not recorded as started a second time (its first start is still open).
-	nestedOpen map[string]bool
+	nestedOpen    map[string]bool
+	nestedStarted []string // the ids nestedOpen has held, in log order
 }
 
 // eventKey identifies an event that a resumed run would produce again; "" means the kind is
@@ -196,6 +197,9 @@ func (x *replayIndex) indexNested(ev *troupe.Event) {
 		if ev.Kind == troupe.KindDispatchStarted {
 			if x.nestedOpen == nil {
 				x.nestedOpen = map[string]bool{}
+			}
+			if !x.nestedOpen[d.DispatchID] {
+				x.nestedStarted = append(x.nestedStarted, d.DispatchID)
 			}
 			x.nestedOpen[d.DispatchID] = true
 			// Run again (it had paused for a human): what it did before is superseded.
@@ -346,8 +350,11 @@ type loggedStart struct {
 	step int
 }
 
-// remade notes that the run made dispatch id again.
+// remade notes that the run made dispatch id again, if the log shows it started.
 func (x *replayIndex) remade(id string) {
+	if _, ok := x.startAt[id]; !ok {
+		return
+	}
 	if x.made == nil {
 		x.made = map[string]bool{}
 	}

@@ -1588,6 +1588,10 @@ func (r *Run) completeLocked(c *call) {
 		// won, say), but it completed without the answer: the question does not hold the run.
 		r.unpauseLocked(c)
 	}
+	// Whether the run is letting this dispatch go as it is being cancelled: decided once, so
+	// that the mark the log records and what the policy is told agree though the caller's
+	// context may end in between.
+	cancelling := res.Status != troupe.StatusCompleted && r.ctxErr() != nil && r.failure == nil
 	if !c.replayed {
 		kind := troupe.KindDispatchCompleted
 		if res.Status != troupe.StatusCompleted {
@@ -1595,7 +1599,7 @@ func (r *Run) completeLocked(c *call) {
 			if res.Status == troupe.StatusTimeout && len(res.AgentResult) > 0 {
 				c.checkPartial() // before the log records it; a replayed result was checked
 			}
-			r.noteRunCancelLocked(res)
+			r.noteRunCancelLocked(res, cancelling)
 		}
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: kind, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Status: res.Status, Data: res})
 	}
@@ -1614,7 +1618,7 @@ func (r *Run) completeLocked(c *call) {
 		r.succeedLocked(c, false)
 		return
 	}
-	r.failedLocked(c)
+	r.failedLocked(c, cancelling)
 }
 
 // runCancelledKey marks, in the details of a dispatch result's CANCELLED error, that the run
@@ -1625,13 +1629,12 @@ func (r *Run) completeLocked(c *call) {
 const runCancelledKey = "run_cancelled"
 
 // noteRunCancelLocked marks res, a result about to be recorded that did not complete, with
-// runCancelledKey when the run is being cancelled and not failing (failedLocked's test for
-// the run's own cancellation), and removes the mark from one an agent made up. res is the
-// engine's; its errors may be shared with the agent's result and are copied before a change.
+// runCancelledKey when cancelling (the run is being cancelled and is not failing: it lets the
+// dispatch go), and removes the mark from one an agent made up. res is the engine's; its
+// errors may be shared with the agent's result and are copied before a change.
 //
 //go:noinline
-func (r *Run) noteRunCancelLocked(res *troupe.Result) {
-	cancelling := r.ctxErr() != nil && r.failure == nil
+func (r *Run) noteRunCancelLocked(res *troupe.Result, cancelling bool) {
 	_, marked := runCancelCause(res)
 	if !cancelling && !marked {
 		return
@@ -1680,7 +1683,7 @@ func runCancelCause(res *troupe.Result) (string, bool) {
 // agent, keeps a small stack frame.
 //
 //go:noinline
-func (r *Run) failedLocked(c *call) {
+func (r *Run) failedLocked(c *call, cancelling bool) {
 	t, res := c.t, c.res
 	if len(res.Errors) > 0 {
 		x := r.more()
@@ -1692,7 +1695,7 @@ func (r *Run) failedLocked(c *call) {
 		f.RetryAfter = max(f.RetryAfter, retryAfter(e))
 	}
 	switch {
-	case r.ctxErr() != nil && r.failure == nil:
+	case cancelling:
 		f.Status = troupe.StatusCancelled
 	case f.Status == troupe.StatusCancelled && r.ctxErr() == nil:
 		// The agent says it was cancelled (a remote service's task was), but the run goes
@@ -1996,7 +1999,7 @@ func (r *Run) endPausedLocked() {
 			Status: troupe.StatusCancelled, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(), TraceID: &r.rec.traceID,
 			Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled,
 				Message: fmt.Sprintf("%s was waiting for a human's answer to %s when the run ended", c.d.TargetAgent, x.questions[i].ID)}}}
-		r.noteRunCancelLocked(res)
+		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
 		c.paused, c.res = false, res
 		if c.t.last == c {
 			c.t.final = res
@@ -2010,32 +2013,73 @@ func (r *Run) endPausedLocked() {
 }
 
 // closeOpenLocked records, for a resumed run that is ending, each dispatch its log shows
-// started, with no result, that it did not make again: cancelled, as the run ended before
-// running it again, why saying why the run ended (nil: it was cancelled). It returns their
-// agents.
+// started, with no result, that it did not make again — nested members of composites first,
+// then the plan's: cancelled, as the run ended before running them again, why saying why the
+// run ended (nil: it was cancelled, or it completed). Each of the plan's is its task's latest
+// dispatch, as one made again would be; it returns the agents of those it found no task of
+// (a run that ended before it built its tasks).
 //
 //go:noinline
 func (r *Run) closeOpenLocked(why *troupe.ErrorInfo) []string {
-	var agents []string
-	now := r.nowLocked()
-	for _, s := range r.replay.open() {
-		d := s.d
-		msg := "the run ended before running it again: " + r.ctxCauseText()
-		if why != nil {
-			msg = "the run ended before running it again: " + why.Message
+	x := r.replay
+	reason := r.ctxCauseText()
+	switch {
+	case why != nil:
+		reason = why.Message
+	case r.ctxErr() == nil:
+		reason = "it completed"
+		if b := r.rareOr().budgetWhy; b != "" {
+			reason = b
 		}
+	}
+	now := r.nowLocked()
+	closed := func(d *troupe.Dispatch) *troupe.Result {
 		res := &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
 			Status: troupe.StatusCancelled, StartedAt: d.DispatchedAt, CompletedAt: now, ExecutionTimeMS: max(now.Sub(d.DispatchedAt).Milliseconds(), 0),
-			TraceID: &r.rec.traceID, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: msg}}}
-		r.noteRunCancelLocked(res)
+			TraceID: &r.rec.traceID, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: "the run ended before running it again: " + reason}}}
+		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
+		return res
+	}
+	for _, id := range x.nestedStarted {
+		if !x.nestedOpen[id] {
+			continue
+		}
+		d := x.nestedDispatch[id]
+		res := closed(d)
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchFailed, Parent: x.nestedParent[id], DispatchID: id,
+			Agent: d.TargetAgent, Status: res.Status, Data: res})
+		delete(x.nestedOpen, id)
+	}
+	var agents []string
+	for _, s := range x.open() {
+		d := s.d
+		res := closed(d)
 		r.more().errs = append(r.more().errs, res.Errors...)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchFailed, Step: s.step, DispatchID: d.DispatchID,
 			Agent: d.TargetAgent, Status: res.Status, Data: res})
+		if t := r.taskOfNextLocked(d.DispatchID); t != nil {
+			// Its task's latest dispatch, ended: State and the outcome see it as any other.
+			t.last = &call{r: r, t: t, d: d, res: res, prev: t.last}
+			t.final = res
+			continue
+		}
 		if !slices.Contains(agents, d.TargetAgent) {
 			agents = append(agents, d.TargetAgent)
 		}
 	}
 	return agents
+}
+
+// taskOfNextLocked is the task whose next dispatch is id, if any.
+func (r *Run) taskOfNextLocked(id string) *task {
+	for _, st := range r.stages {
+		for _, t := range st {
+			if r.nextID(t) == id {
+				return t
+			}
+		}
+	}
+	return nil
 }
 
 func statusOf(s troupe.RunStatus) troupe.Status {
