@@ -1236,18 +1236,18 @@ func (r *Run) retryPastBudgetLocked(t *task, backoff time.Duration) string {
 // a budget spent, and counts against the time budget the time the log shows the run active
 // before the resume as well as the time since (its own clock started again).
 func (r *Run) budgetForLocked(t *task, decision bool) string {
+	if r.replay != nil && r.replay.logged(r.nextID(t), decision) {
+		return "" // made already, within the budget of the run that made it (whatever this one's)
+	}
 	if why := r.budgetLocked(); why != "" || r.replay == nil {
 		return why
 	}
-	return r.replayBudgetLocked(t, decision)
+	return r.replayBudgetLocked(t)
 }
 
 //go:noinline
-func (r *Run) replayBudgetLocked(t *task, decision bool) string {
+func (r *Run) replayBudgetLocked(t *task) string {
 	x := r.replay
-	if x.logged(r.nextID(t), decision) {
-		return ""
-	}
 	if x.budgetWhy != "" {
 		return r.budgetFromLogLocked()
 	}
