@@ -2,7 +2,10 @@
 // leave the process: PEM private keys, bearer tokens, Basic credentials (padded base64 that
 // decodes to a printable ASCII user:password), the value of an Authorization or
 // Proxy-Authorization header whatever its scheme (Token, Digest, Negotiate, …), the userinfo of
-// a URL that carries a password (postgres://app:pw@db, whole, user included), API keys of
+// a URL that carries a password (postgres://app:pw@db, whole, user included), the secret a
+// webhook URL carries in its path (Slack's hooks.slack.com/services/T…/B…/<secret>, its
+// workflows' and triggers'; Discord's /api/webhooks/<id>/<token>) and a Telegram bot's token
+// in its API URL (/bot<id>:<token>/sendMessage), the rest of the URL kept, API keys of
 // well-known shapes (AWS key ids, GitHub, GitLab, Slack, Stripe, OpenAI-style sk-, JWTs), the
 // name=value pairs of Cookie and Set-Cookie headers, key=value secrets (FOO_API_KEY=…,
 // PGPASSWORD=…, ;Pwd=… in a connection string; in a URL query the secret parameter's value
@@ -37,7 +40,9 @@
 // numbers, IBANs or phone numbers (a number's shape alone cannot tell them from an order id:
 // they need a checksum and context to avoid false matches), names or postal addresses, a URL
 // whose user has no password (ssh://git@host), a Basic credential in another charset than
-// ASCII, a secret in a URL's path (a webhook URL), a bare key=value secret of fewer than four
+// ASCII, a secret in the path of another service's URL (a long path segment is as often a
+// commit id, a UUID, a digest or an opaque id, which a reader needs, as a credential: only the
+// shapes above are redacted), a bare key=value secret of fewer than four
 // characters outside a URL query, or a known shape hidden by an encoding (an API key in
 // base64). Name sensitive fields
 // explicitly (Config.Fields) for data whose shape no pattern can recognize.

@@ -28,12 +28,14 @@ type Rule struct {
 	// it rejects is left as it is. Nil confirms every match.
 	Valid func(match string) bool
 
-	may func(string) bool // a built-in rule's cheap test, with its name's in mayMatch
+	may   func(string) bool // a built-in rule's cheap test, with its name's in mayMatch
+	spans spanFunc          // a built-in rule's spans; nil is the text between its barriers
 }
 
 // Builtin returns the built-in rules, in the order they apply: private key blocks, bearer
-// tokens, Basic credentials, the rest of an Authorization header, credentials in URLs, API keys
-// of well-known shapes, cookies, key=value secrets, then email addresses.
+// tokens, Basic credentials, the rest of an Authorization header, credentials in URLs (a
+// password in the userinfo, a webhook's or a bot's secret in the path), API keys of well-known
+// shapes, cookies, key=value secrets, then email addresses.
 func Builtin() []Rule {
 	const secret = "${1}${2}[REDACTED:secret]" // the key stays, so a reader knows what was there
 	return []Rule{
@@ -56,7 +58,7 @@ func Builtin() []Rule {
 		// quoted parameters (username="Mufasa", realm="a b") are part of it. A value the bearer
 		// or basic rule already replaced stays as they left it.
 		{Name: "authorization", Pattern: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["'\[]?)` + authValue),
-			Replacement: "${1}[REDACTED:authorization]", Valid: notRedactedAuthorization},
+			Replacement: "${1}[REDACTED:authorization]", Valid: notRedactedAuthorization, spans: authorizationSpans},
 		// The userinfo of a URL that carries a password, whole: the user may be the token
 		// (https://TOKEN:x-oauth-basic@github.com). Up to the last @ of the authority, as URL
 		// parsers split it, so a password with an unescaped @ is not cut in two; not across
@@ -64,6 +66,16 @@ func Builtin() []Rule {
 		// (ssh://git@host) is an account, not a credential, and stays.
 		{Name: "userinfo", Pattern: regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@:"'<>\\^{|}\x60]*:[^\s/?#"'<>\\^{|}\x60]+@`),
 			Replacement: "${1}[REDACTED:userinfo]@"},
+		// A webhook URL's secret, which its path carries: Slack's (services, workflows,
+		// triggers) last segment, Discord's token after the webhook's id. The host, the ids and
+		// what follows the secret stay. Before the API keys, which could match a token's part.
+		{Name: "webhook", Pattern: regexp.MustCompile(`\b((?i:hooks\.slack\.com)/(?:services/T[A-Z0-9]+/B[A-Z0-9]+|workflows/T[A-Z0-9]+/A[A-Z0-9]+/\d+|triggers/T[A-Z0-9]+/\d+)/)` +
+			`[A-Za-z0-9]{16,}` +
+			`|\b((?i:discord(?:app)?\.com)/api(?:/v\d+)?/webhooks/\d+/)[A-Za-z0-9_-]{20,}`),
+			Replacement: "${1}${2}[REDACTED:webhook]"},
+		// A Telegram bot's token in its API URL (…/bot<id>:<secret>/sendMessage): the secret.
+		{Name: "bot_token", Pattern: regexp.MustCompile(`\b((?i:api\.telegram\.org)/(?:file/)?bot\d+:)[A-Za-z0-9_-]{20,}`),
+			Replacement: "${1}[REDACTED:bot_token]"},
 		{Name: "api_key", Pattern: regexp.MustCompile(`\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // OpenAI, Anthropic
 			`|\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}` + // Stripe (not pk_: a primary key's name)
 			`|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b` + // AWS access key id, long-lived and temporary
@@ -95,14 +107,15 @@ func Builtin() []Rule {
 			Replacement: "${1}[REDACTED:secret]${2}", may: func(s string) bool { return strings.IndexByte(s, '&') >= 0 }},
 		{Name: "secret", Pattern: regexp.MustCompile(`(?i)([?&]` + secretNames + `=)[^&#\s"'<>\\]+`), Replacement: "${1}[REDACTED:secret]"},
 		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*")(?:[^"\\\n]|\\.)+`), Replacement: secret,
-			may: func(s string) bool { return strings.IndexByte(s, '"') >= 0 }},
+			may: func(s string) bool { return strings.IndexByte(s, '"') >= 0 }, spans: quotedSecretSpans('"')},
 		{Name: "secret", Pattern: regexp.MustCompile(secretName + `(["']?\s*[:=]\s*')(?:[^'\\\n]|\\.)+`), Replacement: secret,
-			may: func(s string) bool { return strings.IndexByte(s, '\'') >= 0 }},
+			may: func(s string) bool { return strings.IndexByte(s, '\'') >= 0 }, spans: quotedSecretSpans('\'')},
 		// A bare value, the words of prose that may come before its name with it (group 1), so
 		// that isBareSecret can tell "invalid token: malformed" from "token: malformed".
 		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:\b` + proseQualifiers + `[ \t]+(?:[a-z]+[ \t]+){0,2})?\b` + secretNames + `)` +
-			`(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret, Valid: isBareSecret},
-		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:;\s*|\b(?:[a-z0-9]+[_-])+)pwd\s*=\s*)(?:\{[^}\n]*\}[^\s"';]*|[^\s"';]+)`), Replacement: "${1}[REDACTED:secret]"},
+			`(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret, Valid: isBareSecret, spans: bareSecretSpans},
+		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:;\s*|\b(?:[a-z0-9]+[_-])+)pwd\s*=\s*)(?:\{[^}\n]*\}[^\s"';]*|[^\s"';]+)`), Replacement: "${1}[REDACTED:secret]",
+			spans: pwdSpans},
 		// An address, but not a file name with a pixel density (icon@2x.png) or whose
 		// "top-level domain" is a file type no registry delegates (logo@dark.svg).
 		{Name: "email", Pattern: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`), Valid: isEmailAddress},
@@ -297,6 +310,7 @@ type rule struct {
 	expand bool // repl refers to submatches
 	may    func(string) bool
 	valid  func(string) bool
+	spans  spanFunc // nil: the pattern runs over the whole text
 }
 
 // mayMatch are the built-in rules' cheap tests: what any match of the pattern must contain,
@@ -310,6 +324,13 @@ var mayMatch = map[string]func(string) bool{
 	"basic":  func(s string) bool { return len(s) >= 14 && containsFoldASCII(s, "basic") },
 	"userinfo": func(s string) bool {
 		return len(s) >= 7 && strings.Contains(s, "://") && strings.IndexByte(s, '@') >= 0
+	},
+	"webhook": func(s string) bool {
+		return len(s) >= 46 && (strings.Contains(s, "/webhooks/") || strings.Contains(s, "/services/T") ||
+			strings.Contains(s, "/workflows/T") || strings.Contains(s, "/triggers/T"))
+	},
+	"bot_token": func(s string) bool {
+		return len(s) >= 42 && strings.Contains(s, "/bot") && containsFoldASCII(s, "api.telegram.org/")
 	},
 	"api_key": func(s string) bool {
 		return len(s) >= 15 && slices.ContainsFunc(apiKeyPrefixes, func(p string) bool { return strings.Contains(s, p) })
@@ -405,19 +426,9 @@ func hasSuffixFoldASCII(s, w string) bool {
 	return true
 }
 
-// containsFoldASCII reports whether s contains the lower-case ASCII word w in any case.
-func containsFoldASCII(s, w string) bool {
-	for i := 0; i+len(w) <= len(s); i++ {
-		j := 0
-		for j < len(w) && s[i+j]|0x20 == w[j] {
-			j++
-		}
-		if j == len(w) {
-			return true
-		}
-	}
-	return false
-}
+// containsFoldASCII reports whether s contains the lower-case ASCII word w, which starts with a
+// letter, in any case.
+func containsFoldASCII(s, w string) bool { return newFoldIndex(s, w).from(0) >= 0 }
 
 // New compiles cfg. An invalid pattern or field path is an error naming it.
 func New(cfg Config) (*Redactor, error) {
@@ -434,6 +445,9 @@ func New(cfg Config) (*Redactor, error) {
 			}
 			if ru.repl == "" {
 				ru.repl, ru.expand = "[REDACTED:"+b.Name+"]", false
+			}
+			if ru.spans = b.spans; ru.spans == nil {
+				ru.spans = barrierSpans(b.Pattern, ru.may)
 			}
 			r.rules = append(r.rules, ru)
 		}
@@ -478,9 +492,20 @@ func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
+	// The cheap tests and the spans read case as ASCII does, but (?i) also folds the long s (ſ)
+	// to s and the Kelvin sign (K) to k: text with either gets every pattern run over it whole.
+	// No built-in rule writes them, and caller patterns, which may, come after the built-in ones.
+	exact := strings.Contains(s, "\u017F") || strings.Contains(s, "\u212A")
 	for i := range r.rules {
 		ru := &r.rules[i]
-		if ru.may != nil && !ru.may(s) || !ru.re.MatchString(s) {
+		if !exact && ru.may != nil && !ru.may(s) {
+			continue
+		}
+		if !exact && ru.spans != nil {
+			s = ru.replaceSpans(s)
+			continue
+		}
+		if !ru.re.MatchString(s) {
 			continue // MatchString allocates nothing; a replacement does
 		}
 		switch {

@@ -140,29 +140,34 @@ var isAddress = func() func(string) bool {
 	panic("no email rule")
 }()
 
+var builtin = redact.Builtin()
+
+// patternsAlone is what String must return: every built-in pattern applied in turn to the whole
+// text, with no shortcut.
+func patternsAlone(s string) string {
+	for _, rule := range builtin {
+		repl := rule.Replacement
+		if repl == "" {
+			repl = "[REDACTED:" + rule.Name + "]"
+		}
+		s = rule.Pattern.ReplaceAllStringFunc(s, func(m string) string {
+			if rule.Valid != nil && !rule.Valid(m) {
+				return m
+			}
+			// The match alone, as the pattern saw it in s: each built-in one matches
+			// itself whole, its submatches included.
+			return rule.Pattern.ReplaceAllString(m, repl)
+		})
+	}
+	return s
+}
+
 func FuzzString(f *testing.F) {
 	for _, s := range []string{"a@b.co", "Bearer abcdefghij", "password: hunter22", "sk-" + strings.Repeat("x", 20), "plain text"} {
 		f.Add(s)
 	}
 	r := redact.MustNew(redact.Config{})
-	// The reference: every built-in pattern applied in turn, with no shortcut.
-	reference := func(s string) string {
-		for _, rule := range redact.Builtin() {
-			repl := rule.Replacement
-			if repl == "" {
-				repl = "[REDACTED:" + rule.Name + "]"
-			}
-			s = rule.Pattern.ReplaceAllStringFunc(s, func(m string) string {
-				if rule.Valid != nil && !rule.Valid(m) {
-					return m
-				}
-				// The match alone, as the pattern saw it in s: each built-in one matches
-				// itself whole, its submatches included.
-				return rule.Pattern.ReplaceAllString(m, repl)
-			})
-		}
-		return s
-	}
+	reference := patternsAlone
 	f.Add("xoxb-1234567890")
 	f.Add("token=abcd")
 	f.Add("BeArEr 12345678")
@@ -176,6 +181,10 @@ func FuzzString(f *testing.F) {
 	f.Add(`{"Authorization": "Token abc=", "x": "y"}`)
 	f.Add("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----")
 	f.Add("Server=db;Pwd={p;w};PGPASSWORD=x")
+	f.Add("https://hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdefghijklmnopqrstuvwx")
+	f.Add("discord.com/api/v10/webhooks/1234/abcdefghijklmnopqrstuvwxyz")
+	f.Add("api.telegram.org/file/bot123:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/x")
+	f.Add("\"to\u212Aen\": \"x\", to\u212Aen=abcd1234") // K, the Kelvin sign, is k to (?i)
 	f.Fuzz(func(t *testing.T, s string) {
 		out := r.String(s)
 		if want := reference(s); out != want {
@@ -669,4 +678,55 @@ func BenchmarkManyFormSecrets(b *testing.B) {
 	for b.Loop() {
 		r.String(s)
 	}
+}
+
+// A URL whose path carries its credential — a Slack or Discord webhook, a Telegram bot's API
+// URL — loses the credential and keeps the rest: the host, the ids before it, the method and
+// query after it. Decided: only these known shapes are; a long segment of another URL's path
+// (a commit id, a UUID, a digest, an opaque id) is an id a reader needs, as in prose.
+func TestURLPathSecrets(t *testing.T) {
+	const (
+		discordToken  = "Xo1_2-Ab3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3wX4yZ5aB6cD7eF8gH9iJ0kL1mN2oP3q"
+		telegramToken = "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+	)
+	runStringCases(t, []stringCase{
+		{"slack webhook", "posted to https://hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdefghijklmnopqrstuvwx, done",
+			"posted to https://hooks.slack.com/services/T0123ABCD/B0456EFGH/[REDACTED:webhook], done"},
+		{"slack webhook in JSON", `{"url":"https://hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdefghijklmnopqrstuvwx","n":1}`,
+			`{"url":"https://hooks.slack.com/services/T0123ABCD/B0456EFGH/[REDACTED:webhook]","n":1}`},
+		{"slack workflow webhook", "https://hooks.slack.com/workflows/T0123ABCD/A0456EFGH/456123789012345678/0123456789abcdef0123456789abcdef",
+			"https://hooks.slack.com/workflows/T0123ABCD/A0456EFGH/456123789012345678/[REDACTED:webhook]"},
+		{"slack trigger", "SLACK_URL=https://hooks.slack.com/triggers/T0123ABCD/4561237890123/0123456789abcdef0123456789abcdef",
+			"SLACK_URL=https://hooks.slack.com/triggers/T0123ABCD/4561237890123/[REDACTED:webhook]"},
+		{"slack without a scheme", "hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdefghijklmnopqrstuvwx",
+			"hooks.slack.com/services/T0123ABCD/B0456EFGH/[REDACTED:webhook]"},
+		{"discord webhook", "curl -X POST https://discord.com/api/webhooks/123456789012345678/" + discordToken + "?wait=true -d @msg.json",
+			"curl -X POST https://discord.com/api/webhooks/123456789012345678/[REDACTED:webhook]?wait=true -d @msg.json"},
+		{"discord versioned, old host", "https://discordapp.com/api/v10/webhooks/123456789012345678/" + discordToken + "/messages/42",
+			"https://discordapp.com/api/v10/webhooks/123456789012345678/[REDACTED:webhook]/messages/42"},
+		{"discord ptb", "<https://ptb.discord.com/api/webhooks/123456789012345678/" + discordToken + ">",
+			"<https://ptb.discord.com/api/webhooks/123456789012345678/[REDACTED:webhook]>"},
+		{"telegram bot", "GET https://api.telegram.org/bot123456789:" + telegramToken + "/sendMessage?chat_id=42 200",
+			"GET https://api.telegram.org/bot123456789:[REDACTED:bot_token]/sendMessage?chat_id=42 200"},
+		{"telegram file", "https://api.telegram.org/file/bot123456789:" + telegramToken + "/photos/file_1.jpg",
+			"https://api.telegram.org/file/bot123456789:[REDACTED:bot_token]/photos/file_1.jpg"},
+		{"shortest slack", "hooks.slack.com/triggers/T0/1/0123456789abcdef", "hooks.slack.com/triggers/T0/1/[REDACTED:webhook]"},
+		{"shortest discord", "discord.com/api/webhooks/1/01234567890123456789", "discord.com/api/webhooks/1/[REDACTED:webhook]"},
+		{"shortest telegram", "api.telegram.org/bot1:01234567890123456789", "api.telegram.org/bot1:[REDACTED:bot_token]"},
+		{"userinfo password", "fetching https://alice:s3cr3t@example.com/path/to?x=1 now", "fetching https://[REDACTED:userinfo]@example.com/path/to?x=1 now"},
+		// Ordinary URLs stay, long path segments included.
+		{"commit", "https://github.com/troupehq/troupe/commit/3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a",
+			"https://github.com/troupehq/troupe/commit/3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a"},
+		{"uuid", "https://example.com/runs/123e4567-e89b-12d3-a456-426614174000/events",
+			"https://example.com/runs/123e4567-e89b-12d3-a456-426614174000/events"},
+		{"digest", "https://registry.example.com/v2/app/blobs/sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+			"https://registry.example.com/v2/app/blobs/sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"opaque id", "https://storage.example.com/b/Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA/o/report.pdf",
+			"https://storage.example.com/b/Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA/o/report.pdf"},
+		{"slack docs", "see https://api.slack.com/messaging/webhooks and https://hooks.slack.com/services/",
+			"see https://api.slack.com/messaging/webhooks and https://hooks.slack.com/services/"},
+		{"discord without a token", "https://discord.com/api/webhooks/123456789012345678 and https://discord.com/channels/123456789012345678/987654321098765432",
+			"https://discord.com/api/webhooks/123456789012345678 and https://discord.com/channels/123456789012345678/987654321098765432"},
+		{"telegram docs", "https://core.telegram.org/bots/api#sendmessage", "https://core.telegram.org/bots/api#sendmessage"},
+	})
 }
