@@ -590,6 +590,16 @@ func (c *call) Emit(ev troupe.Event) {
 	}
 	if res, ok := ev.Data.(*troupe.Result); ok && (ev.Kind == troupe.KindDispatchCompleted || ev.Kind == troupe.KindDispatchFailed) {
 		c.chargeNestedLocked(res, ev.Parent)
+		if res.Status != troupe.StatusCompleted {
+			// Marked as a planned dispatch's: a resumed run reads the mark when the composite's
+			// own result did not make it into the log. The composite keeps its result as it is.
+			cancelling := r.ctxErr() != nil && r.failure == nil
+			if _, marked := runCancelCause(res); cancelling || marked {
+				cp := *res
+				r.noteRunCancelLocked(&cp, cancelling)
+				ev.Data = &cp
+			}
+		}
 	}
 	r.emitLocked(ev)
 	r.flushLocked()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
 )
@@ -132,4 +133,40 @@ func TestResumedRunCancelledRecordsOpenDispatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A composite's member cancelled as its run's caller cancelled the run, the process dying
+// before the composite's own result: resumed, the run ends cancelled too, not failed by the
+// member's cancellation taken from the log as a failure of the composite.
+func TestResumeAfterCallerCancelInComposite(t *testing.T) {
+	g := newGate()
+	reg := troupe.NewRegistry()
+	reg.MustAdd("team", flow.Sequential(flow.SequentialConfig{}, flow.Named("m", g.agent())))
+	reg.MustAdd("after", g.agent())
+	plan := &troupe.Plan{Stages: []troupe.PlanStage{stage(1, "team"), stage(1, "after")}}
+	st := memory.New()
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: staticPlan(plan), Store: st})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r, err := eng.Start(ctx, troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	cancel()
+	r.Wait(t.Context())
+	cut := logUpTo(t, st, r.ID(), func(ev troupe.Event) bool {
+		return ev.Kind == troupe.KindDispatchFailed && ev.Parent != "" && ev.Agent == "m"
+	})
+	eng2 := newEngine(t, engine.Config{Registry: reg, Planner: staticPlan(plan), Store: cut})
+	r2, err := eng2.Resume(t.Context(), r.ID(), engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := r2.Wait(t.Context())
+	evs, _ := cut.Events(t.Context(), r.ID(), 0)
+	if got.Status != troupe.RunCancelled {
+		t.Errorf("resumed run ended %s, want cancelled as without the crash:\n%s", got.Status, dumpLog(evs))
+	}
+	troupetest.CheckFinishedLog(t, evs)
 }

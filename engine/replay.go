@@ -74,6 +74,12 @@ type replayIndex struct {
 	// is not recorded as started a second time (its first start is still open).
 	nestedOpen    map[string]bool
 	nestedStarted []string // the ids nestedOpen has held, in log order
+
+	// Where the log first shows a nested dispatch let go as the run's caller cancelled it, and
+	// why (-1: nowhere): the run was being cancelled from there on, though the composite
+	// holding it recorded nothing of it before the process died.
+	nestedCancelAt    int
+	nestedCancelCause string
 }
 
 // eventKey identifies an event that a resumed run would produce again; "" means the kind is
@@ -106,7 +112,7 @@ func eventKey(ev *troupe.Event) string {
 func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, error) {
 	x := &replayIndex{keys: map[string]bool{}, decisions: map[string]*troupe.RoutingDecision{}, targets: map[string]string{},
 		results: map[string]*troupe.Result{}, resultAt: map[string]int{}, startAt: map[string]int{},
-		answers: map[string]troupe.Answer{}, asked: map[string]bool{}}
+		answers: map[string]troupe.Answer{}, asked: map[string]bool{}, nestedCancelAt: -1}
 	var start *troupe.RunStart
 	var segStart, segLast time.Time // the active stretch being read: its first and last events
 	for i := range events {
@@ -124,7 +130,7 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		if ev.Parent != "" {
 			// A nested event: its results are the composite's business, not the plan's; the
 			// composite asks for them when it runs its members again.
-			x.indexNested(ev)
+			x.indexNested(ev, i)
 			continue
 		}
 		if k := eventKey(ev); k != "" {
@@ -185,7 +191,12 @@ func activeSpan(first, last time.Time) time.Duration {
 	return last.Sub(first)
 }
 
-func (x *replayIndex) indexNested(ev *troupe.Event) {
+func (x *replayIndex) indexNested(ev *troupe.Event, at int) {
+	if res, ok := ev.Data.(*troupe.Result); ok && x.nestedCancelAt < 0 {
+		if cause, ok := runCancelCause(res); ok {
+			x.nestedCancelAt, x.nestedCancelCause = at, cause
+		}
+	}
 	switch d := ev.Data.(type) {
 	case *troupe.Dispatch:
 		if x.nestedDispatch == nil {
@@ -374,6 +385,15 @@ func (x *replayIndex) open() []loggedStart {
 	return out
 }
 
+// cancelledBefore returns why the run was being cancelled, if the log shows a nested dispatch
+// let go for that before position at (the place of a result it holds; -1: anywhere).
+func (x *replayIndex) cancelledBefore(at int) (string, bool) {
+	if x == nil || x.nestedCancelAt < 0 || at >= 0 && x.nestedCancelAt > at {
+		return "", false
+	}
+	return x.nestedCancelCause, true
+}
+
 // hold keeps c, a dispatch whose result the log holds, until take applies it.
 func (x *replayIndex) hold(c *call) { x.held = append(x.held, c) }
 
@@ -559,8 +579,8 @@ type ResumeOptions struct {
 //
 // A run whose caller cancelled it, and whose process died before it recorded run_cancelled,
 // ends cancelled when resumed, for the same cause, once it reaches the first dispatch its log
-// shows cancelled by that (seen by its result's details), as the run would have without the
-// crash; a crash before any such dispatch was recorded leaves no trace of the cancellation,
+// shows cancelled by that (seen by its result's details; a composite's member counts), as the
+// run would have without the crash; a crash before any such dispatch was recorded leaves no trace of the cancellation,
 // and the run resumes as any other. A resumed run that ends before making again a dispatch
 // its log shows started and unfinished records that dispatch cancelled, so no finished log
 // leaves a dispatch running.

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -88,10 +89,10 @@ func TestReviewClosedDispatchInState(t *testing.T) {
 	}
 	for _, a := range o.Failed {
 		if _, ok := state.FailedAgents[a]; !ok {
-			t.Errorf("outcome lists %s failed; State().FailedAgents has %v", a, slices.Sorted(mapsKeys(state.FailedAgents)))
+			t.Errorf("outcome lists %s failed; State().FailedAgents has %v", a, slices.Sorted(maps.Keys(state.FailedAgents)))
 		}
 		if _, ok := state.DispatchedAgents[a]; !ok {
-			t.Errorf("the log shows %s dispatched; State().DispatchedAgents has %v", a, slices.Sorted(mapsKeys(state.DispatchedAgents)))
+			t.Errorf("the log shows %s dispatched; State().DispatchedAgents has %v", a, slices.Sorted(maps.Keys(state.DispatchedAgents)))
 		}
 	}
 }
@@ -163,19 +164,6 @@ func TestReviewClosedCompositeLeavesMemberOpen(t *testing.T) {
 	troupetest.CheckFinishedLog(t, evs)
 }
 
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// A resumed run that ends completed (the engine's dispatch limit, lower now, refused a dispatch
-// its log shows started) closes that dispatch with a message saying the run was "cancelled":
-// closeOpenLocked reads ctxCauseText when the outcome has no error, and a run that was not
 // A resumed run makes again a dispatch its log shows started, though its own budget would
 // refuse it now (the engine that resumes has a lower MaxDispatches): the run that made the log
 // found it within budget, and what the log holds is never refused for a budget.

@@ -988,14 +988,26 @@ func (r *Run) shutLocked() {
 func (r *Run) advanceLocked() {
 	r.advanceStagesLocked()
 	for c := r.replay.take(); c != nil; c = r.replay.take() {
-		if cause, ok := runCancelCause(c.res); ok && r.ctxErr() == nil && r.failure == nil {
+		cause, ok := runCancelCause(c.res)
+		if !ok {
+			cause, ok = r.replay.cancelledBefore(r.replay.resultAt[c.d.DispatchID])
+		}
+		if ok && r.ctxErr() == nil && r.failure == nil {
 			// The run that made the log was being cancelled by its caller when it recorded
-			// this result (its process died before run_cancelled): this run is cancelled
-			// here too, for the same cause, and ends as that one would have.
+			// this result, or a composite's member before it (its process died before
+			// run_cancelled): this run is cancelled here too, for the same cause, and ends
+			// as that one would have.
 			r.stop(errors.New(cause))
 		}
 		r.completeLocked(c)
 		r.advanceStagesLocked()
+	}
+	if r.replay != nil && r.ctxErr() == nil && r.failure == nil {
+		// What the log holds is applied; a composite member it shows let go as the run was
+		// cancelled came after all of it.
+		if cause, ok := r.replay.cancelledBefore(-1); ok {
+			r.stop(errors.New(cause))
+		}
 	}
 }
 
