@@ -237,7 +237,11 @@ func (a *Agent) stopped(ctx, parent context.Context, started time.Time, details 
 			Message: fmt.Sprintf("execagent: %s%s", a.name, tail)}
 	}
 	within := fmt.Sprintf("its timeout of %v", a.cfg.Timeout)
-	if parent.Err() != nil { // the caller's deadline: the dispatch's timeout_seconds, the run's budget
+	// The caller's deadline (the dispatch's timeout_seconds, the run's budget) stopped it if it
+	// came first: its own timer's cause is troupe.ErrTimeout itself, and a parent that ended
+	// with another came first. A parent ended by now may have ended during the kill grace,
+	// after the program's own timeout stopped it.
+	if parent.Err() != nil && (cause != troupe.ErrTimeout || context.Cause(parent) == troupe.ErrTimeout && parentFirst(parent, started.Add(a.cfg.Timeout))) {
 		within = "its context's deadline"
 		if dl, ok := parent.Deadline(); ok {
 			within = fmt.Sprintf("%v, %s", max(dl.Sub(started), 0).Round(time.Millisecond), within)
@@ -245,6 +249,13 @@ func (a *Agent) stopped(ctx, parent context.Context, started time.Time, details 
 	}
 	return &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true, Cause: cause, Details: details,
 		Message: fmt.Sprintf("execagent: %s did not finish within %s%s", a.name, within, tail)}
+}
+
+// parentFirst reports whether parent's deadline came before own: a parent without one
+// ended before it.
+func parentFirst(parent context.Context, own time.Time) bool {
+	dl, ok := parent.Deadline()
+	return !ok || dl.Before(own)
 }
 
 func (a *Agent) quoteTail(e *stderr) string {

@@ -679,3 +679,20 @@ func TestHurryAloneStopsNothing(t *testing.T) {
 		t.Errorf("status %s, want completed", res.Status)
 	}
 }
+
+// A program stopped by its own timeout that takes its kill grace to die is reported stopped by
+// that timeout, though its context's later deadline has passed by the time it is gone: the
+// message names the bound to raise.
+func TestStoppedNamesTheBoundThatFiredFirst(t *testing.T) {
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"},
+		Timeout: 200 * time.Millisecond, KillGrace: 600 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
+	defer cancel()
+	_, err := a.Run(ctx, dispatch("q", nil, nil))
+	if ae := agentError(t, err); ae.Code != troupe.CodeTimeout || !errors.Is(err, troupe.ErrTimeout) {
+		t.Errorf("error %v: code %s, want TIMEOUT matching troupe.ErrTimeout", err, ae.Code)
+	}
+	if !strings.Contains(err.Error(), "did not finish within its timeout of 200ms") {
+		t.Errorf("error %q, want it to name its own timeout of 200ms, which fired first", err)
+	}
+}

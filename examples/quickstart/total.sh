@@ -19,22 +19,30 @@ if [ -z "$numbers" ]; then
 	echo "no numbers in the query" >&2
 	exit 1
 fi
-# awk reads a number beyond the float range (400 digits) as inf, and a sum can overflow to
-# it: either is an error naming what overflowed, never an inf in the JSON. The sum is checked
-# as printed, since rounding to 15 digits can carry it past the largest float.
+# A number beyond the float range (400 digits) is an error naming it, and so is a sum that
+# overflows: never an inf in the JSON. The number is judged by its digits, as awks read it
+# differently (mawk and gawk as inf, BWK awk, macOS's, as 0): its whole part from
+# 2^1024 - 2^970 on rounds to no float. The sum is judged as printed: from
+# 1.7976931348623151e308 on, rounding to 15 digits carries it past the largest float.
 summary=$(printf '%s\n' "$numbers" | awk '
-	function huge(x) { return x != 0 && x == x * 2 }
+	function huge(t, i) {
+		i = t ""
+		sub(/^-/, "", i)
+		sub(/[.].*/, "", i)
+		sub(/^0+/, "", i)
+		return length(i) > 309 || length(i) == 309 && i >= "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792"
+	}
 	function shown(t, d) {
 		if (length(t) <= 24) return t
 		d = t
 		return substr(t, 1, 12) "... (" gsub(/[0-9]/, "", d) " digits)"
 	}
-	bad == "" && huge($1 + 0) { bad = "number out of range: " shown($1) }
+	bad == "" && huge($1) { bad = "number out of range: " shown($1) }
 	{ n++; s += $1 }
 	END {
-		p = sprintf("%.15g", s)
-		if (bad == "" && huge(p + 0)) bad = "the sum of the " n " numbers is out of range (beyond 1.8e308)"
-		if (bad != "") print bad; else print "ok", n, p
+		if (bad == "" && (s >= 1.7976931348623151e308 || s <= -1.7976931348623151e308))
+			bad = "the sum of the " n " numbers is out of range (beyond 1.8e308)"
+		if (bad != "") print bad; else printf "ok %d %.15g\n", n, s
 	}')
 case $summary in
 ok\ *) set -- $summary && shift ;;
