@@ -415,8 +415,8 @@ func sentences(text string) []string {
 // Quiz runs a quiz on the current topic: it draws NumQuestions questions with the session's
 // seed, asks them one by one through the run's human-input handler, grades each answer, and
 // stops early — quiz_paused — when the learner says "pause". A paused quiz resumes at the
-// question it stopped at, unless the message names another topic ("quiz me on decimals") or
-// another difficulty.
+// question it stopped at, unless the message names another topic ("quiz me on decimals") or,
+// without asking to resume or continue, another difficulty.
 //
 // Seed 003's Prepare Quiz takes a difficulty, easy | medium | hard | adaptive: a word of the
 // message ("quiz me on hard fractions"), else parsed_query["difficulty"]. A quiz at easy,
@@ -463,8 +463,12 @@ func (a *Specialists) Quiz(ctx context.Context, d *troupe.Dispatch) (*troupe.Res
 	if asked == "" {
 		asked = difficultyMixed
 	}
+	// Seed 003 routes "resume" (and "continue quiz") to the paused quiz: asked to resume, the
+	// quiz resumes at its own difficulty whatever other word the message holds.
+	words := tokens(d.Query)
+	resuming := slices.Contains(words, "resume") || slices.Contains(words, "continue")
 	resumed := paused && len(items) > 0 && items[0].ConceptName == topic.ID && index < len(items) && index == len(responses) &&
-		(requested == "" || requested == asked)
+		(requested == "" || requested == asked || resuming)
 	var lines []string
 	// verdict is said before the next question: the last answer's, so the learner hears it at
 	// once, or, before the first question, how a quiz at a difficulty was made or where a

@@ -134,6 +134,28 @@ func TestQuizDifficultyAndPause(t *testing.T) {
 	}
 }
 
+// Seed 003 routes "resume" to resuming the paused quiz: a difficulty word in the same message
+// ("that was hard, resume") does not start a new quiz in its place.
+func TestQuizResumeWinsOverDifficultyWord(t *testing.T) {
+	s, l := newSession(t, 1)
+	send(t, s, "teach me fractions")
+	l.set("script", "pause")
+	send(t, s, "quiz me on easy fractions")
+	if s.State()[tutor.KeyQuizPaused] != true {
+		t.Fatal("the easy quiz did not pause")
+	}
+	l.set("right")
+	r := send(t, s, "that was hard, resume")
+	if !strings.Contains(r.Text(), "Resumed at question") {
+		t.Errorf("resume started a new quiz instead of resuming the paused one:\n%s", r.Text())
+	}
+	for _, id := range l.questions() {
+		if q, _ := tutor.DefaultCorpus().Question(id); q == nil || q.Difficulty != "easy" {
+			t.Errorf("asked %s, want the paused easy quiz's questions", id)
+		}
+	}
+}
+
 // Seed 003's PathPlanner takes the learner's stated goals. The path holds only what the goals
 // need (each goal and its unmastered prerequisites), goal by goal in the order stated, each
 // concept after its prerequisites. Goals come from the message ("what's next for
