@@ -316,7 +316,10 @@ type rule struct {
 // mayMatch are the built-in rules' cheap tests: what any match of the pattern must contain,
 // and the fewest bytes it spans.
 var mayMatch = map[string]func(string) bool{
-	"private_key": func(s string) bool { return len(s) >= 27 && strings.Contains(s, "PRIVATE KEY-----") },
+	// Not "PRIVATE KEY-----": a PGP block's markers end "PRIVATE KEY BLOCK-----".
+	"private_key": func(s string) bool {
+		return len(s) >= 27 && strings.Contains(s, "-----BEGIN ") && strings.Contains(s, "PRIVATE KEY")
+	},
 	"authorization": func(s string) bool {
 		return len(s) >= 15 && strings.ContainsAny(s, ":=") && containsFoldASCII(s, "authorization")
 	},

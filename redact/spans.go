@@ -15,10 +15,13 @@ import (
 // Spans are found in one pass, so the work stays linear in the text.
 
 // spanFunc calls yield with spans [lo, hi) of s, lo increasing, that between them hold every
-// match of a rule's pattern in s; spans may overlap or touch, and are merged. The pattern must
-// read a span as it reads the whole text: each hi is len(s) or at a byte that is no word
-// character, and each lo is 0 or after one — or where no match can start with an assertion
-// (pwdSpans' ';').
+// match of a rule's pattern in s, each match whole in one. Spans that overlap are merged, and
+// so hold whole each match that starts in them; spans that touch are not: a pwd's span ends at
+// the ';' the next one starts at, and the pattern run over both would read on from each value
+// to the end of the text for a '}' to close its '{' — time quadratic in the text, as when it
+// runs over the whole text. The pattern must read a span as it reads the whole text: each hi is
+// len(s) or at a byte that is no word character, and each lo is 0 or after one — or where no
+// match can start with an assertion (pwdSpans' ';').
 type spanFunc func(s string, yield func(lo, hi int))
 
 // replaceSpans is String's work for a rule with spans: the pattern is run over each merged span.
@@ -45,7 +48,7 @@ func (ru *rule) replaceSpans(s string) string {
 	}
 	curLo, curHi := 0, -1
 	ru.spans(s, func(lo, hi int) {
-		if lo <= curHi {
+		if lo < curHi {
 			curHi = max(curHi, hi)
 			return
 		}
@@ -239,8 +242,16 @@ func proseStart(s string, lo int) int {
 
 // pwdSpans are the spans of a connection string's or a prefixed pwd: from the ';' or the run of
 // name bytes before it to the end of its value, which a {braced} part may lengthen.
+//
+// Ends are looked for from two kinds of place, each met in increasing order: the start of a
+// value, and the byte after a braced part's '}'. A pwd inside a braced part is met after the
+// search from its '}', and its value starts before that '}': with one nextStop for both, each
+// such pwd would send it back, and the value after the '}' would be read again for the next,
+// in time quadratic in the text.
 func pwdSpans(s string, yield func(lo, hi int)) {
-	end := nextStop{s: s, stop: func(c byte) bool { return isSpace(c) || c == '"' || c == '\'' || c == ';' }}
+	stop := func(c byte) bool { return isSpace(c) || c == '"' || c == '\'' || c == ';' }
+	end := nextStop{s: s, stop: stop}
+	braced := nextStop{s: s, stop: stop}
 	brace := nextStop{s: s, stop: func(c byte) bool { return c == '}' || c == '\n' }}
 	for i := 0; i < len(s); i++ {
 		j := strings.IndexByte(s[i:], '=')
@@ -269,7 +280,8 @@ func pwdSpans(s string, yield func(lo, hi int)) {
 		p := skipSpace(s, i+1)
 		if p < len(s) && s[p] == '{' {
 			if c := brace.after(p + 1); c < len(s) && s[c] == '}' {
-				p = c + 1
+				yield(lo, braced.after(c+1))
+				continue
 			}
 		}
 		yield(lo, end.after(p))
