@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,12 +36,16 @@ type Config struct {
 	// URL is where each dispatch is POSTed; http or https.
 	URL string
 	// Headers are sent with every request as they are (non-secret values: a tenant, a version).
+	// A name that is not an HTTP token, or a value holding a control character other than a
+	// tab (a newline), fails New, naming the header.
 	Headers map[string]string
 	// HeadersFromEnv maps a header name to the environment variable holding its value, e.g.
-	// {"X-Api-Key": "SUMMARIZER_KEY"}. A variable that is not set fails New.
+	// {"X-Api-Key": "SUMMARIZER_KEY"}. A variable that is not set, or whose value could not be
+	// sent (a newline in it), fails New, naming the header and the variable, not the value.
 	HeadersFromEnv map[string]string
 	// BearerTokenEnv names the environment variable holding a token sent as
-	// "Authorization: Bearer <token>"; "" sends none. A variable that is not set fails New.
+	// "Authorization: Bearer <token>"; "" sends none. A variable that is not set, or whose value
+	// could not be sent, fails New.
 	BearerTokenEnv string
 	// Timeout bounds one dispatch, connection to last byte; 0 means DefaultTimeout. A shorter
 	// deadline on the context (the dispatch's timeout_seconds, the run's budget) wins.
@@ -96,8 +102,16 @@ func New(cfg Config) (*Agent, error) {
 	if a.max == 0 {
 		a.max = DefaultMaxResponseBytes
 	}
-	for k, v := range cfg.Headers {
-		a.header.Set(k, v)
+	// A header net/http would refuse to send fails New, not every dispatch. In the order of
+	// the names, so that the same Config fails the same way.
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		if !validHeaderName(k) {
+			return nil, fmt.Errorf("httpagent: Config.Headers: %q is not a valid header name", k)
+		}
+		if why := badHeaderValue(cfg.Headers[k]); why != "" {
+			return nil, fmt.Errorf("httpagent: Config.Headers[%s]: the value is not a valid header value: %s", k, why)
+		}
+		a.header.Set(k, cfg.Headers[k])
 	}
 	var secrets []string
 	env := func(what, name string) (string, error) {
@@ -108,10 +122,18 @@ func New(cfg Config) (*Agent, error) {
 		secrets = append(secrets, v)
 		return v, nil
 	}
-	for h, name := range cfg.HeadersFromEnv {
+	for _, h := range slices.Sorted(maps.Keys(cfg.HeadersFromEnv)) {
+		if !validHeaderName(h) {
+			return nil, fmt.Errorf("httpagent: Config.HeadersFromEnv: %q is not a valid header name", h)
+		}
+		name := cfg.HeadersFromEnv[h]
 		v, err := env("Config.HeadersFromEnv["+h+"]", name)
 		if err != nil {
 			return nil, err
+		}
+		// The value is a secret: the error says what is wrong with it, never what it is.
+		if why := badHeaderValue(v); why != "" {
+			return nil, fmt.Errorf("httpagent: Config.HeadersFromEnv[%s]: environment variable %s is not a valid header value: %s", h, name, why)
 		}
 		a.header.Set(h, v)
 	}
@@ -119,6 +141,9 @@ func New(cfg Config) (*Agent, error) {
 		v, err := env("Config.BearerTokenEnv", cfg.BearerTokenEnv)
 		if err != nil {
 			return nil, err
+		}
+		if why := badHeaderValue(v); why != "" {
+			return nil, fmt.Errorf("httpagent: Config.BearerTokenEnv: environment variable %s is not a valid Authorization header value: %s", cfg.BearerTokenEnv, why)
 		}
 		a.header.Set("Authorization", "Bearer "+v)
 	}
@@ -131,6 +156,38 @@ func New(cfg Config) (*Agent, error) {
 		a.client = &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	return a, nil
+}
+
+// validHeaderName reports whether name is a token (RFC 9110, section 5.6.2), as net/http
+// requires of a header's name.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// badHeaderValue says why net/http would refuse to send v as a header's value — it holds a
+// control character other than a tab; a newline would split the header — or "" when it would
+// send it. It never quotes v, which may be a secret.
+func badHeaderValue(v string) string {
+	for i := range len(v) {
+		switch c := v[i]; {
+		case c == '\n':
+			return "it holds a newline"
+		case c == '\r':
+			return "it holds a carriage return"
+		case c < ' ' && c != '\t' || c == 0x7f:
+			return fmt.Sprintf("it holds control character 0x%02x", c)
+		}
+	}
+	return ""
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of the agent's client.
@@ -198,7 +255,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	}
 	if int64(len(data)) > a.max {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
-			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes", a.url, a.max)}
+			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes (max_response_bytes)", a.url, a.max)}
 	}
 	res, err := wire.DecodeResult("httpagent: POST "+a.url, data, d, a.agents, details)
 	if err != nil {

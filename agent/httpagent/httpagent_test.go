@@ -161,7 +161,7 @@ func TestFailures(t *testing.T) {
 				}
 			}
 		}, httpagent.Config{MaxResponseBytes: 1 << 20},
-			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"response over 1048576 bytes"}}},
+			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"response over 1048576 bytes (max_response_bytes)"}}},
 		{"a response exactly MaxResponseBytes long is read", status(200, nil, `{"agent_result":{"a":1},"confidence":7}`), httpagent.Config{MaxResponseBytes: 39},
 			want{troupe.CodeInvalidOutput, false, nil, 200, []string{"invalid result", "confidence"}}},
 		{"a 503 over MaxResponseBytes is still a recoverable 503", status(503, map[string]string{"Retry-After": "5"}, "<html>"+big+"</html>"), httpagent.Config{MaxResponseBytes: 1000},
@@ -475,11 +475,48 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"header variable unset", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-K": "NOPE_KEY"}, LookupEnv: env(nil)}, "HeadersFromEnv[X-K]: environment variable NOPE_KEY"},
 		{"TLS and Client", httpagent.Config{URL: "https://h", TLS: &tls.Config{}, Client: http.DefaultClient}, "exclusive"},
 		{"negative timeout", httpagent.Config{URL: "http://h", Timeout: -1}, "negative"},
+		// Header values net/http would refuse to send, on every dispatch: refused once, here,
+		// naming the header — never quoting a secret's value.
+		{"a header value with a newline", httpagent.Config{URL: "http://h", Headers: map[string]string{"X-Team": "search\nX-Admin: 1"}},
+			"Config.Headers[X-Team]: the value is not a valid header value: it holds a newline"},
+		{"a header name with a space", httpagent.Config{URL: "http://h", Headers: map[string]string{"X Team": "search"}},
+			`Config.Headers: "X Team" is not a valid header name`},
+		{"an empty header name", httpagent.Config{URL: "http://h", Headers: map[string]string{"": "search"}},
+			`Config.Headers: "" is not a valid header name`},
+		{"a header name from the environment with a colon", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-Key:": "KEY"}, LookupEnv: env(map[string]string{"KEY": "s3cr3t-key"})},
+			`Config.HeadersFromEnv: "X-Key:" is not a valid header name`},
+		{"a secret header value with a newline", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-Key": "KEY"}, LookupEnv: env(map[string]string{"KEY": "s3cr3t-key\n"})},
+			"Config.HeadersFromEnv[X-Key]: environment variable KEY is not a valid header value: it holds a newline"},
+		{"a token with a carriage return", httpagent.Config{URL: "http://h", BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": "s3cr3t-key\r\n"})},
+			"Config.BearerTokenEnv: environment variable TOK is not a valid Authorization header value: it holds a carriage return"},
+		{"a token with a NUL", httpagent.Config{URL: "http://h", BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": "s3cr3t-key\x00"})},
+			"Config.BearerTokenEnv: environment variable TOK is not a valid Authorization header value: it holds control character 0x00"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := httpagent.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "httpagent: ") {
+			_, err := httpagent.New(tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "httpagent: ") {
 				t.Errorf("New = %v, want an error with %q", err, tc.want)
 			}
+			if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("New = %v: it quotes the secret", err)
+			}
 		})
+	}
+}
+
+// What net/http sends is accepted: a tab, spaces and UTF-8 in a value, a token's punctuation
+// in a name.
+func TestNewAcceptsHeadersHTTPSends(t *testing.T) {
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(counter(t, func(r *http.Request, d *troupe.Dispatch) { got <- r.Header }))
+	defer srv.Close()
+	a := newAgent(t, httpagent.Config{URL: srv.URL, Headers: map[string]string{"X-Note": "a\tb café ", "X-Odd_Name!": "1"},
+		BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": "tok en"})})
+	if _, err := a.Run(t.Context(), dispatch("q")); err != nil {
+		t.Fatal(err)
+	}
+	h := <-got
+	if h.Get("X-Note") != "a\tb café" || h.Get("X-Odd_Name!") != "1" || h.Get("Authorization") != "Bearer tok en" {
+		t.Errorf("headers %v", h)
 	}
 }

@@ -383,8 +383,11 @@ func limitBody(max int64) option.Middleware {
 // OpenAI's error object. The status and Retry-After go into the details, so the run's error
 // policy waits as long as the server asked. The API key (secrets) is scrubbed from the body
 // before the body is cut to length: cut first, a key echoed across the cut would leave its start.
-// A timeout says which bound it was, callTimeout or ctx's deadline (the dispatch's).
-func apiError(ctx context.Context, model string, callTimeout time.Duration, secrets *wire.Secrets, err error, res *http.Response) error {
+// A timeout says which bound it was, call_timeout or ctx's deadline (the dispatch's). A
+// failure while a successful response's body or stream was read keeps that response's status,
+// in the message and in http_status.
+func (a *Agent) apiError(ctx context.Context, secrets *wire.Secrets, err error, res *http.Response) error {
+	model, callTimeout := a.c.cfg.Model, a.c.cfg.CallTimeout
 	status, body := 0, ""
 	var ae *openai.Error
 	if errors.As(err, &ae) {
@@ -426,17 +429,34 @@ func apiError(ctx context.Context, model string, callTimeout time.Duration, secr
 		return &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
 			Message: fmt.Sprintf("llmagent: %s: the response is over %d bytes (max_response_bytes)", model, tooBig.Limit)}
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		msg := fmt.Sprintf("llmagent: %s: the call did not finish within call_timeout %v", model, callTimeout)
-		if ctx.Err() != nil {
-			msg = fmt.Sprintf("llmagent: %s: the call did not finish before the dispatch's deadline", model)
+	msg := "llmagent: " + model + ": "
+	var details map[string]any
+	if res != nil {
+		// A response came, and reading it failed (the connection lost, a stall past a
+		// deadline): say so, and keep its status, which a bare "unexpected EOF" loses.
+		what := "body"
+		if a.c.cfg.Stream {
+			what = "stream"
 		}
-		return &troupe.AgentError{Code: troupe.CodeTimeout, Message: msg, Recoverable: true, Cause: troupe.ErrTimeout}
+		msg += fmt.Sprintf("reading the %s of a %s response: ", what, strings.TrimSpace(fmt.Sprintf("%d %s", res.StatusCode, http.StatusText(res.StatusCode))))
+		details = map[string]any{"http_status": res.StatusCode}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		bound := fmt.Sprintf("within call_timeout %v", callTimeout)
+		if ctx.Err() != nil {
+			bound = "before the dispatch's deadline"
+		}
+		return &troupe.AgentError{Code: troupe.CodeTimeout, Message: msg + "the call did not finish " + bound, Recoverable: true, Details: details, Cause: troupe.ErrTimeout}
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	return &troupe.AgentError{Code: troupe.CodeAgentError, Message: "llmagent: " + model + ": " + err.Error(), Recoverable: true}
+	// The SDK says "error reading response body: " before what went wrong: the message says so already.
+	cause := err.Error()
+	if res != nil {
+		cause = strings.TrimPrefix(cause, "error reading response body: ")
+	}
+	return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg + cause, Recoverable: true, Details: details}
 }
 
 // dispatchSeed is the seed the dispatch asks for in user_context["seed"] — an evidence bundle

@@ -35,6 +35,8 @@
 //     waits as asked; the status decides whatever shape the error body has. A 408 or 504
 //     still refused is a timeout (code TIMEOUT, matching troupe.ErrTimeout), as httpagent
 //     reports one, so the run's on_timeout applies to it.
+//     A response whose body or stream is cut short or stalls fails saying so, its status in
+//     the message and in http_status (recoverable; TIMEOUT when a deadline stopped it).
 //     Every response body, a stream's whole included, is bounded by MaxResponseBytes: an
 //     answer over it fails with code INVALID_OUTPUT. A 200 that carries an error object
 //     instead of choices fails with that error (recoverable when its code is a status worth

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,7 +20,8 @@ import (
 )
 
 // Servers that answer as real OpenAI-compatible ones sometimes do. Each failure is reported
-// for what it is, once, without re-asking a model that never saw the question.
+// for what it is, once, without re-asking a model that never saw the question; a response
+// whose body was lost keeps its status, in the message and in http_status.
 func TestMisbehavingServers(t *testing.T) {
 	const whole = `{"id":"x","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`
 	chunk := `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"content":"half"},"finish_reason":null}]}` + "\n\n"
@@ -30,17 +32,18 @@ func TestMisbehavingServers(t *testing.T) {
 		code        string
 		recoverable bool
 		message     string
+		status      any // details["http_status"]; nil: none
 	}{
 		// OpenRouter answers a provider's failure with status 200 and an error object.
 		{"200 with an error object and a status code", false, answer("application/json", `{"error":{"message":"Provider returned error","code":429}}`),
-			troupe.CodeAgentError, true, "the server answered 200 with an error: Provider returned error"},
+			troupe.CodeAgentError, true, "the server answered 200 with an error: Provider returned error", nil},
 		{"200 with an error string", false, answer("application/json", `{"error":"model is loading"}`),
-			troupe.CodeAgentError, false, "the server answered 200 with an error: model is loading"},
+			troupe.CodeAgentError, false, "the server answered 200 with an error: model is loading", nil},
 		// A server that ignores "stream" answers a whole completion; a proxy answers a page.
 		{"a stream answered by a whole completion", true, answer("application/json", whole),
-			troupe.CodeInvalidOutput, false, `sent no stream chunks (Content-Type "application/json")`},
+			troupe.CodeInvalidOutput, false, `sent no stream chunks (Content-Type "application/json")`, nil},
 		{"a stream answered by an HTML page", true, answer("text/html", "<html><body>Sign in to the Wi-Fi</body></html>"),
-			troupe.CodeInvalidOutput, false, `sent no stream chunks (Content-Type "text/html")`},
+			troupe.CodeInvalidOutput, false, `sent no stream chunks (Content-Type "text/html")`, nil},
 		{"a stream cut in the middle of a chunk", true, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, chunk+chunk[:40])
@@ -48,7 +51,16 @@ func TestMisbehavingServers(t *testing.T) {
 			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
 				c.Close()
 			}
-		}, troupe.CodeAgentError, true, "unexpected EOF"},
+		}, troupe.CodeAgentError, true, "llmagent: gpt-test: reading the stream of a 200 OK response: unexpected EOF", 200},
+		{"a whole completion cut short", false, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(whole)))
+			fmt.Fprint(w, whole[:len(whole)/2])
+			w.(http.Flusher).Flush()
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
+			}
+		}, troupe.CodeAgentError, true, "llmagent: gpt-test: reading the body of a 200 OK response: unexpected EOF", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var requests atomic.Int32
@@ -65,6 +77,9 @@ func TestMisbehavingServers(t *testing.T) {
 			ae := agentError(t, err)
 			if ae.Code != tc.code || ae.Recoverable != tc.recoverable || !strings.Contains(ae.Message, tc.message) {
 				t.Errorf("error %q: code %s recoverable %v; want %s, %v and %q", err, ae.Code, ae.Recoverable, tc.code, tc.recoverable, tc.message)
+			}
+			if got := ae.Details["http_status"]; got != tc.status {
+				t.Errorf("details %v: http_status %v, want %v", ae.Details, got, tc.status)
 			}
 			if n := requests.Load(); n != 1 {
 				t.Errorf("%d requests, want 1: the failure is the server's, not the answer's to ask again", n)

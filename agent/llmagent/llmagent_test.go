@@ -621,7 +621,8 @@ func TestTimeoutSaysWhichBound(t *testing.T) {
 }
 
 // CallTimeout bounds a stream until its last chunk: a server that stops sending halfway fails
-// the dispatch with TIMEOUT, after the text that did arrive went out as progress.
+// the dispatch with TIMEOUT, after the text that did arrive went out as progress. The error
+// keeps the response's status.
 func TestCallTimeoutMidStream(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -633,8 +634,15 @@ func TestCallTimeoutMidStream(t *testing.T) {
 	a := newAgent(t, llmagent.Config{BaseURL: srv.URL + "/v1", Stream: true, CallTimeout: 100 * time.Millisecond})
 	rt := &runtime{}
 	_, err := a.Run(t.Context(), dispatch("hi", rt))
-	if ae := agentError(t, err); ae.Code != troupe.CodeTimeout || !ae.Recoverable {
+	ae := agentError(t, err)
+	if ae.Code != troupe.CodeTimeout || !ae.Recoverable || !errors.Is(err, troupe.ErrTimeout) {
 		t.Errorf("error = %v", err)
+	}
+	if want := "llmagent: gpt-test: reading the stream of a 200 OK response: the call did not finish within call_timeout 100ms"; ae.Message != want {
+		t.Errorf("message %q, want %q", ae.Message, want)
+	}
+	if diff := cmp.Diff(map[string]any{"http_status": 200}, ae.Details); diff != "" {
+		t.Errorf("details (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]progress{{"token", map[string]any{"text": "half"}}}, rt.Events()); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)

@@ -53,7 +53,7 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	var raw []byte
 	var res *http.Response
 	if _, err := a.svc.New(ctx, p, append(opts, option.WithResponseBodyInto(&raw), option.WithResponseInto(&res))...); err != nil {
-		return nil, apiError(ctx, a.c.cfg.Model, a.c.cfg.CallTimeout, secrets, err, res)
+		return nil, a.apiError(ctx, secrets, err, res)
 	}
 	var resp wireCompletion
 	if err := json.Unmarshal(raw, &resp); err != nil {
@@ -192,9 +192,9 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 	t.content, t.refusal = string(content), string(refusal)
 	if err := s.Err(); err != nil {
 		if t.promptTokens == 0 && t.completionTokens == 0 {
-			return nil, apiError(ctx, a.c.cfg.Model, a.c.cfg.CallTimeout, secrets, err, res)
+			return nil, a.apiError(ctx, secrets, err, res)
 		}
-		return t, apiError(ctx, a.c.cfg.Model, a.c.cfg.CallTimeout, secrets, err, res)
+		return t, a.apiError(ctx, secrets, err, res)
 	}
 	if chunks == 0 {
 		// Not one event: a server that ignores "stream" and answers a whole completion, or a

@@ -28,5 +28,6 @@
 // wrapper such as npx or a shell script) is killed with it. A session lost while the Client is
 // open (the server crashed) fails the call in flight; the next call starts or dials the
 // server again. Close does not wait for such a server to answer: it aborts the reconnect and
-// stops what it started.
+// stops what it started. A call in flight as the Client closes, or made after, fails with
+// ErrClosed (for Agent, an AGENT_ERROR that is not recoverable: no retry can pass).
 package mcptool

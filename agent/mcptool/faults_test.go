@@ -114,14 +114,22 @@ func TestToolErrorWithoutAMessage(t *testing.T) {
 	}
 }
 
-// A call on a closed client fails; it does not start the server again.
+// A call on a closed client fails; it does not start the server again. The error is
+// ErrClosed, and, as an agent's, an AGENT_ERROR that is not recoverable: no retry can pass.
 func TestCallAfterClose(t *testing.T) {
 	c := flaky(t)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "closed") || strings.Count(err.Error(), "mcptool:") != 1 {
-		t.Errorf("call after Close: %v; want one error, saying the client is closed, prefixed once", err)
+	_, err := tool(t, c, "pid").Call(t.Context(), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "the client is closed") || strings.Count(err.Error(), "mcptool:") != 1 || !errors.Is(err, mcptool.ErrClosed) {
+		t.Errorf("call after Close: %v; want one error, ErrClosed, saying the client is closed, prefixed once", err)
+	}
+	_, err = mcptool.Agent(tool(t, c, "pid")).Run(t.Context(), troupe.NewDispatch())
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeAgentError || ae.Recoverable || !errors.Is(err, mcptool.ErrClosed) ||
+		!strings.Contains(err.Error(), "the client is closed") || strings.Count(err.Error(), "mcptool:") != 1 {
+		t.Errorf("agent run after Close: %v; want a non-recoverable AGENT_ERROR, ErrClosed, saying the client is closed, prefixed once", err)
 	}
 }
 
@@ -240,15 +248,15 @@ func TestCloseAbortsReconnect(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("Close took %v: it waited for the reconnect", took)
 	}
-	if err := <-called; err == nil || !strings.Contains(err.Error(), "the client is closed") || errors.Is(err, context.DeadlineExceeded) {
+	if err := <-called; !errors.Is(err, mcptool.ErrClosed) || !strings.Contains(err.Error(), "the client is closed") || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("the reconnecting call: %v; want an error saying the client is closed", err)
 	}
 	for range cap(waiting) {
-		if err := <-waiting; err == nil || !strings.Contains(err.Error(), "the client is closed") {
+		if err := <-waiting; !errors.Is(err, mcptool.ErrClosed) || !strings.Contains(err.Error(), "the client is closed") {
 			t.Errorf("a call waiting for the reconnect: %v; want an error saying the client is closed", err)
 		}
 	}
-	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); err == nil || !strings.Contains(err.Error(), "the client is closed") {
+	if _, err := tool(t, c, "pid").Call(t.Context(), nil, nil); !errors.Is(err, mcptool.ErrClosed) || !strings.Contains(err.Error(), "the client is closed") {
 		t.Errorf("a call after Close: %v; want an error saying the client is closed", err)
 	}
 	got := serverPIDs(t, pids)
@@ -286,7 +294,7 @@ func TestCallsRacingClose(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if !strings.Contains(err.Error(), "the client is closed") {
+		if !errors.Is(err, mcptool.ErrClosed) || !strings.Contains(err.Error(), "the client is closed") {
 			t.Errorf("a call racing Close: %v; want an error saying the client is closed", err)
 		}
 	}

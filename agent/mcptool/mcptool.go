@@ -96,8 +96,11 @@ type session struct {
 	lost atomic.Bool // a call found it closed
 }
 
-// errClientClosed is a call's error after Close; the tool's name is put before it.
-var errClientClosed = errors.New("the client is closed")
+// ErrClosed is the error, matched with errors.Is, of a call made on a Client after Close, or
+// in flight as it closed (a reconnect Close aborted among them): no retry can pass. Call puts
+// the package and the tool's name before it; Agent makes it an AGENT_ERROR that is not
+// recoverable.
+var ErrClosed = errors.New("the client is closed")
 
 // Connect starts or dials the server, initializes the session and lists the server's tools.
 // ctx bounds the connection and listing only, not the session.
@@ -171,21 +174,21 @@ func dial(ctx context.Context, cfg Config) (*mcp.ClientSession, error) {
 // current returns the session calls go to: the open one, or, once a call found it lost, a new
 // one, which it connects with ctx first. One caller at a time replaces a lost session; the
 // others wait for it (or for ctx, or Close). Close aborts the reconnect: the call fails with
-// errClientClosed.
+// ErrClosed.
 func (c *Client) current(ctx context.Context) (*session, error) {
 	c.mu.Lock()
 	s, closed := c.sess, c.closed
 	c.mu.Unlock()
 	switch {
 	case closed:
-		return nil, errClientClosed
+		return nil, ErrClosed
 	case !s.lost.Load():
 		return s, nil
 	}
 	select {
 	case c.swap <- struct{}{}:
 	case <-c.done:
-		return nil, errClientClosed
+		return nil, ErrClosed
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -200,7 +203,7 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 	c.mu.Unlock()
 	switch {
 	case closed:
-		return nil, errClientClosed
+		return nil, ErrClosed
 	case !s.lost.Load():
 		return s, nil // another call replaced it
 	}
@@ -223,7 +226,7 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 		if err == nil {
 			_ = cs.Close()
 		}
-		return nil, errClientClosed
+		return nil, ErrClosed
 	case err != nil:
 		return nil, fmt.Errorf("the session was lost, and reconnecting failed: %w", err)
 	}
@@ -333,8 +336,7 @@ func (c *Client) Tool(name string) (*Tool, bool) {
 // Close ends the session; for a stdio server it closes the process's stdin and waits for it to
 // exit (terminating it if it does not), then kills whatever is left of its process group. A
 // session being re-established is not waited for: the reconnect is aborted, the server it
-// started stopped as any other. Calls in flight or after Close fail, saying the client is
-// closed.
+// started stopped as any other. Calls in flight or after Close fail with ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	first := !c.closed
@@ -345,7 +347,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	if first && abort != nil {
-		abort(errClientClosed)
+		abort(ErrClosed)
 	}
 	// The aborted reconnect, once it has stopped its server, lets go of swap; so does a
 	// concurrent Close once the session is closed.
@@ -501,7 +503,7 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 				continue
 			}
 			if t.c.isClosed() {
-				return nil, errClientClosed
+				return nil, ErrClosed
 			}
 		}
 		if err != nil {
@@ -541,8 +543,9 @@ func textOf(res *mcp.CallToolResult) (string, bool) {
 // agent_result is the tool's structured content when it is an object, else {"text": ...}
 // for text content, else {"content": [...]}. A tool's own error fails the dispatch with code
 // AGENT_ERROR (not recoverable: the same arguments fail the same way); a lost session is a
-// recoverable AGENT_ERROR (the next call reaches a new session), and a call that outlasts
-// CallTimeout or the dispatch's deadline a recoverable TIMEOUT.
+// recoverable AGENT_ERROR (the next call reaches a new session), a call that outlasts
+// CallTimeout or the dispatch's deadline a recoverable TIMEOUT, and a call on a closed Client
+// an AGENT_ERROR that is not recoverable, its cause ErrClosed.
 func Agent(t *Tool) troupe.Agent {
 	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		args, err := arguments(d)
@@ -562,6 +565,10 @@ func Agent(t *Tool) troupe.Agent {
 			msg := "mcptool: " + t.info.Name
 			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, fmt.Errorf("%s: %w", msg, err)
+			}
+			if errors.Is(err, ErrClosed) {
+				// Every call after Close fails the same way: retrying cannot help.
+				return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg, Cause: err}
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				// CallTimeout or the dispatch's deadline: a TIMEOUT, as the other adapters say,
