@@ -209,6 +209,43 @@ error_policy:
 	}
 }
 
+// An agent a bundle uses as a lint runs inside the bundle, on each replicate's output, as a
+// member runs inside its composite: it is one of the bundle's children and not a step of the
+// plan of its own. An agent the file also names elsewhere is planned as before.
+func TestLintAgentsAreNotPlannedOnTheirOwn(t *testing.T) {
+	f := mustParse(t, `
+version: 1
+agents:
+  judge: {kind: builtin}
+  tidy: {kind: builtin}
+  strict: {kind: builtin}
+  other: {kind: builtin}
+  panel:
+    kind: bundle
+    bundle: {agent: judge, replicates: 2, lints: [{agent: tidy}, {agent: strict, timeout: 100ms}]}
+  more:
+    kind: bundle
+    bundle: {agent: other, replicates: 2, lints: [{agent: strict}]}
+`)
+	if got := strings.Join(f.Agents["panel"].Children(), " "); got != "judge tidy strict" {
+		t.Errorf("panel's children %q, want judge tidy strict", got)
+	}
+	if got := strings.Join(f.TopLevel(), " "); got != "panel more" {
+		t.Errorf("top level %q, want panel more: tidy and strict are lints, judge and other replicated", got)
+	}
+	cat, err := config.Catalog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Planner().Plan(&troupe.Request{Query: "q"}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(p.ExecutionPlan()); got != "[[panel more]]" {
+		t.Errorf("plan %s, want [[panel more]]", got)
+	}
+}
+
 // budget.max_concurrency caps the stages of a file's plan that its routing does not cap
 // itself; routing.max_concurrency, when set, wins for planned stages.
 func TestPlanConcurrencyFromTheBudget(t *testing.T) {

@@ -1,9 +1,13 @@
 package config_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/troupehq/troupe/evidence"
 )
 
 // Every bundle field evidence.New would refuse is refused by Load first, at its line and under
@@ -89,6 +93,93 @@ func TestBundleFieldErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, parseErrs(t, head+tt.fields)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A bundle's lint lane (seed 004): each lint is an agent of the file, run on every replicate's
+// output with a tiny timeout. What cannot run is refused at its line, under its field: an
+// agent not declared, the bundle itself or an agent holding it (a cycle, as for members), a
+// lint given twice, a timeout that is zero or that the bundle's own timeout always cuts off
+// first.
+func TestBundleLintErrors(t *testing.T) {
+	const head = "version: 1\nagents:\n  j: {kind: builtin}\n  tidy: {kind: builtin}\n  b:\n    kind: bundle\n    bundle:\n      agent: j\n      replicates: 3\n"
+	tests := []struct {
+		name   string
+		fields string // lines of the bundle block after replicates, from line 10; then more agents
+		want   []string
+	}{
+		{"ok", "      lints: [{agent: tidy}, {agent: j, timeout: 250ms}]\n", nil},
+		{"none", "      lints: []\n", nil},
+		{"unknown agent", "      lints: [{agent: tidi}]\n", []string{
+			`t.yaml:10:23: agents.b.bundle.lints[0].agent: unknown agent "tidi" (did you mean "tidy"?)`,
+		}},
+		{"no agent", "      lints: [{timeout: 1s}]\n", []string{
+			`t.yaml:10:15: agents.b.bundle.lints[0]: missing required field "agent"`,
+		}},
+		{"shorthand", "      lints: [tidy]\n", []string{
+			`t.yaml:10:15: agents.b.bundle.lints[0]: got string, want object`,
+		}},
+		{"unknown field", "      lints: [{agent: tidy, budget: 1s}]\n", []string{
+			`t.yaml:10:29: agents.b.bundle.lints[0].budget: unknown field "budget"; known fields: agent, timeout`,
+		}},
+		{"the bundle itself", "      lints: [{agent: b}]\n", []string{
+			`t.yaml:6:5: agents.b: bundle agent "b" contains itself: b → b`,
+		}},
+		{"an agent holding the bundle", "      lints: [{agent: seq}]\n  seq: {kind: sequential, sequential: {agents: [tidy, b]}}\n", []string{
+			`t.yaml:6:5: agents.b: bundle agent "b" contains itself: b → seq → b`,
+		}},
+		{"twice", "      lints:\n        - {agent: tidy}\n        - {agent: j}\n        - {agent: tidy, timeout: 2s}\n", []string{
+			`t.yaml:13:19: agents.b.bundle.lints[2].agent: tidy is lints[0] already (line 11): a lint runs once on each replicate, its findings named after its agent`,
+		}},
+		{"timeout zero", "      lints: [{agent: tidy, timeout: 0s}]\n", []string{
+			"t.yaml:10:38: agents.b.bundle.lints[0].timeout: a lint's timeout is more than 0s (absent: " + evidence.DefaultLintTimeout.String() + ")",
+		}},
+		{"timeout negative", "      lints: [{agent: tidy, timeout: -1s}]\n", []string{
+			`t.yaml:10:38: agents.b.bundle.lints[0].timeout: "-1s" is negative: a duration here is positive, such as 30s`,
+		}},
+		{"timeout not a duration", "      lints: [{agent: tidy, timeout: 5}]\n", []string{
+			`t.yaml:10:38: agents.b.bundle.lints[0].timeout: 5 is not a duration: a duration has a unit, such as 5s`,
+		}},
+		{"timeout past Go's durations", "      lints: [{agent: tidy, timeout: 2562048h}]\n", []string{
+			`t.yaml:10:38: agents.b.bundle.lints[0].timeout: "2562048h" is too long: a duration is at most 2562047h`,
+		}},
+		{"timeout past the bundle's default", "      lints: [{agent: tidy, timeout: 11m}]\n", []string{
+			`t.yaml:10:38: agents.b.bundle.lints[0].timeout: timeout 11m is longer than the bundle's, 10m when b has no timeout and the budget no default_timeout, as here, which cuts off every lint first: the lint lane runs with tiny budgets; shorten timeout`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, parseErrs(t, head+tt.fields)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A lint is cut off when its bundle is ready, and the bundle by its own timeout (the bundle
+// agent's, else the budget's default_timeout, else evidence.DefaultBudgetTimeout): a lint
+// timeout up to that is accepted, a longer one, which would never be reached, is an error.
+func TestBundleLintTimeoutWithinTheBundles(t *testing.T) {
+	const bundle = "    bundle: {agent: j, replicates: 2, lints: [{agent: j, timeout: %s}]}\n"
+	for _, tt := range []struct {
+		name, src string // src's %s is the lint's timeout
+		ok, over  time.Duration
+	}{
+		{"the default", "version: 1\nagents:\n  j: {kind: builtin}\n  b:\n    kind: bundle\n" + bundle,
+			evidence.DefaultBudgetTimeout, evidence.DefaultBudgetTimeout + time.Millisecond},
+		{"the bundle's", "version: 1\nagents:\n  j: {kind: builtin}\n  b:\n    kind: bundle\n    timeout: 30s\n" + bundle,
+			30 * time.Second, 31 * time.Second},
+		{"the budget's default_timeout", "version: 1\nbudget: {default_timeout: 2s}\nagents:\n  j: {kind: builtin}\n  b:\n    kind: bundle\n" + bundle,
+			2 * time.Second, 2001 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if errs := parseErrs(t, fmt.Sprintf(tt.src, tt.ok)); errs != nil {
+				t.Errorf("lint timeout %s: %v", tt.ok, errs)
+			}
+			if errs := parseErrs(t, fmt.Sprintf(tt.src, tt.over)); len(errs) != 1 || !strings.Contains(errs[0], "which cuts off every lint first") {
+				t.Errorf("lint timeout %s: %v, want one problem", tt.over, errs)
 			}
 		})
 	}

@@ -106,8 +106,9 @@ const (
 	KindMCP        = "mcp"        // one tool of an MCP server
 )
 
-// Children returns the agents a composite agent runs, in order, and the agents an llm agent
-// may call as tools; none for a leaf.
+// Children returns the agents a composite agent runs, in order — for a bundle, the agent it
+// replicates, then its lints' agents — and the agents an llm agent may call as tools; none for
+// a leaf.
 func (a *Agent) Children() []string {
 	switch {
 	case a.Sequential != nil:
@@ -117,7 +118,14 @@ func (a *Agent) Children() []string {
 	case a.Loop != nil:
 		return []string{a.Loop.Agent}
 	case a.Bundle != nil:
-		return []string{a.Bundle.Agent}
+		// A lint runs inside the bundle, on each replicate's output, as a member runs inside
+		// its composite: not planned on its own (TopLevel), and never the bundle or an agent
+		// holding it (Load's cycle check).
+		out := []string{a.Bundle.Agent}
+		for _, l := range a.Bundle.Lints {
+			out = append(out, l.Agent)
+		}
+		return out
 	case a.LLM != nil:
 		var out []string
 		for _, t := range a.LLM.Tools {
@@ -240,7 +248,9 @@ type Condition struct {
 // Seeds, Limits and DiffEncode are evidence.Config's; MaxTokens bounds each replicate
 // (evidence.Ceiling.Tokens), Budget the whole bundle, and Stop says when stragglers are
 // cancelled. MinReplicates is Stop.Valid under its first name: a file gives one or neither
-// (Quorum reads either). Redact and KeepRaw say what is redacted. Zero fields take evidence's
+// (Quorum reads either). Redact and KeepRaw say what is redacted. Lints are the bundle's lint
+// lane (evidence.Config.Lints): agents of the file run on each replicate's output beside the
+// evaluation, whose findings become the bundle's warnings. Zero fields take evidence's
 // defaults; the timeouts are the agents': each replicate's is Agent's, the bundle's its own.
 type BundleSpec struct {
 	Agent         string        `json:"agent"`
@@ -258,6 +268,17 @@ type BundleSpec struct {
 	DiffEncode    bool          `json:"diff_encode,omitempty"`
 	Redact        *Redact       `json:"redact,omitempty"`
 	KeepRaw       bool          `json:"keep_raw,omitempty"`
+	Lints         []BundleLint  `json:"lints,omitempty"`
+}
+
+// BundleLint is one lint of a bundle (evidence.LintAgent): the agent Agent of the file,
+// dispatched with a replicate's data under user_context.lint_target and its id under
+// user_context.replicate, whose warnings and agent_result.findings are the lint's findings.
+// Timeout bounds each check (0: evidence.DefaultLintTimeout); Load refuses a timeout written
+// as 0s.
+type BundleLint struct {
+	Agent   string   `json:"agent"`
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // Quorum is how many valid replicates cancel the rest: Stop.Valid, else MinReplicates; 0 for

@@ -58,6 +58,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		{"/$defs/agent/properties/bundle/properties/limits/properties/max_fields", fmt.Sprintf("(0: %d)", bundle.DefaultMaxFields)},
 		{"/$defs/agent/properties/bundle/properties/limits/properties/max_diffs", fmt.Sprintf("(0: %d)", bundle.DefaultMaxDiffs)},
 		{"/$defs/agent/properties/bundle/properties/limits/properties/max_bytes", fmt.Sprintf("(0: %d)", bundle.DefaultMaxBytes)},
+		{"/$defs/agent/properties/bundle/properties/lints/items/properties/timeout", fmt.Sprintf("(absent: %s)", evidence.DefaultLintTimeout)},
 		{"/$defs/agent/properties/bundle/properties/redact/properties/replacement", fmt.Sprintf("(absent: %s)", redact.DefaultReplacement)},
 		{"/$defs/mcpServer/properties/max_result_bytes", fmt.Sprintf("(0: %d)", mcptool.DefaultMaxResultBytes)},
 		{"/$defs/mcpServer/properties/call_timeout", fmt.Sprintf("(0s or absent: %s)", strings.TrimSuffix(mcptool.DefaultCallTimeout.String(), "0s"))},

@@ -21,6 +21,16 @@
 //	    kind: sequential
 //	    sequential: {agents: [fetch, summarize]}
 //
+// A bundle's lints (seed 004's lint lane) are agents of the file run on each replicate's output
+// beside the evaluation, each with a tiny timeout; their findings are the bundle's warnings and
+// never gate it. Like a composite's members, an agent used only as a lint is not planned on its
+// own (TopLevel):
+//
+//	agents:
+//	  panel:
+//	    kind: bundle
+//	    bundle: {agent: judge, replicates: 3, lints: [{agent: tidy, timeout: 500ms}]}
+//
 // The kinds are builtin, exec, http, llm, mcp, sequential, parallel, loop and bundle. A new kind
 // (a2a) is a new block and a new Factory; files written for the kinds that exist do not
 // change — llm and mcp arrived that way.
@@ -70,7 +80,10 @@
 // them, that no agents none of which another runs after are each other's fallbacks; that input and output schemas compile; that a bundle and the agent it replicates do
 // not both declare an input schema, and that what package evidence would refuse of a bundle
 // is not there (a quorum past its replicates, repeated seeds, redact patterns that do not
-// compile or match the empty string, malformed redact field paths); that no mcp agent's timeout is longer than its server's
+// compile or match the empty string, malformed redact field paths); that a bundle's lints name
+// agents declared, each once, neither the bundle nor an agent holding it (a lint counts among
+// the bundle's children, as a member does, so the cycle check refuses it), with a timeout more
+// than zero and no longer than the bundle's own, which cuts off every lint first; that no mcp agent's timeout is longer than its server's
 // call_timeout, and no max_result_bytes of a server run as a command more than one of its
 // messages can hold; that routing and coordinator are not both given; and finally the planner's,
 // router's and error policy's own validation.

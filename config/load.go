@@ -303,6 +303,51 @@ func (c *checker) bundle(ptr string, b *BundleSpec) {
 	}
 }
 
+// defaultBundleTimeout bounds a bundle whose agent has no timeout, nor the budget a
+// default_timeout: evidence.DefaultBudgetTimeout, which this package does not import (its tests
+// check they agree). defaultLintTimeout is a lint's when it gives none: evidence.DefaultLintTimeout.
+const (
+	defaultBundleTimeout = 10 * time.Minute
+	defaultLintTimeout   = time.Second
+)
+
+// lints checks the lint lane of the bundle a: each lint's agent is declared (the cycle check
+// refuses the bundle and the agents holding it, as Children counts lints) and given once, and
+// its timeout is more than zero and no longer than the bundle's own, which cuts off every lint
+// still running when it expires (as it does every replicate), so a longer one is never reached.
+func (c *checker) lints(a *Agent) {
+	base := pointer("agents", a.Name, "bundle", "lints")
+	bound, boundOf := time.Duration(a.Timeout), fmt.Sprintf("(%s, line %d),", displayPath(pointer("agents", a.Name, "timeout")), c.line(pointer("agents", a.Name, "timeout")))
+	if bound <= 0 {
+		if bud := c.f.Budget; bud != nil && bud.DefaultTimeout > 0 {
+			bound, boundOf = time.Duration(bud.DefaultTimeout), fmt.Sprintf("(budget.default_timeout, line %d, as %s has no timeout),", c.line("/budget/default_timeout"), a.Name)
+		} else {
+			bound, boundOf = defaultBundleTimeout, fmt.Sprintf("when %s has no timeout and the budget no default_timeout, as here,", a.Name)
+		}
+	}
+	seen := map[string]int{}
+	for i, l := range a.Bundle.Lints {
+		at := base + "/" + strconv.Itoa(i)
+		c.ref(at+"/agent", l.Agent)
+		if j, dup := seen[l.Agent]; dup {
+			c.add(at+"/agent", fmt.Sprintf("%s is lints[%d] already (line %d): a lint runs once on each replicate, its findings named after its agent", l.Agent, j, c.line(base+"/"+strconv.Itoa(j))))
+		} else {
+			seen[l.Agent] = i
+		}
+		switch d := time.Duration(l.Timeout); {
+		case d == 0:
+			if w, ok := c.t.valueAt(at + "/timeout").(string); ok && durationPattern.MatchString(w) {
+				// Zero is no time to check anything in; evidence would read it as its default,
+				// which the file did not write.
+				c.add(at+"/timeout", fmt.Sprintf("a lint's timeout is more than 0s (absent: %s)", shortDuration(defaultLintTimeout)))
+			}
+		case d > bound:
+			c.add(at+"/timeout", fmt.Sprintf("timeout %s is longer than the bundle's, %s %s which cuts off every lint first: the lint lane runs with tiny budgets; shorten timeout",
+				shortDuration(d), shortDuration(bound), boundOf))
+		}
+	}
+}
+
 // check validates what the schema cannot: references between agents, cycles, schemas.
 func check(t *tree, f *File) Errors {
 	c := &checker{t: t, f: f}
@@ -348,6 +393,7 @@ func check(t *tree, f *File) Errors {
 		case a.Bundle != nil:
 			c.ref(base+"/bundle/agent", a.Bundle.Agent)
 			c.bundle(base+"/bundle", a.Bundle)
+			c.lints(a)
 			if sub := f.Agents[a.Bundle.Agent]; sub != nil && sub != a && len(a.InputSchema) > 0 {
 				// The bundle takes its agent's input schema (see needs); with one of its own
 				// as well, one of the two would be ignored.

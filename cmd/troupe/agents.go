@@ -106,7 +106,16 @@ func kindDetail(a *config.Agent) string {
 	case a.Loop != nil:
 		return fmt.Sprintf("loop %s ×%d", a.Loop.Agent, a.Loop.MaxIterations)
 	case a.Bundle != nil:
-		return fmt.Sprintf("bundle %s ×%d", a.Bundle.Agent, a.Bundle.Replicates)
+		s := fmt.Sprintf("bundle %s ×%d", a.Bundle.Agent, a.Bundle.Replicates)
+		for i, l := range a.Bundle.Lints {
+			if i == 0 {
+				s += ", lints "
+			} else {
+				s += ", "
+			}
+			s += l.Agent
+		}
+		return s
 	case a.Sequential != nil:
 		return "sequential " + strings.Join(a.Sequential.Agents, " → ")
 	case a.Parallel != nil:

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +35,7 @@ func builtBundleConfig(t *testing.T, yaml string) evidence.Config {
 	var got evidence.Config
 	fs := factories(servers)
 	fs[config.KindBundle] = func(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
-		cfg, err := bundleConfig(b, a)
+		cfg, err := bundleConfig(ctx, b, a)
 		got = cfg
 		if err != nil {
 			return nil, err
@@ -43,6 +45,14 @@ func builtBundleConfig(t *testing.T, yaml string) evidence.Config {
 	builtins := troupe.NewRegistry()
 	builtins.MustAdd("judge", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
 		return nil, errors.New("not run")
+	}))
+	// A lint that says what it was given: the replicate and its data.
+	builtins.MustAdd("echo_lint", troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		data, err := json.Marshal(d.UserContext["lint_target"])
+		if err != nil {
+			return nil, err
+		}
+		return &troupe.Result{AgentResult: map[string]any{"findings": []any{fmt.Sprintf("%s on %v: %s", d.TargetAgent, d.UserContext["replicate"], data)}}}, nil
 	}))
 	if _, err := config.Build(t.Context(), f, config.Options{Builtins: builtins, Factories: fs}); err != nil {
 		t.Fatal(err)
@@ -106,6 +116,82 @@ func TestBundleKeysReachEvidenceConfig(t *testing.T) {
 				t.Errorf("evidence.Config (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A bundle's lints are the file's agents, built as the command builds them, each wrapped by
+// evidence.LintAgent under its agent's name with the lint's timeout (absent: 0, evidence's
+// default): the check of each dispatches its agent with the replicate's data.
+func TestBundleLintsReachEvidenceConfig(t *testing.T) {
+	got := builtBundleConfig(t, `version: 1
+agents:
+  judge: {kind: builtin}
+  tidy: {kind: builtin, builtin: {name: echo_lint}}
+  strict: {kind: builtin, builtin: {name: echo_lint}}
+  panel:
+    kind: bundle
+    bundle:
+      agent: judge
+      replicates: 3
+      lints: [{agent: tidy}, {agent: strict, timeout: 250ms}]
+`)
+	type lint struct {
+		Name     string
+		Timeout  time.Duration
+		Findings []string
+	}
+	var lints []lint
+	for _, l := range got.Lints {
+		if l.Check == nil {
+			t.Fatalf("lint %s has no check", l.Name)
+		}
+		lints = append(lints, lint{l.Name, l.Timeout, l.Check(t.Context(), "r2", map[string]any{"score": 0.5})})
+	}
+	want := []lint{
+		{"tidy", 0, []string{`tidy on r2: {"score":0.5}`}},
+		{"strict", 250 * time.Millisecond, []string{`strict on r2: {"score":0.5}`}},
+	}
+	if diff := cmp.Diff(want, lints); diff != "" {
+		t.Errorf("lints (-want +got):\n%s", diff)
+	}
+}
+
+// A bundle run from a file runs its lints on the replicates' output, beside the evaluation:
+// the bundle's result carries their findings as warnings, and the lint agent is not a step of
+// the plan of its own (one result, the bundle's). The lint (a shell script) finds, in the data
+// of the replicate it is given, a verdict without a rationale. The lane never delays the
+// bundle, so that the finding on r1 is there to see, r2's replicate answers only once r1's
+// lint has ended: the lint writes its pid to ./linted, and r2 waits for that process to be
+// gone, then 200ms more for execagent and the lane to take in what it said (no event marks
+// that: nothing waits for a lint). A finding on r2 races the bundle being ready and is not
+// looked for.
+func TestBundleLintFromFile(t *testing.T) {
+	judge := `in=$(cat); i=0
+case $in in *'"replicate":"r2"'*)
+  while [ ! -s linted ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done
+  pid=$(cat linted 2>/dev/null)
+  while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
+  sleep 0.2;;
+esac
+printf '{"agent_result":{"score":0.5,"verdict":"feasible"}}'`
+	tidy := `in=$(cat)
+case $in in *'"lint_target":{'*'"verdict":"feasible"'*) f='"verdict feasible without a rationale"';; *) f='';; esac
+printf '{"agent_result":{"findings":[%s]},"warnings":["score unexplained"]}' "$f"
+case $in in *'"replicate":"r1"'*) echo $$ >linted.tmp && mv linted.tmp linted;; esac`
+	dir := writeConfig(t, "version: 1\nagents:\n  judge:\n    kind: exec\n    exec: {command: [sh, -c, "+strconv.Quote(judge)+"]}\n"+
+		"  tidy:\n    kind: exec\n    exec: {command: [sh, -c, "+strconv.Quote(tidy)+"]}\n"+
+		"  panel:\n    kind: bundle\n    bundle:\n      agent: judge\n      replicates: 2\n      lints: [{agent: tidy, timeout: 30s}]\n")
+	code, results, _ := runJSON(t, dir, "How feasible is it?")
+	if code != exitOK || len(results) != 1 || results[0].AgentName != "panel" {
+		t.Fatalf("exit %d, results %+v, want the bundle's only", code, results)
+	}
+	for _, want := range []string{"lint tidy on r1: verdict feasible without a rationale", "lint tidy on r1: score unexplained"} {
+		if !slices.Contains(results[0].Warnings, want) {
+			t.Errorf("bundle warnings %q, want %q among them", results[0].Warnings, want)
+		}
+	}
+	if _, stdout, _ := invoke(t, "agents", dir); !strings.Contains(stdout, "bundle judge ×2, lints tidy") {
+		t.Errorf("troupe agents does not show the lint:\n%s", stdout)
 	}
 }
 

@@ -225,7 +225,7 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := bundleConfig(b, a)
+	cfg, err := bundleConfig(ctx, b, a)
 	if err != nil {
 		return nil, err
 	}
@@ -236,9 +236,9 @@ func buildBundle(ctx context.Context, b *config.Builder, a *config.Agent) (troup
 	return ag, nil
 }
 
-// bundleConfig is the evidence.Config of the bundle agent a. Load has checked what evidence.New
-// would refuse, so that a problem is reported at its place in the file.
-func bundleConfig(b *config.Builder, a *config.Agent) (evidence.Config, error) {
+// bundleConfig is the evidence.Config of the bundle agent a, its lints' agents built. Load has
+// checked what evidence.New would refuse, so that a problem is reported at its place in the file.
+func bundleConfig(ctx context.Context, b *config.Builder, a *config.Agent) (evidence.Config, error) {
 	spec := a.Bundle
 	cfg := evidence.Config{
 		Name:          a.Name,
@@ -280,6 +280,17 @@ func bundleConfig(b *config.Builder, a *config.Agent) (evidence.Config, error) {
 			return evidence.Config{}, fmt.Errorf("bundle %s: %w", a.Name, err)
 		}
 		cfg.Schema = s
+	}
+	for _, l := range spec.Lints {
+		// The lint lane dispatches the agent as it is built, as replicates are: a check is no
+		// step of the run, so what the agent declares to the planner does not apply to it.
+		ag, err := b.Agent(ctx, l.Agent)
+		if err != nil {
+			return evidence.Config{}, err
+		}
+		lint := evidence.LintAgent(l.Agent, ag, nil)
+		lint.Timeout = time.Duration(l.Timeout)
+		cfg.Lints = append(cfg.Lints, lint)
 	}
 	return cfg, nil
 }
