@@ -88,7 +88,11 @@ type dispatchRec struct {
 //
 //go:noinline
 func (c *call) prepare(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	// A composite the log shows running members, made again by a resumed run already ending,
+	// runs all the same: cancelled, it takes its finished members' results from the log and
+	// ends as they let it (a collect_all group with a completed member completes), as it did
+	// when the run that made the log cancelled it mid-way. Its members start nothing new.
+	if err := ctx.Err(); err != nil && !c.r.replay.ranMembers(c.d.DispatchID) {
 		return context.Cause(ctx)
 	}
 	r := c.r
@@ -655,15 +659,48 @@ func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
 
 // Admit says whether a dispatch nested in this one may start (troupe.Admitter): the run's
 // budgets, with what nested dispatches in flight have used counted, not spent.
-func (c *call) Admit() error {
+func (c *call) Admit() error { return c.admit(false) }
+
+// AdmitDispatch is Admit for the nested dispatch d, which package flow asks when the runtime
+// has it: a resumed run admits one its log shows started, whatever its budgets say now (the
+// run that made the log found it within budget), as it makes a planned dispatch its log shows
+// started (budgetForLocked). Only a run that is ending refuses it.
+//
+// With the run ending, it refuses d, but for one the log shows running members of its own (a
+// composite), which it admits reporting resuming true: d runs cancelled, as the composite made
+// again by a run already ending does (prepare), to take its finished members' results from the
+// log and end as they let it, as it did when the run that made the log cancelled it.
+func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
+	x := c.r.replay
+	if err := c.admit(x.nestedLogged(d.DispatchID)); err != nil {
+		if errors.Is(err, errEnding) && x.ranMembers(d.DispatchID) {
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+var errEnding = fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)
+
+func (c *call) admit(logged bool) error {
 	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case c.expired:
 		return fmt.Errorf("%w: %s is past its deadline", troupe.ErrBudgetExhausted, c.d.TargetAgent)
-	case r.finishing || r.failure != nil || r.ctxErr() != nil:
+	case r.finishing:
 		return fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)
+	case r.failure != nil || r.ctxErr() != nil:
+		return errEnding
+	case logged:
+		return nil
+	case r.replay != nil && r.replay.budgetWhy != "":
+		// What the log does not show started, the run that made it never started: the
+		// budget was spent by then, by usage this run may not have counted yet (another
+		// composite's members, whose results it has not taken).
+		return fmt.Errorf("%w: %s", troupe.ErrBudgetExhausted, r.budgetFromLogLocked())
 	}
 	why := r.budgetLocked()
 	r.flushLocked() // the budget_exhausted warning, the first time
@@ -675,7 +712,22 @@ func (c *call) Admit() error {
 
 // Recorded gives a composite the result a resumed run's log holds for one of its members
 // (troupe.Recorder): nil, false outside a resumed run.
-func (c *call) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) { return c.r.replay.nested(d) }
+//
+// What the member used counts against the run's budgets as its live result's use did in the
+// run that made the log: a composite taking it runs on within the same budget, and a member
+// the budget refused then is refused again.
+func (c *call) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
+	res, ok := c.r.replay.nested(d)
+	if ok {
+		r := c.r
+		r.mu.Lock()
+		if !c.expired && !r.finishing {
+			c.chargeNestedLocked(res, r.replay.nestedParent[d.DispatchID])
+		}
+		r.mu.Unlock()
+	}
+	return res, ok
+}
 
 // ExecutionContext is the run's execution context: a planned dispatch's.
 func (c *call) ExecutionContext() troupe.Context { return c.r.rec.req.Context }

@@ -51,7 +51,8 @@ type replayIndex struct {
 
 	// Dispatches the run made again whose results the log holds, not yet applied: they are
 	// applied in the order the log recorded them (take), which is the order they finished in.
-	held []*call
+	held  []*call
+	taken int // how many take returned
 
 	// The dispatches of the plan the log shows started, in log order, with their steps, for
 	// closing at the run's end those the log holds no result of and this run did not make
@@ -66,6 +67,11 @@ type replayIndex struct {
 	nestedDispatch map[string]*troupe.Dispatch
 	nestedResult   map[string]*troupe.Result
 	nestedParent   map[string]string // the dispatch each nested one was made for, by id
+	// The dispatches the log shows nested ones made for: composites that ran members.
+	enclosing map[string]bool
+	// Composites (planned or nested) the log shows running members when it stops: started,
+	// unfinished, and not waiting for a human's answer (see ranMembers). Read-only once built.
+	running map[string]bool
 	// Questions asked by nested dispatches that the log, read so far, holds no answer to, with
 	// the nested dispatch that asked and the ones it is nested in: a member finishing with one
 	// of them open paused for a human rather than failed.
@@ -179,7 +185,36 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		return nil, nil, fmt.Errorf("engine: resume: the log has no run_initialized event")
 	}
 	x.activeBefore += activeSpan(segStart, segLast)
+	x.findRunning()
 	return x, start, nil
+}
+
+// findRunning fills x.running: the composites the log shows in the midst of running members.
+func (x *replayIndex) findRunning() {
+	if len(x.enclosing) == 0 {
+		return
+	}
+	waiting := map[string]bool{} // dispatches waiting for an answer, and those they are nested in
+	for _, q := range x.questions {
+		if _, ok := x.answers[q.q.ID]; ok {
+			continue
+		}
+		for id, n := q.q.DispatchID, 0; id != "" && n <= len(x.nestedParent); id, n = x.nestedParent[id], n+1 {
+			waiting[id] = true
+		}
+	}
+	x.running = map[string]bool{}
+	for id := range x.nestedOpen {
+		if x.enclosing[id] && !waiting[id] {
+			x.running[id] = true
+		}
+	}
+	for _, st := range x.started {
+		id := st.d.DispatchID
+		if _, done := x.results[id]; !done && x.enclosing[id] && !waiting[id] {
+			x.running[id] = true
+		}
+	}
 }
 
 // activeSpan is the time from an active stretch's first event to its last; 0 for none, or for
@@ -205,6 +240,10 @@ func (x *replayIndex) indexNested(ev *troupe.Event, at int) {
 		}
 		x.nestedDispatch[d.DispatchID] = d
 		x.nestedParent[d.DispatchID] = ev.Parent
+		if x.enclosing == nil {
+			x.enclosing = map[string]bool{}
+		}
+		x.enclosing[ev.Parent] = true
 		if ev.Kind == troupe.KindDispatchStarted {
 			if x.nestedOpen == nil {
 				x.nestedOpen = map[string]bool{}
@@ -228,6 +267,23 @@ func (x *replayIndex) indexNested(ev *troupe.Event, at int) {
 		}
 		x.nestedResult[d.DispatchID] = d
 	}
+}
+
+// ranMembers says whether the log stops with dispatch id, a composite, running members of its
+// own (it is unfinished and waits for no answer). x.running is read-only by then: an agent's
+// goroutine may ask.
+func (x *replayIndex) ranMembers(id string) bool {
+	return x != nil && x.running[id]
+}
+
+// nestedLogged says whether the log shows nested dispatch id started. The index is read-only
+// by then: an agent's goroutine may ask.
+func (x *replayIndex) nestedLogged(id string) bool {
+	if x == nil {
+		return false
+	}
+	_, ok := x.nestedDispatch[id]
+	return ok
 }
 
 // askedNested notes q, a question the log records, as open when a nested dispatch asked it.
@@ -410,6 +466,7 @@ func (x *replayIndex) take() *call {
 	}
 	c := x.held[first]
 	x.held = append(x.held[:first], x.held[first+1:]...)
+	x.taken++
 	return c
 }
 
@@ -584,6 +641,13 @@ type ResumeOptions struct {
 // and the run resumes as any other. A resumed run that ends before making again a dispatch
 // its log shows started and unfinished records that dispatch cancelled, so no finished log
 // leaves a dispatch running.
+//
+// A composite made again takes its finished members' results from the log (troupe.Recorder),
+// and what they used counts against the budgets; a member the log shows started is made again
+// whatever the budgets say now, one it does not show is not started once the log records a
+// budget spent, and a composite the log shows in the midst of running members runs even when
+// the resumed run is already ending (cancelled, it takes its members' results and ends as they
+// let it, as it did when the run that made the log cancelled it).
 //
 // A dispatch the log shows started but not finished runs again under its id: a run stopped
 // by a crash, or by Engine.Shutdown, resumes so. An engine shut down resumes nothing

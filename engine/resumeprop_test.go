@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
 )
@@ -39,6 +41,8 @@ type propCase struct {
 	// cancelAt, when not 0, is the virtual time at which the run's caller cancels it: in the
 	// segment running then, or before the first segment to start after it.
 	cancelAt time.Duration
+	// comps are the agents built as composites of scripted members, by name (composed).
+	comps map[string]*compSpec
 }
 
 func (c *propCase) String() string {
@@ -51,6 +55,9 @@ func (c *propCase) String() string {
 		b.WriteString("; ")
 	}
 	fmt.Fprintf(&b, "policy %+v; human %v; budget %+v; max dispatches %d; router %v; guard %v; cancel at %v", c.pol, c.human, c.budget, c.maxDisp, c.router, c.guard, c.cancelAt)
+	for _, a := range slices.Sorted(maps.Keys(c.comps)) {
+		fmt.Fprintf(&b, "; %s = %v", a, c.comps[a])
+	}
 	return b.String()
 }
 
@@ -135,6 +142,93 @@ func genCase(rng *rand.Rand) *propCase {
 	return c
 }
 
+// compSpec is a composite agent of a case: a sequence or a parallel group of scripted members
+// (or, one level down, of another such composite), whose every nested dispatch does what its
+// id says, as a planned one does.
+type compSpec struct {
+	par      bool
+	onError  flow.ErrorMode // a sequence's
+	strategy flow.Strategy  // a group's: CollectAll or FirstSuccess
+	limit    int            // a group's MaxConcurrent; 0 runs every branch at once
+	members  []compMember
+}
+
+type compMember struct {
+	name   string
+	writes bool      // it declares writes of k (a group's branches writing it conflict)
+	sub    *compSpec // a composite member; nil for a scripted agent
+}
+
+func (s *compSpec) String() string {
+	var b strings.Builder
+	if s.par {
+		fmt.Fprintf(&b, "parallel(%s, cap %d", s.strategy, s.limit)
+	} else {
+		fmt.Fprintf(&b, "sequential(on error %d", s.onError)
+	}
+	for _, m := range s.members {
+		fmt.Fprintf(&b, ", %s", m.name)
+		if m.writes {
+			b.WriteString(" writes k")
+		}
+		if m.sub != nil {
+			fmt.Fprintf(&b, " = %v", m.sub)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// composed is c with some of its agents — a third, and at least one planned — built as
+// composites (compSpec). Its choices come from c's seed, not from the generator, so c itself,
+// and every case generated after it, stay as they were before composites were added.
+func (c *propCase) composed() *propCase {
+	v := *c
+	v.comps = map[string]*compSpec{}
+	var planned []string
+	for _, a := range c.agents {
+		h := hash64(c.seed, "/composite/", a)
+		if !strings.HasPrefix(a, "fb") {
+			planned = append(planned, a)
+		}
+		if h%3 == 0 {
+			v.comps[a] = genComp(h>>2, 0)
+		}
+	}
+	if !slices.ContainsFunc(planned, func(a string) bool { return v.comps[a] != nil }) {
+		a := planned[hash64(c.seed, "/composite")%uint64(len(planned))]
+		v.comps[a] = genComp(hash64(c.seed, "/composite/", a)>>2, 0)
+	}
+	return &v
+}
+
+// genComp makes a composite of 2–3 members from h; at depth 0 a member may be a composite.
+func genComp(h uint64, depth int) *compSpec {
+	s := &compSpec{par: h&1 == 1}
+	h >>= 1
+	if s.par {
+		s.strategy = []flow.Strategy{flow.CollectAll, flow.CollectAll, flow.FirstSuccess}[h%3]
+		h /= 3
+		s.limit = int(h % 3)
+		h /= 3
+	} else {
+		s.onError = flow.ErrorMode(h % 2)
+		h /= 2
+	}
+	n := 2 + int(h%2)
+	h /= 2
+	for i := range n {
+		m := compMember{name: fmt.Sprintf("m%d", i), writes: h%3 == 0}
+		h /= 3
+		if depth == 0 && h%5 == 0 {
+			m.sub = genComp(hash64(h, "/", i), depth+1)
+		}
+		h /= 5
+		s.members = append(s.members, m)
+	}
+	return s
+}
+
 // behaviour is what one dispatch does.
 type behaviour struct {
 	kind   string // ok, fail, fatal, timeout, partial, ask, review, cancelled
@@ -195,10 +289,27 @@ type world struct {
 	vstart   map[string]time.Duration // virtual time each dispatch first ran at
 	answered map[string]time.Duration // virtual time each dispatch's question was first answered at
 	calls    map[string][]int         // segments each dispatch ran in
+	// Segments (after the first) at whose very start a dispatch run again finished at once (the
+	// process died recording its result), and segments that began with dispatches waiting for
+	// answers to questions the log holds, which no one gave (they ask again).
+	finishedAtStart, waitingAtStart map[int]bool
+}
+
+// raced says whether, in one segment, a dispatch run again finished at the very moment the
+// segment began while dispatches waiting for a human were made again: two things at one
+// virtual instant, in no set order, which the run that was not stopped did one after the other.
+func (w *world) raced() bool {
+	for seg := range w.finishedAtStart {
+		if w.waitingAtStart[seg] {
+			return true
+		}
+	}
+	return false
 }
 
 func newWorld(c *propCase) *world {
-	return &world{c: c, segStart: time.Now(), vstart: map[string]time.Duration{}, answered: map[string]time.Duration{}, calls: map[string][]int{}}
+	return &world{c: c, segStart: time.Now(), vstart: map[string]time.Duration{}, answered: map[string]time.Duration{}, calls: map[string][]int{},
+		finishedAtStart: map[int]bool{}, waitingAtStart: map[int]bool{}}
 }
 
 func (w *world) nextSegment() {
@@ -274,7 +385,13 @@ func (w *world) agent() troupe.Agent {
 		if b.kind == "partial" {
 			d.Partial(map[string]any{"partial": id})
 		}
-		if wait := vs + b.dur - v; wait > 0 {
+		if wait := vs + b.dur - v; wait <= 0 && seen && w.seg > 0 {
+			w.mu.Lock()
+			if v == w.segV {
+				w.finishedAtStart[w.seg] = true
+			}
+			w.mu.Unlock()
+		} else if wait > 0 {
 			// The work takes its time on the bubble's fake clock: nothing is waited for.
 			tm := time.NewTimer(wait)
 			select {
@@ -306,6 +423,35 @@ func (w *world) agent() troupe.Agent {
 			res.TokensUsed = troupe.Ptr(b.tokens)
 		}
 		return res, nil
+	})
+}
+
+// composite builds s of the world's scripted agents.
+func (w *world) composite(s *compSpec) troupe.Agent {
+	var specs []*troupe.AgentSpec
+	for _, m := range s.members {
+		a := w.agent()
+		if m.sub != nil {
+			a = w.composite(m.sub)
+		}
+		var opts []troupe.Option
+		if m.writes {
+			opts = append(opts, troupe.Writes("k"))
+		}
+		specs = append(specs, flow.Named(m.name, a, opts...))
+	}
+	var a troupe.Agent
+	if s.par {
+		a = flow.Parallel(flow.ParallelConfig{Strategy: s.strategy, MaxConcurrent: s.limit}, specs...)
+	} else {
+		a = flow.Sequential(flow.SequentialConfig{OnError: s.onError}, specs...)
+	}
+	// Its runs are counted as its members' are (checkRanOnce).
+	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		w.mu.Lock()
+		w.calls[d.DispatchID] = append(w.calls[d.DispatchID], w.seg)
+		w.mu.Unlock()
+		return a.Run(ctx, d)
 	})
 }
 
@@ -349,7 +495,11 @@ func (w *world) registry(t *testing.T) *troupe.Registry {
 		if w.c.writes[a] {
 			opts = append(opts, troupe.Writes("k"))
 		}
-		if err := reg.Add(a, w.agent(), opts...); err != nil {
+		agent := w.agent()
+		if s := w.c.comps[a]; s != nil {
+			agent = w.composite(s)
+		}
+		if err := reg.Add(a, agent, opts...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -411,7 +561,13 @@ func drive(t *testing.T, w *world, crashAt int) propFlow {
 		if len(before) == 0 {
 			r, err = eng.Start(runCtx, troupe.Request{Query: "q", RunID: propRunID, Seed: w.c.seed, Budget: w.c.budget})
 		} else {
-			r, err = eng.Resume(runCtx, propRunID, engine.ResumeOptions{Answers: openAnswers(w.c, before)})
+			answers := openAnswers(w.c, before)
+			if waiting(before, answers) {
+				w.mu.Lock()
+				w.waitingAtStart[seg] = true
+				w.mu.Unlock()
+			}
+			r, err = eng.Resume(runCtx, propRunID, engine.ResumeOptions{Answers: answers})
 		}
 		if err != nil {
 			t.Fatalf("segment %d: %v", seg, err)
@@ -427,6 +583,12 @@ func drive(t *testing.T, w *world, crashAt int) propFlow {
 		for _, ev := range evs {
 			if res, ok := ev.Data.(*troupe.Result); ok && ev.Parent == "" {
 				got[res.DispatchID] = true
+			}
+		}
+		nested, _ := nestedEnds(evs)
+		for id, e := range nested {
+			if !e.Paused {
+				got[id] = true
 			}
 		}
 		f.resultsAt = append(f.resultsAt, got)
@@ -468,6 +630,23 @@ func openAnswers(c *propCase, evs []troupe.Event) []troupe.Answer {
 	return out
 }
 
+// waiting says whether the log holds questions that neither it nor answers answers.
+func waiting(evs []troupe.Event, answers []troupe.Answer) bool {
+	open := map[string]bool{}
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case *troupe.Question:
+			open[d.ID] = true
+		case *troupe.Answer:
+			delete(open, d.QuestionID)
+		}
+	}
+	for _, a := range answers {
+		delete(open, a.QuestionID)
+	}
+	return len(open) > 0
+}
+
 // runSummary is what a run's log says it decided and how it ended.
 type runSummary struct {
 	Plan       *troupe.Plan
@@ -476,12 +655,72 @@ type runSummary struct {
 	Results    map[string]troupe.Status          // by dispatch id
 	Outcome    *troupe.Outcome
 	Agg        *troupe.Aggregation
+	Nested     map[string]nestedEnd // how each nested dispatch last ended, by id
+}
+
+// nestedEnd is how a dispatch nested in a composite last ended in a log.
+type nestedEnd struct {
+	Agent, Parent string
+	Status        troupe.Status
+	// Paused: it stopped to wait for an answer the log did not hold then (it runs again to
+	// get it), rather than finished.
+	Paused bool
+}
+
+// nestedEnds returns how each nested dispatch of a log last ended, and what is wrong with
+// their records: a nested dispatch started again while its first start is open (a dispatch
+// that paused for a human, and so ended, is started again when it runs again).
+func nestedEnds(evs []troupe.Event) (map[string]nestedEnd, []string) {
+	out := map[string]nestedEnd{}
+	var problems []string
+	parent := map[string]string{}
+	open := map[string]bool{}
+	asking := map[string]string{} // open questions: the dispatch that asked each, by id
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case *troupe.Question:
+			asking[d.ID] = d.DispatchID
+		case *troupe.Answer:
+			delete(asking, d.QuestionID)
+		}
+		if ev.Parent == "" {
+			continue
+		}
+		switch d := ev.Data.(type) {
+		case *troupe.Dispatch:
+			if ev.Kind != troupe.KindDispatchStarted {
+				continue
+			}
+			if open[d.DispatchID] {
+				problems = append(problems, fmt.Sprintf("nested dispatch %s started again at event %d while it ran", d.DispatchID, ev.Seq))
+			}
+			open[d.DispatchID], parent[d.DispatchID] = true, ev.Parent
+		case *troupe.Result:
+			delete(open, d.DispatchID)
+			paused := false
+			for _, by := range asking {
+				for x := by; x != "" && !paused; x = parent[x] {
+					paused = x == d.DispatchID
+				}
+			}
+			out[d.DispatchID] = nestedEnd{Agent: d.AgentName, Parent: ev.Parent, Status: d.Status, Paused: paused}
+		}
+	}
+	return out, problems
 }
 
 func summarize(t *testing.T, evs []troupe.Event) runSummary {
 	t.Helper()
 	s := runSummary{Decisions: map[string]troupe.RoutingDecision{}, Dispatches: map[string]string{}, Results: map[string]troupe.Status{}}
+	var problems []string
+	s.Nested, problems = nestedEnds(evs)
+	for _, p := range problems {
+		t.Error(p)
+	}
 	for _, ev := range evs {
+		if ev.Parent != "" {
+			continue // in s.Nested
+		}
 		switch d := ev.Data.(type) {
 		case *troupe.Plan:
 			s.Plan = d
@@ -542,49 +781,106 @@ func checkRanOnce(t *testing.T, w *world, f propFlow) {
 // both the stopped and the uninterrupted run. Time is synctest's, and an agent run again after
 // a stop finishes when it would have without it (world), so both runs see the same order of
 // events.
+//
+// Each case runs a second time composed: some of its agents are flow.Sequential and
+// flow.Parallel (collect_all, first_success) composites of 2–3 scripted members, some of them
+// composites again, every member doing what its nested dispatch id says. Then every nested
+// dispatch must end in the resumed log as it last ended in the uninterrupted one (finished,
+// or paused for a human), none may start again while it runs, and none may run again once the
+// log holds its finished result; what is left undecided is listed at undecided.
 func TestResumeProperty(t *testing.T) {
-	cases, crashes := 400, 3
+	cases := 400
 	if testing.Short() {
 		cases = 100
 	}
 	rng := rand.New(rand.NewPCG(20240607, 1))
 	for i := range cases {
 		c := genCase(rng)
-		crashRNG := rand.New(rand.NewPCG(c.seed, 2))
-		t.Run(fmt.Sprint("case ", i), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				w := newWorld(c)
-				ref := drive(t, w, 0)
-				troupetest.CheckLog(t, ref.log)
-				checkRanOnce(t, w, ref)
-				want := summarize(t, ref.log)
-				opts := []cmp.Option{cmpopts.IgnoreFields(troupe.Aggregation{}, "TotalExecutionTimeMS")}
-				if !c.human {
-					// Reviews a paused run waits for all finish at the moment it resumes, in no
-					// set order.
-					opts = append(opts, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ExecutionOrder" },
-						cmpopts.SortSlices(func(a, b string) bool { return a < b })))
-				}
-				for range crashes {
-					at := 1 + crashRNG.IntN(len(ref.log))
-					w := newWorld(c)
-					got := drive(t, w, at)
-					troupetest.CheckLog(t, got.log)
-					checkRanOnce(t, w, got)
-					if got.lostCancel {
-						continue
-					}
-					if diff := cmp.Diff(want, summarize(t, got.log), opts...); diff != "" {
-						t.Errorf("crash after %d events (crashed: %v): the resumed run differs (-uninterrupted +resumed):\n%s\nresumed log:\n%s", at, got.crashed, diff, dumpLog(got.log))
-					}
-				}
-				if t.Failed() {
-					t.Logf("case: %v", c)
-					t.Logf("uninterrupted log:\n%s", dumpLog(ref.log))
-				}
-			})
-		})
+		t.Run(fmt.Sprint("case ", i), func(t *testing.T) { checkResume(t, c, rand.New(rand.NewPCG(c.seed, 2))) })
+		// The same case with some of its agents composites of scripted members: their
+		// members' events are nested in the log, and a resumed composite takes its finished
+		// members' results from it.
+		t.Run(fmt.Sprint("case ", i, " composed"), func(t *testing.T) { checkResume(t, c.composed(), rand.New(rand.NewPCG(c.seed, 3))) })
 	}
+}
+
+// checkResume runs c uninterrupted, then crashed at events crashRNG picks and resumed, and
+// compares (see TestResumeProperty).
+func checkResume(t *testing.T, c *propCase, crashRNG *rand.Rand) {
+	const crashes = 3
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(c)
+		ref := drive(t, w, 0)
+		troupetest.CheckLog(t, ref.log)
+		checkRanOnce(t, w, ref)
+		want := summarize(t, ref.log)
+		opts := []cmp.Option{cmpopts.IgnoreFields(troupe.Aggregation{}, "TotalExecutionTimeMS")}
+		if !c.human {
+			// Reviews a paused run waits for all finish at the moment it resumes, in no
+			// set order.
+			opts = append(opts, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ExecutionOrder" },
+				cmpopts.SortSlices(func(a, b string) bool { return a < b })))
+		}
+		for range crashes {
+			at := 1 + crashRNG.IntN(len(ref.log))
+			w := newWorld(c)
+			f := drive(t, w, at)
+			troupetest.CheckLog(t, f.log)
+			checkRanOnce(t, w, f)
+			if f.lostCancel {
+				continue
+			}
+			want, got := want, summarize(t, f.log)
+			if c.comps != nil {
+				want, got = undecided(want, w.raced()), undecided(got, w.raced())
+			}
+			if diff := cmp.Diff(want, got, opts...); diff != "" {
+				t.Errorf("crash after %d events (crashed: %v): the resumed run differs (-uninterrupted +resumed):\n%s\nresumed log:\n%s", at, f.crashed, diff, dumpLog(f.log))
+			}
+		}
+		if t.Failed() {
+			t.Logf("case: %v", c)
+			t.Logf("uninterrupted log:\n%s", dumpLog(ref.log))
+		}
+	})
+}
+
+// undecided is s without what a run with composites leaves undecided on resume:
+//
+//   - A FirstSuccess group whose branch paused for a human before another branch won: resumed,
+//     the group takes the winner's result from the log before it runs any branch again, and the
+//     win makes the question moot, so the paused branch is not asked again, and the group's
+//     result has no warning of its pause, which the run that was not stopped gave it.
+//   - With raced (world.raced), a composite waiting for a human is made again at the moment a
+//     dispatch run again finishes, in no set order: it asks again and pauses before that
+//     dispatch fails the run, or is cancelled by the failure first. Either way it ends
+//     cancelled, but its members' statuses (paused, or cancelled) and what its result reports
+//     using (nothing, as a paused dispatch ended by the run; its members' use, as a cancelled
+//     composite) depend on which came first.
+func undecided(s runSummary, raced bool) runSummary {
+	if s.Agg != nil {
+		agg := *s.Agg
+		agg.Warnings = slices.DeleteFunc(slices.Clone(agg.Warnings), func(w string) bool {
+			agent, rest, _ := strings.Cut(w, ": ")
+			member, rest, _ := strings.Cut(rest, ": ")
+			return agent != "" && member != "" && strings.HasPrefix(rest, "failed: troupe: run paused for human input")
+		})
+		if raced {
+			agg.TotalTokensUsed, agg.TotalCostDollars = nil, nil
+		}
+		s.Agg = &agg
+	}
+	if raced {
+		nested := maps.Clone(s.Nested)
+		for id, e := range nested {
+			if e.Paused || e.Status == troupe.StatusCancelled {
+				e.Status, e.Paused = "", false
+				nested[id] = e
+			}
+		}
+		s.Nested = nested
+	}
+	return s
 }
 
 // dumpLog renders a log one event a line, for failure messages.
@@ -592,6 +888,9 @@ func dumpLog(evs []troupe.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
 		fmt.Fprintf(&b, "%3d %-18s %-8s %s %s", ev.Seq, ev.Kind, ev.Agent, ev.DispatchID, ev.Status)
+		if ev.Parent != "" {
+			fmt.Fprintf(&b, " (in %s)", ev.Parent)
+		}
 		switch d := ev.Data.(type) {
 		case *troupe.Result:
 			if len(d.Errors) > 0 {

@@ -988,6 +988,12 @@ func (r *Run) shutLocked() {
 func (r *Run) advanceLocked() {
 	r.advanceStagesLocked()
 	for c := r.replay.take(); c != nil; c = r.replay.take() {
+		if x := r.replay; x.budgetWhy != "" && !r.budgetHit && x.resultAt[c.d.DispatchID] > x.budgetAt {
+			// The log records the budget spent before this result: by a composite's member
+			// that found it so, say, whose composite's result this run takes rather than
+			// asking again. It is spent here too, from here on, as it was.
+			r.budgetFromLogLocked()
+		}
 		cause, ok := runCancelCause(c.res)
 		if !ok {
 			cause, ok = r.replay.cancelledBefore(r.replay.resultAt[c.d.DispatchID])
@@ -1001,6 +1007,11 @@ func (r *Run) advanceLocked() {
 		}
 		r.completeLocked(c)
 		r.advanceStagesLocked()
+	}
+	if x := r.replay; x != nil && x.budgetWhy != "" && !r.budgetHit && x.taken == len(x.results) {
+		// Every result the log holds is applied, and it records the budget spent after them
+		// (a composite's member found it so): what this run does from here on comes after.
+		r.budgetFromLogLocked()
 	}
 	if r.replay != nil && r.ctxErr() == nil && r.failure == nil {
 		// What the log holds is applied; a composite member it shows let go as the run was
@@ -1903,6 +1914,11 @@ func (r *Run) finish() {
 	var stage troupe.Stage
 	var kind troupe.Kind
 	aggregateIt := false
+	if x := r.replay; x != nil && x.budgetWhy != "" && !r.budgetHit && r.err == nil {
+		// The log records the budget spent after every result this run took from it (by a
+		// composite's member, or just before the process died): the run ends with it spent.
+		r.budgetFromLogLocked()
+	}
 	switch {
 	case r.err != nil:
 		// The log is broken: nothing more can be recorded.

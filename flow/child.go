@@ -266,6 +266,41 @@ func (n *nested) Admit() error {
 	return nil
 }
 
+// AdmitDispatch asks the enclosing runtime whether the nested dispatch d may start
+// (dispatchAdmitter), or, when it cannot say for d, whether any may (troupe.Admitter).
+func (n *nested) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
+	if !n.cut.enter() {
+		return false, errAbandoned
+	}
+	defer n.cut.leave()
+	switch a := n.outer.(type) {
+	case dispatchAdmitter:
+		return a.AdmitDispatch(d)
+	case troupe.Admitter:
+		return false, a.Admit()
+	}
+	return false, nil
+}
+
+// dispatchAdmitter is troupe.Admitter asked of one nested dispatch: the engine's runtime in a
+// resumed run admits a member its log shows started, which the run that made the log found
+// within budget, whatever the budgets say now (it makes a planned dispatch its log shows
+// started so too). With the run ending it admits only a member the log shows running members
+// of its own, a composite, reporting resuming: that member runs though its context is done,
+// to take its finished members' results from the log and end as they let it, as it did when
+// the run that made the log cancelled it mid-way.
+type dispatchAdmitter interface {
+	AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error)
+}
+
+// admit asks whether member dispatch d may start: of the runtime, for d when it can say.
+func (f *frame) admit(d *troupe.Dispatch) (resuming bool, err error) {
+	if a, ok := f.outer.(dispatchAdmitter); ok {
+		return a.AdmitDispatch(d)
+	}
+	return false, f.d.Admit()
+}
+
 // Recorded passes a composite nested in this one the results the run's log recorded for its
 // members (troupe.Recorder).
 func (n *nested) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
@@ -406,7 +441,16 @@ func frameOf(d *troupe.Dispatch, strays *stray.Tracker) frame {
 // applies its declared writes to st, and records it all as nested events. It also returns the
 // error the agent (or the checks before it) returned, which the result holds only as text.
 func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.Result, error) {
-	d := *f.d // the wire fields of the enclosing dispatch; the runtime is replaced below
+	d := f.dispatchOf(m, in)
+	if res, err, ok := f.recorded(m, &d, st); ok {
+		return res, err
+	}
+	return f.runNew(ctx, m, &d, in, st)
+}
+
+// dispatchOf builds the dispatch of member m for in.
+func (f *frame) dispatchOf(m *member, in input) troupe.Dispatch {
+	d := *f.d // the wire fields of the enclosing dispatch; the runtime is replaced by runNew
 	d.DispatchID, d.TargetAgent, d.DispatchReason = in.id, m.spec.Name, in.reason
 	d.Query, d.ParsedQuery, d.UpstreamResults = in.query, in.parsed, in.upstream
 	d.ExecutionMode, d.DependsOn = in.mode, nil
@@ -424,7 +468,13 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		s := m.spec.Timeout.Seconds()
 		d.TimeoutSeconds = &s
 	}
-	if rec, ok := f.d.Recorded(&d); ok {
+	return d
+}
+
+// recorded takes the result a resumed run's log holds for d, member m's dispatch, if it holds
+// one (troupe.Recorder), with the error it stands for; ok is false when there is none.
+func (f *frame) recorded(m *member, d *troupe.Dispatch, st view) (_ *troupe.Result, _ error, ok bool) {
+	if rec, ok := f.d.Recorded(d); ok {
 		// A resumed run: the log holds how this member finished for this very input —
 		// completed, failed, timed out or cancelled — so that is taken, not earned (or tried)
 		// again, and the composite comes to the outcome the run that made the log came to. Its
@@ -432,13 +482,19 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		res := *rec // the log's copy stays as recorded
 		res.Errors, res.Warnings = slices.Clip(res.Errors), slices.Clip(res.Warnings)
 		if res.Status != troupe.StatusCompleted {
-			return &res, recordedCause(&res)
+			return &res, recordedCause(&res), true
 		}
 		if delta := writes(m.spec, &res); delta != nil {
 			st.set(delta)
 		}
-		return &res, nil
+		return &res, nil, true
 	}
+	return nil, nil, false
+}
+
+// runNew runs member m's dispatch d, which the log (if any) holds no result of.
+func (f *frame) runNew(ctx context.Context, m *member, dp *troupe.Dispatch, in input, st view) (*troupe.Result, error) {
+	d := *dp
 	enclosing := enclosingOf(f.d)
 	if len(enclosing) >= MaxNesting {
 		// A composite that runs itself, through Go code no tool call passes (a member calling
@@ -447,7 +503,8 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 		err := &troupe.MaxDepthExceededError{Stack: append(slices.Clip(enclosing), m.spec.Name), MaxDepth: MaxNesting}
 		return result(ctx, m, &d, nil, err, time.Now()), err
 	}
-	if err := f.d.Admit(); err != nil {
+	resuming, err := f.admit(&d)
+	if err != nil {
 		// The run's budget is spent: the member is not started (nor recorded as started).
 		aerr := &troupe.AgentError{Code: troupe.CodeBudget, Message: "not started", Cause: err}
 		return result(ctx, m, &d, nil, aerr, time.Now()), aerr
@@ -469,7 +526,7 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 	if run := f.d.RunGuardrails(); len(run) > 0 {
 		guards = append(guards[:len(guards):len(guards)], run...)
 	}
-	pre, err := f.prepare(ctx, m, &d, st, guards)
+	pre, err := f.prepare(ctx, m, &d, st, guards, resuming)
 	var out *troupe.Result
 	gone := false
 	switch {
@@ -515,8 +572,8 @@ func (f *frame) run(ctx context.Context, m *member, in input, st view) (*troupe.
 // guards, the member's guardrails and its run's (BLOCKED), as the engine checks a planned
 // dispatch. What guardrails noted of the dispatch, warnings and annotations, it returns in a
 // result of its own (nil if none), for run to carry onto the member's.
-func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view, guards []troupe.Guardrail) (notes *troupe.Result, err error) {
-	if err := ctx.Err(); err != nil {
+func (f *frame) prepare(ctx context.Context, m *member, d *troupe.Dispatch, st view, guards []troupe.Guardrail, resuming bool) (notes *troupe.Result, err error) {
+	if err := ctx.Err(); err != nil && !resuming { // see dispatchAdmitter
 		return nil, context.Cause(ctx)
 	}
 	var missing []string

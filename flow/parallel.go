@@ -219,8 +219,37 @@ func (p *ParallelAgent) execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 		sem    = make(chan struct{}, limit)
 	)
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
+	inputOf := func(i int) input {
+		return input{id: childID(d.DispatchID, saltBranch, uint64(i)), query: d.Query, parsed: d.ParsedQuery, upstream: upstream,
+			mode: troupe.Parallel, reason: fmt.Sprintf("branch %d of %d of a parallel group (%s)", i+1, len(ms), p.cfg.Strategy)}
+	}
+	// A resumed run's group first takes the results its log holds, before it starts any
+	// branch: they finished before whatever the others do now (a branch that paused for a
+	// human and is run again to ask again, say), and a recorded winner wins before another
+	// branch starts, as it did — of two, the one that completed first.
+	taken := make([]bool, len(ms))
+	for i := range ms {
+		views[i] = &overlay{below: base}
+		dsp := f.dispatchOf(&ms[i], inputOf(i))
+		res, cause, ok := f.recorded(&ms[i], &dsp, views[i])
+		if !ok {
+			continue
+		}
+		out.Results[i], causes[i], taken[i] = res, cause, true
+		if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted &&
+			(out.Winner < 0 || res.CompletedAt.Before(out.Results[out.Winner].CompletedAt)) {
+			out.Winner = i
+		}
+	}
+	if out.Winner >= 0 {
+		cancel(errFirstSuccess)
+	}
+	launched := make([]bool, len(ms))
 launch:
 	for i := range ms {
+		if taken[i] {
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-gctx.Done():
@@ -230,9 +259,8 @@ launch:
 			<-sem
 			break
 		}
-		views[i] = &overlay{below: base}
-		in := input{id: childID(d.DispatchID, saltBranch, uint64(i)), query: d.Query, parsed: d.ParsedQuery, upstream: upstream,
-			mode: troupe.Parallel, reason: fmt.Sprintf("branch %d of %d of a parallel group (%s)", i+1, len(ms), p.cfg.Strategy)}
+		launched[i] = true
+		in := inputOf(i)
 		wg.Go(func() {
 			defer func() { <-sem }()
 			res, cause := f.run(gctx, &ms[i], in, views[i])
@@ -253,6 +281,26 @@ launch:
 		})
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		// Cancelled before it started every branch: a group made again by a resumed run that
+		// is ending, most often. The branches its log shows finished ended as they did (taken
+		// above), and the others never start, but for composites the log shows running
+		// members, which take theirs (see dispatchAdmitter).
+		for i := range ms {
+			if taken[i] || launched[i] {
+				continue
+			}
+			dsp := f.dispatchOf(&ms[i], inputOf(i))
+			if resuming, _ := f.admit(&dsp); !resuming {
+				continue
+			}
+			res, cause := f.runNew(ctx, &ms[i], &dsp, inputOf(i), views[i])
+			out.Results[i], causes[i] = res, cause
+			if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted && out.Winner < 0 {
+				out.Winner = i
+			}
+		}
+	}
 
 	if p.cfg.Strategy == MajorityVote {
 		out.Vote = tally(ms, out.Results, p.cfg.Answer)

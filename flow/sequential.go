@@ -118,7 +118,11 @@ func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (_ *S
 			in.query = prev.Prompt() + "\n\n" + d.Query
 			in.reason += ", after " + prev.SourceAgent
 		}
-		res, cause := f.run(ctx, m, in, st)
+		dsp := f.dispatchOf(m, in)
+		res, cause, taken := f.recorded(m, &dsp, st)
+		if !taken {
+			res, cause = f.runNew(ctx, m, &dsp, in, st)
+		}
 		h := NewHandoff(res)
 		if s.cfg.Transform != nil {
 			h = s.cfg.Transform(h)
@@ -131,7 +135,11 @@ func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (_ *S
 		upstream = append(upstream, troupe.UpstreamResult{Agent: res.AgentName, Result: res.AgentResult, DispatchID: res.DispatchID,
 			Confidence: res.Confidence, Summary: res.Summary(), Handoff: h.Map()})
 		prev = &out.Handoffs[len(out.Handoffs)-1]
-		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil || errors.Is(cause, troupe.ErrPaused)) {
+		// Cancelled, the sequence stops at the first step that did not complete, but for one
+		// whose result a resumed run takes from its log: that step failed before the sequence
+		// was cancelled the first time, and the sequence went on to the steps after it, whose
+		// results the log may hold too.
+		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil && !taken || errors.Is(cause, troupe.ErrPaused)) {
 			out.State = st.snapshot()
 			ae := errorOf(fmt.Sprintf("flow: sequential: step %d of %d", i+1, len(ms)), res)
 			return out, firstCause, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
