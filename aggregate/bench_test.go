@@ -52,3 +52,18 @@ func BenchmarkCombine10Small(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCombine100Small combines what a 100-way fan-out of small agents hands the engine:
+// 100 results with one shared, agreeing field each.
+func BenchmarkCombine100Small(b *testing.B) {
+	rs := make([]*troupe.Result, 100)
+	for i := range rs {
+		rs[i] = result(fmt.Sprintf("agent_%04d", i), map[string]any{"ok": true}, conf(1))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := aggregate.Combine(rs, aggregate.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

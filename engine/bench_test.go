@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -348,4 +349,21 @@ func BenchmarkFinishedRunRetained(b *testing.B) {
 		b.ReportMetric((float64(after)-float64(before))/100, "B/finished-run")
 		b.ReportMetric((float64(objAfter.HeapObjects)-float64(objBefore.HeapObjects))/100, "objects/finished-run")
 	}
+}
+
+// BenchmarkChain10CollectorAt400 is Chain10 with the collector's target at 400% of the live
+// heap instead of Go's default 100% (debug.SetGCPercent, restored after), measured beside
+// Chain10 in one process: the difference is what the garbage collector costs the chain at the
+// default — collections four times as often, each with its write barriers on and its mark
+// worker holding a P. It is a diagnostic, not a figure troupe claims: troupe, a library, leaves
+// GOGC to the program.
+func BenchmarkChain10CollectorAt400(b *testing.B) {
+	reg, names := registry(b, 10, troupe.AgentFunc(noop))
+	eng, err := engine.New(engine.Config{Registry: reg, Planner: staticPlan(chainPlan(names))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	b.ReportAllocs()
+	runAll(b, eng)
 }

@@ -180,6 +180,8 @@ func FuzzString(f *testing.F) {
 	f.Add(`Authorization: Digest username="Mufasa", realm="a b"` + "\r\nHost: x")
 	f.Add(`{"Authorization": "Token abc=", "x": "y"}`)
 	f.Add("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----")
+	f.Add("-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOY\n-----END PGP PRIVATE KEY BLOCK-----")
+	f.Add("pwd={a;pwd={b;pwd={c")
 	f.Add("Server=db;Pwd={p;w};PGPASSWORD=x")
 	f.Add("https://hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdefghijklmnopqrstuvwx")
 	f.Add("discord.com/api/v10/webhooks/1234/abcdefghijklmnopqrstuvwxyz")
