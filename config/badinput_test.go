@@ -49,6 +49,9 @@ func TestParseBadInput(t *testing.T) {
 			"t.yaml:7:27: agents.a.llm.max_response_bytes: -1 is too small: want 0 or more",
 			"t.yaml:8:30: agents.a.llm.max_tool_result_bytes: 9223372036854775808 is too large: want at most 9223372036854775807",
 		}},
+		{"an http agent's byte bound", "version: 1\nagents:\n  a:\n    kind: http\n    http:\n      url: http://127.0.0.1:1/\n      max_response_bytes: -1\n", []string{
+			"t.yaml:7:27: agents.a.http.max_response_bytes: -1 is too small: want 0 or more",
+		}},
 		{"a float past float64", head + "budget: {max_cost_dollars: 1.0e+400}\n", []string{
 			"t.yaml:3:28: budget.max_cost_dollars: got string, want number; 1.0e+400 is too large a number",
 		}},

@@ -202,6 +202,8 @@ type HTTPSpec struct {
 	Headers        map[string]string `json:"headers,omitempty"`
 	HeadersFromEnv map[string]string `json:"headers_from_env,omitempty"`
 	BearerTokenEnv string            `json:"bearer_token_env,omitempty"`
+	// MaxResponseBytes is httpagent.Config's; 0 means its default.
+	MaxResponseBytes int64 `json:"max_response_bytes,omitempty"`
 }
 
 // SequentialSpec lists the agents of a sequential agent, in the order they run.

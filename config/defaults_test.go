@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/troupehq/troupe/agent/httpagent"
 	"github.com/troupehq/troupe/agent/llmagent"
 	"github.com/troupehq/troupe/agent/mcptool"
 	"github.com/troupehq/troupe/bundle"
@@ -43,6 +44,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		{"/properties/error_policy/properties/retry/properties/multiplier", fmt.Sprintf("(0 or absent: %g)", policy.DefaultMultiplier)},
 		{"/properties/routing/properties/max_concurrency", fmt.Sprintf("else %d)", plan.DefaultMaxConcurrency)},
 		{"/$defs/agent/properties/parallel/properties/max_concurrency", fmt.Sprintf("(0: %d)", flow.DefaultMaxConcurrent)},
+		{"/$defs/agent/properties/http/properties/max_response_bytes", fmt.Sprintf("(0: %d)", httpagent.DefaultMaxResponseBytes)},
 		{"/$defs/agent/properties/llm/properties/base_url", fmt.Sprintf("(default %s)", llmagent.DefaultBaseURL)},
 		{"/$defs/agent/properties/llm/properties/api_key_env", fmt.Sprintf("(default %s)", llmagent.DefaultAPIKeyEnv)},
 		{"/$defs/agent/properties/llm/properties/max_tokens", fmt.Sprintf("(0: %d)", llmagent.DefaultMaxTokens)},

@@ -137,6 +137,13 @@ func TestCallAfterClose(t *testing.T) {
 // Each process appends its pid to the file $PIDS.
 func flakyWith(t *testing.T, prelude string, env ...string) (*mcptool.Client, string) {
 	t.Helper()
+	cfg, pids := flakyConfig(t, prelude, env...)
+	return connect(t, cfg), pids
+}
+
+// flakyConfig is the Config of flakyWith's server, and the file its processes' pids go to.
+func flakyConfig(t *testing.T, prelude string, env ...string) (mcptool.Config, string) {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
@@ -147,8 +154,8 @@ func flakyWith(t *testing.T, prelude string, env ...string) (*mcptool.Client, st
 		t.Fatal(err)
 	}
 	pids := filepath.Join(dir, "pids")
-	return connect(t, mcptool.Config{Command: []string{"python3", script}, Env: append(env, "PIDS="+pids),
-		CallTimeout: 30 * time.Second, StopTimeout: 200 * time.Millisecond}), pids
+	return mcptool.Config{Command: []string{"python3", script}, Env: append(env, "PIDS="+pids),
+		CallTimeout: 30 * time.Second, StopTimeout: 200 * time.Millisecond}, pids
 }
 
 func serverPIDs(t *testing.T, path string) []int {
@@ -297,5 +304,93 @@ func TestCallsRacingClose(t *testing.T) {
 		if !errors.Is(err, mcptool.ErrClosed) || !strings.Contains(err.Error(), "the client is closed") {
 			t.Errorf("a call racing Close: %v; want an error saying the client is closed", err)
 		}
+	}
+}
+
+// Close may be called from several goroutines at once: one of them stops the server, and
+// every call returns only once it is stopped — its process gone — with that call's result:
+// nil, or, for a server that exits failing, its exit status, never a second teardown or a
+// panic. A Close after them returns the same. goleak (TestMain) checks no goroutine is left.
+func TestConcurrentClose(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		prelude string // run as the server starts
+		want    string // in every Close's error; "" for none
+	}{
+		{"server exits", "", ""},
+		{"server exits failing", "import atexit\natexit.register(lambda: os._exit(5))", "exit status 5"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, pids := flakyConfig(t, tt.prelude)
+			c, err := mcptool.Connect(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			call(t, tool(t, c, "pid"), `{}`)
+			servers := serverPIDs(t, pids)
+			if len(servers) != 1 {
+				t.Fatalf("servers started: %v; want one", servers)
+			}
+			const closers = 8
+			start := make(chan struct{})
+			type closed struct {
+				err   error
+				alive error // kill 0 of the server as Close returned: ESRCH once it is gone
+			}
+			results := make(chan closed, closers)
+			var wg sync.WaitGroup
+			for range closers {
+				wg.Go(func() {
+					<-start
+					err := c.Close()
+					results <- closed{err, syscall.Kill(servers[0], 0)}
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(results)
+			for r := range results {
+				if !errors.Is(r.alive, syscall.ESRCH) {
+					t.Errorf("a Close returned (%v) with the server %d still in the process table (kill 0: %v)", r.err, servers[0], r.alive)
+				}
+				checkCloseErr(t, r.err, tt.want)
+			}
+			checkCloseErr(t, c.Close(), tt.want)
+			if got := serverPIDs(t, pids); len(got) != 1 {
+				t.Errorf("servers started: %v; want the one, stopped once", got)
+			}
+		})
+	}
+	t.Run("in memory", func(t *testing.T) {
+		c, err := inMemory(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 8 {
+			wg.Go(func() {
+				<-start
+				if err := c.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if _, err := tool(t, c, "greet").Call(t.Context(), nil, json.RawMessage(`{"name":"x"}`)); !errors.Is(err, mcptool.ErrClosed) {
+			t.Errorf("a call after Close: %v; want ErrClosed", err)
+		}
+	})
+}
+
+// checkCloseErr checks a Close returned nil when want is "", else an error holding want.
+func checkCloseErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("Close: %v; want nil", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("Close: %v; want an error saying %q", err, want)
 	}
 }

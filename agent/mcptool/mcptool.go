@@ -69,8 +69,8 @@ type Config struct {
 }
 
 // Client is a connected MCP server and the tools it offers. Its methods are safe for
-// concurrent use. Close ends the session (and stops a stdio server's process); a Client must
-// be closed.
+// concurrent use, Close too. Close ends the session (and stops a stdio server's process); a
+// Client must be closed.
 //
 // A session lost while the Client is open — the server crashed, or the connection dropped —
 // is started or dialled again by the next call that finds it closed: the call that was in
@@ -88,6 +88,11 @@ type Client struct {
 	sess   *session
 	closed bool
 	abort  context.CancelCauseFunc // ends the reconnect in flight, if any: Close does not wait for a server to answer
+
+	// stopped is closed by the Close that closed the session, once it has; closeErr, written
+	// before, is its result, which every other Close waits for and returns.
+	stopped  chan struct{}
+	closeErr error
 }
 
 // session is one connection to the server.
@@ -125,7 +130,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, sess: &session{cs: cs}, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &Client{cfg: cfg, sess: &session{cs: cs}, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			cs.Close()
@@ -337,6 +342,9 @@ func (c *Client) Tool(name string) (*Tool, bool) {
 // exit (terminating it if it does not), then kills whatever is left of its process group. A
 // session being re-established is not waited for: the reconnect is aborted, the server it
 // started stopped as any other. Calls in flight or after Close fail with ErrClosed.
+//
+// Close may be called more than once, from several goroutines at once: the first call stops
+// the server, and every call returns once it is stopped, with the first call's result.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	first := !c.closed
@@ -346,16 +354,23 @@ func (c *Client) Close() error {
 		close(c.done)
 	}
 	c.mu.Unlock()
-	if first && abort != nil {
+	if !first {
+		<-c.stopped
+		return c.closeErr
+	}
+	defer close(c.stopped)
+	if abort != nil {
 		abort(ErrClosed)
 	}
-	// The aborted reconnect, once it has stopped its server, lets go of swap; so does a
-	// concurrent Close once the session is closed.
+	c.closeErr = c.stop()
+	return c.closeErr
+}
+
+// stop closes the session, once no reconnect is replacing it: the one Close aborted lets go of
+// swap when it has stopped the server it started.
+func (c *Client) stop() error {
 	c.swap <- struct{}{}
 	defer func() { <-c.swap }()
-	if !first {
-		return nil
-	}
 	c.mu.Lock()
 	s := c.sess
 	c.mu.Unlock()

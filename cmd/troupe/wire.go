@@ -148,7 +148,8 @@ func buildHTTP(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 			return nil, a.Field(fmt.Errorf("the environment variable %s is not set", v), "http", "bearer_token_env")
 		}
 	}
-	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv, Timeout: agentTimeout(b, a)})
+	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv,
+		Timeout: agentTimeout(b, a), MaxResponseBytes: h.MaxResponseBytes})
 }
 
 // members builds the named agents as members of a composite, with what each declares: the

@@ -200,6 +200,41 @@ mcp_servers:
 	wantText(t, results, msg)
 }
 
+// An http agent's max_response_bytes bounds the service's answer: a result longer than the
+// bound fails the dispatch with INVALID_OUTPUT naming the bound, and one within it completes.
+func TestHTTPMaxResponseBytesFromFile(t *testing.T) {
+	text := strings.Repeat("x", 300)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var d troupe.Dispatch
+		if err := json.NewDecoder(r.Body).Decode(&d); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		now := time.Now().UTC()
+		json.NewEncoder(w).Encode(map[string]any{
+			"dispatch_id": d.DispatchID, "session_id": d.SessionID, "query_id": d.QueryID, "agent_name": d.TargetAgent,
+			"status": "completed", "agent_result": map[string]any{"text": text},
+			"errors": []any{}, "warnings": []any{}, "started_at": now, "completed_at": now,
+		})
+	}))
+	defer srv.Close()
+	file := func(bound int) string {
+		return writeConfig(t, fmt.Sprintf("version: 1\nagents:\n  echo:\n    kind: http\n    http: {url: %s/dispatch, max_response_bytes: %d}\n", srv.URL, bound))
+	}
+	code, results, _ := runJSON(t, file(100), "echo")
+	if code != exitFailed || len(results) != 1 || results[0].Status != troupe.StatusFailed || len(results[0].Errors) == 0 {
+		t.Fatalf("max_response_bytes 100: exit %d, results %+v; want the dispatch failed", code, results)
+	}
+	if e := results[0].Errors[0]; e.Code != troupe.CodeInvalidOutput || !strings.Contains(e.Message, "response over 100 bytes (max_response_bytes)") {
+		t.Errorf("max_response_bytes 100: error %+v, want INVALID_OUTPUT over 100 bytes", e)
+	}
+	code, results, _ = runJSON(t, file(4096), "echo")
+	if code != exitOK {
+		t.Fatalf("max_response_bytes 4096: exit %d, results %+v", code, results)
+	}
+	wantText(t, results, text)
+}
+
 // Building fails, at the line of the field at fault, when a file names a tool the server does
 // not have or a server that cannot start; validate reports it and leaves no process behind.
 func TestMCPBuildErrors(t *testing.T) {
