@@ -48,6 +48,9 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
+	if e.Field == "" { // the object as a whole: malformed JSON, say
+		return fmt.Sprintf("troupe: %s: %s", e.Object, e.Problem)
+	}
 	return fmt.Sprintf("troupe: %s: field %q: %s", e.Object, e.Field, e.Problem)
 }
 
@@ -283,8 +286,9 @@ func (e *ErrorInfo) UnmarshalJSON(b []byte) error {
 // Err turns e back into an error, as ErrorInfoOf's inverse: an *AgentError with e's code,
 // message, recoverability and details, whose cause is the sentinel of the code (ErrTimeout for
 // TIMEOUT, ErrBlocked for BLOCKED, …), so errors.Is and errors.As work on what a result
-// recorded. ErrorInfoOf of it gives e back, its message followed by the sentinel's text. A result keeps its errors as ErrorInfo, which is all a run read back from its log
-// has of them.
+// recorded. ErrorInfoOf of it gives e back as it was (the message does not repeat the sentinel, which the
+// code names). A result keeps its errors as ErrorInfo, which is all a run read back from its
+// log has of them.
 func (e ErrorInfo) Err() error {
 	return &AgentError{Code: e.Code, Message: e.Message, Recoverable: e.Recoverable,
 		FallbackAction: e.FallbackAction, Details: e.Details, Cause: codeSentinel(e.Code)}
@@ -319,6 +323,11 @@ func ErrorInfoOf(err error) ErrorInfo {
 		// The code has a field of its own: the message does not repeat it (nor the prefix
 		// that says it is an agent error), wherever in the chain the AgentError is.
 		msg := strings.Replace(err.Error(), "troupe: agent error "+ae.Code+": ", "", 1)
+		if s := codeSentinel(ae.Code); s != nil && ae.Cause == s {
+			// Nor the code's sentinel as the cause: "…: troupe: invalid result" after an
+			// INVALID_OUTPUT message says it twice.
+			msg = strings.Replace(msg, ae.Message+": "+s.Error(), ae.Message, 1)
+		}
 		return ErrorInfo{Code: ae.Code, Message: msg, Recoverable: ae.Recoverable, FallbackAction: ae.FallbackAction, Details: ae.Details}
 	}
 	var pe *PanicError

@@ -42,11 +42,20 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 	} else {
 		r, err := troupe.DecodeResult(fillEngineFields(data, d, time.Now()), agents)
 		var ves troupe.ValidationErrors
+		var ve *troupe.ValidationError
 		switch {
 		case errors.As(err, &ves):
 			for _, e := range ves {
-				problems = append(problems, e.Error())
+				problems = append(problems, problem(e))
 			}
+		case errors.As(err, &ve):
+			p := problem(ve)
+			if ve.Field == "" {
+				// Not JSON at all: what the agent printed says more than where the parser
+				// gave up.
+				p += ", output begins " + Head(data, headInMessage)
+			}
+			problems = append(problems, p)
 		case err != nil:
 			problems = append(problems, err.Error())
 		}
@@ -78,6 +87,18 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 
 // OutputExcerpt is how many bytes of invalid output DecodeResult quotes under "output".
 const OutputExcerpt = 512
+
+// headInMessage is how many bytes of output that is not JSON the error's message quotes.
+const headInMessage = 64
+
+// problem is a validation problem as an invalid result's message lists it: the message says
+// already that it is the result's.
+func problem(e *troupe.ValidationError) string {
+	if e.Field == "" {
+		return e.Problem
+	}
+	return fmt.Sprintf("field %q: %s", e.Field, e.Problem)
+}
 
 // notUTF8 says where data stops being UTF-8, which JSON text exchanged between systems must
 // be (RFC 8259, section 8.1); "" when it is.

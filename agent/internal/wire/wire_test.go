@@ -142,6 +142,26 @@ func TestDecodeResult(t *testing.T) {
 	}
 }
 
+// The message of an invalid result names the field at fault without repeating that it is the
+// result's, and output that is not JSON at all is quoted from its start, cut at 64 bytes.
+func TestDecodeResultMessage(t *testing.T) {
+	d := troupe.NewDispatch()
+	d.DispatchID, d.TargetAgent = troupe.NewDispatchID(1), "a"
+	for _, tc := range []struct{ name, data, want string }{
+		{"a field", `{"agent_result":{"x":1},"session_id":7}`, `pkg: invalid result: field "session_id": expected string, got JSON number`},
+		{"not JSON", "Traceback (most recent call last):\n  File x", `pkg: invalid result: malformed JSON: invalid character 'T' looking for beginning of value, output begins "Traceback (most recent call last):\n  File x"`},
+		{"not JSON, long", strings.Repeat("é", 40), `output begins "` + strings.Repeat("é", 32) + `"…`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := wire.DecodeResult("pkg", []byte(tc.data), d, nil, nil)
+			info := troupe.ErrorInfoOf(err)
+			if !strings.Contains(info.Message, tc.want) || strings.Contains(info.Message, "troupe:") {
+				t.Errorf("message %q, want it to hold %q and no \"troupe:\"", info.Message, tc.want)
+			}
+		})
+	}
+}
+
 func TestRecoverable(t *testing.T) {
 	got := map[int]bool{}
 	for _, status := range []int{400, 401, 404, 408, 409, 429, 500, 501, 502, 503, 504, 505, 507, 599} {
