@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/config"
@@ -137,12 +138,16 @@ func (p *planned) text() string {
 			mode = fmt.Sprintf("parallel, at most %d at once", st.MaxConcurrency)
 		}
 		fmt.Fprintf(&b, "  stage %d (%s)\n", i+1, mode)
+		width := 0 // the stage's agents' names, so that their priorities line up
+		for _, t := range st.Tasks {
+			width = max(width, utf8.RuneCountInString(t.Agent))
+		}
 		for _, t := range st.Tasks {
 			if d, ok := p.decisions[t.ID]; ok {
 				fmt.Fprintf(&b, "    %s → %s\n", t.ID, d.Target)
 				continue
 			}
-			line := fmt.Sprintf("    %s  %.2f", t.Agent, t.Priority)
+			line := fmt.Sprintf("    %-*s  priority %.2f", width, t.Agent, t.Priority)
 			if len(t.DependsOn) > 0 {
 				line += "  after " + strings.Join(t.DependsOn, ", ")
 			}

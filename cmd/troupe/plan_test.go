@@ -39,13 +39,13 @@ func TestPlanE2IGolden(t *testing.T) {
 		args  []string
 		stage string // what the plan must say, beyond the golden file
 	}{
-		{"e2i_causal", []string{"What caused the drop in NRx for Kisqali in Midwest?"}, "  stage 1 (sequential)\n    causal_impact  1.00\n  stage 2 (sequential)\n    gap_analyzer  0.85  after causal_impact\n  stage 3 (sequential)\n    explainer"},
-		{"e2i_trends", []string{"Show me market trends and opportunities for Kisqali"}, "  stage 1 (parallel, at most 10 at once)\n    drift_monitor  1.00\n    gap_analyzer  0.80\n  stage 2 (sequential)\n    explainer"},
+		{"e2i_causal", []string{"What caused the drop in NRx for Kisqali in Midwest?"}, "  stage 1 (sequential)\n    causal_impact  priority 1.00\n  stage 2 (sequential)\n    gap_analyzer  priority 0.85  after causal_impact\n  stage 3 (sequential)\n    explainer"},
+		{"e2i_trends", []string{"Show me market trends and opportunities for Kisqali"}, "  stage 1 (parallel, at most 10 at once)\n    drift_monitor  priority 1.00\n    gap_analyzer   priority 0.80\n  stage 2 (sequential)\n    explainer"},
 		{"e2i_causal_mermaid", []string{"--format", "mermaid", "What caused the drop in NRx for Kisqali in Midwest?"}, "a_causal_impact --> a_gap_analyzer"},
 		{"e2i_causal_dot", []string{"--format=dot", "What caused the drop in NRx for Kisqali in Midwest?"}, "a_causal_impact -> a_gap_analyzer;"},
 		{"e2i_trends_mermaid", []string{"Show me market trends and opportunities for Kisqali", "--format", "mermaid"}, "query --> a_drift_monitor"},
 		// A parsed query from a file, no question: seed 000's parsed_query is the planner's input.
-		{"e2i_parsed_input", []string{"--input", "testdata/parsed.json"}, "  stage 1 (parallel, at most 10 at once)\n    gap_analyzer  1.00\n    heterogeneous_optimizer  1.00\n    causal_impact  0.85"},
+		{"e2i_parsed_input", []string{"--input", "testdata/parsed.json"}, "  stage 1 (parallel, at most 10 at once)\n    gap_analyzer             priority 1.00\n    heterogeneous_optimizer  priority 1.00\n    causal_impact            priority 0.85"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
