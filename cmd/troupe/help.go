@@ -125,9 +125,10 @@ Runs a query through the workflow CONFIG describes: the query is parsed by the f
 run stage by stage. On a terminal (unless TERM is dumb) the stages and agents are drawn live,
 each with a spinner, then its duration and outcome, bundle replicates as they finish, and at
 the end the aggregated answer with its confidence, conflicts and warnings. Elsewhere (a pipe,
-a file) each step is one plain line. Ctrl-C cancels the run and shows what had finished; a second Ctrl-C kills the
-agents still running at once. Before the run, the warnings troupe validate gives (an llm
-agent's api_key_env naming a variable not set here) are written to stderr; they do not stop it.
+a file) each step is one plain line. Ctrl-C cancels the run and shows what had finished; a
+second Ctrl-C kills the agents still running at once. Before the run, the warnings troupe
+validate gives (an llm agent's api_key_env naming a variable not set here) are written to
+stderr; they do not stop it.
 
 ` + configArg + `
 Flags:
