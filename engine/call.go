@@ -93,6 +93,12 @@ func (c *call) prepare(ctx context.Context) error {
 	// ends as they let it (a collect_all group with a completed member completes), as it did
 	// when the run that made the log cancelled it mid-way. Its members start nothing new.
 	if err := ctx.Err(); err != nil && !c.r.replay.ranMembers(c.d.DispatchID) {
+		if qs := c.r.replay.waitingUnder(c.d.DispatchID); len(qs) > 0 {
+			// A composite the log shows waiting for a human's answer it does not hold: it
+			// waits still, as its members' asking again would have it, and ends as it did,
+			// cancelled for want of the answer, with what its finished members used.
+			return c.waitAgain(qs)
+		}
 		return context.Cause(ctx)
 	}
 	r := c.r
@@ -592,8 +598,19 @@ func (c *call) Emit(ev troupe.Event) {
 	if c.expired || r.finishing {
 		return
 	}
+	if d, ok := ev.Data.(*troupe.Dispatch); ok && ev.Kind == troupe.KindDispatchStarted {
+		x := r.more()
+		if x.askers == nil {
+			x.askers = map[string]string{}
+		}
+		x.askers[d.DispatchID] = ev.Parent
+	}
 	if res, ok := ev.Data.(*troupe.Result); ok && (ev.Kind == troupe.KindDispatchCompleted || ev.Kind == troupe.KindDispatchFailed) {
 		c.chargeNestedLocked(res, ev.Parent)
+		if res.Status == troupe.StatusCompleted {
+			c.dropMootLocked(res.DispatchID)
+			r.replay.completedNested(c.d.DispatchID, res.DispatchID)
+		}
 		if res.Status != troupe.StatusCompleted {
 			// Marked as a planned dispatch's: a resumed run reads the mark when the composite's
 			// own result did not make it into the log. The composite keeps its result as it is.
@@ -607,6 +624,47 @@ func (c *call) Emit(ev troupe.Event) {
 	}
 	r.emitLocked(ev)
 	r.flushLocked()
+}
+
+// dropMootLocked forgets the open questions asked by nested dispatch id, which completed, or
+// by dispatches nested in it: a first_success group another branch of which won while one
+// asked, say. Its completion makes them moot: no answer changes what it did, so they hold
+// neither c nor the run, and a run resumed from the log, which takes the completed result,
+// does not ask them again. c is no longer paused once none it asked through is left open.
+func (c *call) dropMootLocked(id string) {
+	x := c.r.rare
+	if x == nil || len(x.questions) == 0 {
+		return
+	}
+	kept, left := 0, false
+	for i, q := range x.questions {
+		moot := false
+		if x.askedBy[i] == c {
+			for a, n := q.DispatchID, 0; a != "" && n <= len(x.askers); a, n = x.askers[a], n+1 {
+				if moot = a == id; moot {
+					break
+				}
+			}
+		}
+		if !moot {
+			x.questions[kept], x.askedBy[kept] = q, x.askedBy[i]
+			kept++
+			left = left || x.askedBy[i] == c
+		}
+	}
+	if kept == len(x.questions) {
+		return
+	}
+	clear(x.askedBy[kept:])
+	x.questions, x.askedBy = x.questions[:kept], x.askedBy[:kept]
+	if !left {
+		c.paused = false
+		if c.r.replay != nil {
+			// A resumed run whose log shows c waiting for them does not wait for c either.
+			c.r.replay.settled(c.d.DispatchID)
+		}
+	}
+	c.r.pausing = len(x.questions) > 0
 }
 
 // spent is what dispatches reported using.
@@ -667,21 +725,97 @@ func (c *call) Admit() error { return c.admit(false) }
 // started (budgetForLocked). Only a run that is ending refuses it.
 //
 // With the run ending, it refuses d, but for one the log shows running members of its own (a
-// composite), which it admits reporting resuming true: d runs cancelled, as the composite made
-// again by a run already ending does (prepare), to take its finished members' results from the
-// log and end as they let it, as it did when the run that made the log cancelled it.
+// composite), which it admits reporting resuming true (as it reports admitting one at any
+// time: its own composite may have cancelled it, a first_success group taking its winner from
+// the log): d runs cancelled, as the composite made again by a run already ending does
+// (prepare), to take its finished members' results from the log and end as they let it, as it
+// did when the run that made the log cancelled it.
+//
+// With the run ending, a member the log shows waiting for a human's answer it does not hold
+// stays waiting: it is refused with troupe.ErrPaused, and c is paused on its questions as its
+// asking them again would have paused it, so that its composite pauses as it did in the run
+// that made the log and ends, as that one did, cancelled for want of the answer. Refused as
+// any other member, it would fail, and its composite end as its other members let it (a
+// collect_all group completing without it), which it did not do.
 func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 	x := c.r.replay
 	if err := c.admit(x.nestedLogged(d.DispatchID)); err != nil {
 		if errors.Is(err, errEnding) && x.ranMembers(d.DispatchID) {
 			return true, nil
 		}
+		if qs := x.waitingNested(d.DispatchID); errors.Is(err, errEnding) && len(qs) > 0 {
+			return false, c.waitAgain(qs)
+		}
+		if errors.Is(err, errEnding) && x.nestedLogged(d.DispatchID) {
+			// The log shows it started: the run that made the log cancelled it as the run
+			// ended, as this run does, not refused it.
+			return false, errNotAgain
+		}
+		if errors.Is(err, errEnding) {
+			// The run failed or was cancelled, and is yet to cancel the member's composite:
+			// the member is cancelled with it, as it would be a moment later.
+			return false, errCancelEnding
+		}
 		return false, err
 	}
-	return false, nil
+	return x.ranMembers(d.DispatchID), nil
+}
+
+// PausedResult gives a first_success group whose winner a resumed run took from its log the
+// result the log holds of a branch that had stopped to wait for a human (package flow asks):
+// the win made the question moot, and the group reports that branch as the run that made the
+// log did, what it used counted as it was then.
+func (c *call) PausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
+	res, ok := c.r.replay.paused(d)
+	if ok {
+		r := c.r
+		r.mu.Lock()
+		if !c.expired && !r.finishing {
+			c.chargeNestedLocked(res, r.replay.nestedParent[d.DispatchID])
+		}
+		r.mu.Unlock()
+	}
+	return res, ok
+}
+
+// RanMembers says whether the resumed run's log shows the nested dispatch d running members of
+// its own when it stopped (package flow asks, before it asks AdmitDispatch).
+func (c *call) RanMembers(d *troupe.Dispatch) bool { return c.r.replay.ranMembers(d.DispatchID) }
+
+// waitAgain pauses c on qs, questions the log shows asked through it and left unanswered, as
+// Ask does when there is no one to ask, and returns the error Ask returns then.
+func (c *call) waitAgain(qs []troupe.Question) error {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.expired || r.finishing {
+		return fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)
+	}
+	c.paused, r.pausing = true, true
+	x := r.more()
+	for _, q := range qs {
+		if !slices.ContainsFunc(x.questions, func(o troupe.Question) bool { return o.ID == q.ID }) {
+			x.questions = append(x.questions, q)
+			x.askedBy = append(x.askedBy, c)
+		}
+	}
+	return fmt.Errorf("%w: %s", troupe.ErrPaused, qs[0].Prompt)
 }
 
 var errEnding = fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)
+
+// errNotAgain refuses, in a resumed run that is ending, a member its log shows started and not
+// finished: the member is cancelled, as the run that made the log cancelled it then.
+var errNotAgain error = cancelled("the run ended before running it again")
+
+// errCancelEnding refuses a member as the run fails or is cancelled: the member is cancelled.
+var errCancelEnding error = cancelled("not started: the run is ending")
+
+// cancelled is an error that is context.Canceled (errors.Is), with a message of its own.
+type cancelled string
+
+func (e cancelled) Error() string      { return string(e) }
+func (cancelled) Is(target error) bool { return target == context.Canceled }
 
 func (c *call) admit(logged bool) error {
 	r := c.r
@@ -721,7 +855,7 @@ func (c *call) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
 	if ok {
 		r := c.r
 		r.mu.Lock()
-		if !c.expired && !r.finishing {
+		if !c.expired && !r.finishing && !r.replay.precharged[d.DispatchID] {
 			c.chargeNestedLocked(res, r.replay.nestedParent[d.DispatchID])
 		}
 		r.mu.Unlock()

@@ -86,6 +86,22 @@ type replayIndex struct {
 	// holding it recorded nothing of it before the process died.
 	nestedCancelAt    int
 	nestedCancelCause string
+
+	// nestedPaused are the results of nested dispatches that stopped to wait for a human, by
+	// id (not in nestedResult: they run again), for a first_success group whose winner makes
+	// the question moot (pausedResult).
+	nestedPaused map[string]*troupe.Result
+	// noHuman: the resumed run has no one to ask, so a dispatch the log shows waiting for an
+	// answer waits still (waitingNested); one with a human is answered as it asks again.
+	noHuman bool
+	// nestedResultAt is where the log holds each of nestedResult, for precharge's order.
+	nestedResultAt map[string]int
+	// doneLive are the nested dispatches the resumed run made again that completed, while a
+	// planned dispatch they are part of is awaiting (completedNested). Guarded by the run's mu.
+	doneLive map[string]bool
+	// precharged are the nested results whose use a planned dispatch made again counted when
+	// it was made (precharge), which Recorded does not count again. Guarded by the run's mu.
+	precharged map[string]bool
 }
 
 // eventKey identifies an event that a resumed run would produce again; "" means the kind is
@@ -196,8 +212,8 @@ func (x *replayIndex) findRunning() {
 	}
 	waiting := map[string]bool{} // dispatches waiting for an answer, and those they are nested in
 	for _, q := range x.questions {
-		if _, ok := x.answers[q.q.ID]; ok {
-			continue
+		if _, ok := x.answers[q.q.ID]; ok || x.moot(q.q) {
+			continue // nothing waits for it
 		}
 		for id, n := q.q.DispatchID, 0; id != "" && n <= len(x.nestedParent); id, n = x.nestedParent[id], n+1 {
 			waiting[id] = true
@@ -254,18 +270,57 @@ func (x *replayIndex) indexNested(ev *troupe.Event, at int) {
 			x.nestedOpen[d.DispatchID] = true
 			// Run again (it had paused for a human): what it did before is superseded.
 			delete(x.nestedResult, d.DispatchID)
+			delete(x.nestedPaused, d.DispatchID)
 		}
 	case *troupe.Result:
 		delete(x.nestedOpen, d.DispatchID)
-		if x.pausedNested(d.DispatchID) {
+		if d.Status != troupe.StatusCompleted && x.pausedNested(d.DispatchID) {
 			// It stopped to wait for a human, not finished: it runs again to get the answer.
+			// One that completed all the same (a first_success group another branch of which
+			// won while one asked) finished: the question is moot, and the result stands.
 			delete(x.nestedResult, d.DispatchID)
+			if x.nestedPaused == nil {
+				x.nestedPaused = map[string]*troupe.Result{}
+			}
+			x.nestedPaused[d.DispatchID] = d
 			return
 		}
 		if x.nestedResult == nil {
 			x.nestedResult = map[string]*troupe.Result{}
+			x.nestedResultAt = map[string]int{}
 		}
 		x.nestedResult[d.DispatchID] = d
+		x.nestedResultAt[d.DispatchID] = at
+	}
+}
+
+// precharge counts toward the run's budgets, as c's members' live use, what the dispatches
+// nested in c, a planned dispatch the resumed run makes again, used according to the log's
+// finished results, in log order. They finished before the run that made the log stopped, and
+// so before anything this run does anew: counted then, they were spent when any dispatch this
+// run runs again finished, as in the run that made the log, whichever goroutine gets there
+// first now (c's composite taking them through Recorded, or another dispatch finishing at
+// once). Recorded does not count them again. Called under the run's mu.
+func (x *replayIndex) precharge(c *call) {
+	if x == nil || !x.enclosing[c.d.DispatchID] {
+		return
+	}
+	var ids []string
+	for id := range x.nestedResult {
+		for p, n := x.nestedParent[id], 0; p != "" && n <= len(x.nestedParent); p, n = x.nestedParent[p], n+1 {
+			if p == c.d.DispatchID {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int { return x.nestedResultAt[a] - x.nestedResultAt[b] })
+	for _, id := range ids {
+		if x.precharged == nil {
+			x.precharged = map[string]bool{}
+		}
+		x.precharged[id] = true
+		c.chargeNestedLocked(x.nestedResult[id], x.nestedParent[id])
 	}
 }
 
@@ -304,6 +359,84 @@ func (x *replayIndex) askedNested(q *troupe.Question) {
 	x.nestedAsking[q.ID] = chain
 }
 
+// moot says whether q, a question the log records, was asked by a nested dispatch that, or
+// one it is nested in, completed all the same (see indexNested): no answer changes what it
+// did, and the run that made the log did not wait for one (call.dropMootLocked).
+func (x *replayIndex) moot(q *troupe.Question) bool {
+	for id, n := q.DispatchID, 0; id != "" && n <= len(x.nestedParent); id, n = x.nestedParent[id], n+1 {
+		if res := x.nestedResult[id]; res != nil && res.Status == troupe.StatusCompleted {
+			return true
+		}
+	}
+	return false
+}
+
+// completedNested notes that nested dispatch id, made again by the resumed run in planned
+// dispatch c, completed, and releases c from awaiting once every question of the log it
+// waited for is moot by then (see moot): it completed though it had asked (a first_success
+// group taking its recorded winner, say). Called under the run's mu.
+func (x *replayIndex) completedNested(planned, id string) {
+	if x == nil || !x.awaiting[planned] {
+		return
+	}
+	if x.doneLive == nil {
+		x.doneLive = map[string]bool{}
+	}
+	x.doneLive[id] = true
+	for _, a := range x.questions {
+		if _, ok := x.answers[a.q.ID]; ok || x.moot(a.q) {
+			continue
+		}
+		under, done := false, false
+		for at, n := a.q.DispatchID, 0; at != "" && n <= len(x.nestedParent)+1; at, n = x.nestedParent[at], n+1 {
+			done = done || x.doneLive[at]
+			if at == planned {
+				under = true
+				break
+			}
+		}
+		if under && !done {
+			return // it waits for this one still
+		}
+	}
+	delete(x.awaiting, planned)
+}
+
+// waitingNested returns the questions the log shows nested dispatch id, or one nested in it,
+// asked and the resumed run, with no one to ask (noHuman), holds no answer to, in log order.
+// The index is read-only by then.
+func (x *replayIndex) waitingNested(id string) []troupe.Question {
+	if x == nil || !x.noHuman {
+		return nil
+	}
+	var out []troupe.Question
+	for _, q := range x.questions {
+		if _, ok := x.answers[q.q.ID]; ok || !slices.Contains(x.nestedAsking[q.q.ID], id) || x.moot(q.q) {
+			continue
+		}
+		out = append(out, *q.q)
+	}
+	return out
+}
+
+// waitingUnder returns the questions the log shows asked by dispatches nested in id, a
+// planned dispatch, that the resumed run, with no one to ask (noHuman), holds no answer to, in
+// log order.
+func (x *replayIndex) waitingUnder(id string) []troupe.Question {
+	if x == nil || !x.noHuman {
+		return nil
+	}
+	var out []troupe.Question
+	for _, q := range x.questions {
+		chain := x.nestedAsking[q.q.ID]
+		if _, ok := x.answers[q.q.ID]; ok || len(chain) == 0 || x.nestedParent[chain[len(chain)-1]] != id || x.moot(q.q) {
+			continue
+		}
+		out = append(out, *q.q)
+	}
+	return out
+}
+
 // pausedNested says whether nested dispatch id, or one nested in it, asked a question the log
 // read so far holds no answer to: finishing now, it paused for a human.
 func (x *replayIndex) pausedNested(id string) bool {
@@ -321,8 +454,22 @@ func (x *replayIndex) nested(d *troupe.Dispatch) (*troupe.Result, bool) {
 	if x == nil {
 		return nil, false
 	}
-	res, ok := x.nestedResult[d.DispatchID]
-	if !ok {
+	return x.matching(d, x.nestedResult[d.DispatchID])
+}
+
+// paused returns the recorded result of the nested dispatch d that stopped to wait for a
+// human, when the log holds the same dispatch (see nested).
+func (x *replayIndex) paused(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if x == nil {
+		return nil, false
+	}
+	return x.matching(d, x.nestedPaused[d.DispatchID])
+}
+
+// matching returns res, a recorded result of a nested dispatch, if the log holds the dispatch
+// d: same id, agent and input.
+func (x *replayIndex) matching(d *troupe.Dispatch, res *troupe.Result) (*troupe.Result, bool) {
+	if res == nil {
 		return nil, false
 	}
 	was, ok := x.nestedDispatch[d.DispatchID]
@@ -523,6 +670,9 @@ func (x *replayIndex) await() {
 		if _, ok := x.answers[q.ID]; ok {
 			continue
 		}
+		if x.moot(q) {
+			continue
+		}
 		id := q.DispatchID
 		for range len(x.nestedParent) + 1 { // a nested dispatch's question: the planned one it is part of
 			if _, ok := x.targets[id]; ok {
@@ -693,6 +843,7 @@ func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (
 	req.Seed, req.RunID = start.Seed, runID
 	req.Human, req.Guardrails = opts.Human, opts.Guardrails
 	if req.Human == nil && e.human == nil {
+		x.noHuman = true
 		x.await()
 	}
 	r, err := e.newRun(ctx, req, x)

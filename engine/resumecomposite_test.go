@@ -597,3 +597,479 @@ func TestResumedEndingRunDoesNotRestartPausedMember(t *testing.T) {
 		}
 	}
 }
+
+// resumeFrom resumes run id from the log in st, cut after the first event last matches, in a
+// new engine of cfg (its store replaced by the cut log), and returns the finished log. With
+// before, the cut log is gated (gateStore) and handed to each before the run resumes.
+func resumeFrom(t *testing.T, st troupe.Store, id string, cfg engine.Config, last func(troupe.Event) bool, before ...func(*gateStore)) []troupe.Event {
+	t.Helper()
+	cfg.Store = logUpTo(t, st, id, last)
+	if len(before) > 0 {
+		cut := &gateStore{Store: cfg.Store}
+		for _, f := range before {
+			f(cut)
+		}
+		cfg.Store = cut
+	}
+	r, err := newEngine(t, cfg).Resume(t.Context(), id, engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Wait(t.Context())
+	evs, _ := cfg.Store.Events(t.Context(), id, 0)
+	troupetest.CheckFinishedLog(t, evs)
+	return evs
+}
+
+// runToEnd runs req in a new engine of cfg and returns the run's id and its finished log.
+func runToEnd(t *testing.T, cfg engine.Config, req troupe.Request) (string, []troupe.Event) {
+	t.Helper()
+	r, err := newEngine(t, cfg).Start(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Wait(t.Context())
+	evs, _ := cfg.Store.Events(t.Context(), r.ID(), 0)
+	return r.ID(), evs
+}
+
+func recordedAs(kind troupe.Kind, agent string) func(troupe.Event) bool {
+	return func(ev troupe.Event) bool { return ev.Kind == kind && ev.Agent == agent }
+}
+
+// A sequence that goes on past a failed step (ContinueOnError) stops at a step cancelled with
+// it, when the run's caller cancels the run. Resumed from a log that holds that step's
+// cancelled result, and not the sequence's, the run is cancelled at the same point and makes
+// the group holding the sequence again, cancelled, and the group the sequence: the sequence
+// takes the step's result from the log and stops there, as it did. It went on past it, taking
+// it for a failure from before it was cancelled, and, that step its last, completed.
+func TestResumedSequenceStopsAtRecordedCancelledStep(t *testing.T) {
+	m1Started := make(chan struct{})
+	st := &gateStore{Store: memory.New()}
+	m0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"m0": true}}, nil
+	})
+	m1 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		close(m1Started)
+		<-ctx.Done()
+		<-st.recorded(troupe.KindDispatchFailed, "other")
+		return nil, ctx.Err()
+	})
+	// other's cancelled result, before m1's in the log, cancels the resumed run, which makes
+	// team again first; slow, still running when the process died, is made again too.
+	wait := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	seq := flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, flow.Named("m0", m0), flow.Named("m1", m1))
+	team := flow.Parallel(flow.ParallelConfig{}, flow.Named("seq", seq))
+	cfg := engine.Config{Registry: agents(t, "team", team, "other", wait, "slow", wait), Planner: group(3, "team", "other", "slow")}
+	cfg.Store = st
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r, err := newEngine(t, cfg).Start(ctx, troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-m1Started
+	cancel()
+	r.Wait(t.Context())
+	ref, _ := st.Events(t.Context(), r.ID(), 0)
+	last := func(evs []troupe.Event) *troupe.Result { rs := results(evs)["seq"]; return rs[len(rs)-1] }
+	if want := last(ref); want.Status != troupe.StatusCancelled {
+		t.Fatalf("uninterrupted: seq ended %s, want cancelled", want.Status)
+	}
+
+	evs := resumeFrom(t, st, r.ID(), cfg, recordedAs(troupe.KindDispatchFailed, "m1"))
+	if got := last(evs); got.Status != troupe.StatusCancelled {
+		t.Errorf("resumed: seq ended %s (%v), want cancelled as without the crash", got.Status, got.Errors)
+	}
+}
+
+// A first_success group one branch of which asked a human (there is no one to ask: it paused)
+// before another won has completed: the question is moot. A resumed run that takes the run's
+// failure from its log makes again the collect_all group holding it, which the log shows
+// running members (the other branch, cancelled by the failure): the group takes the
+// first_success group's completed result from the log and completes, as it did. The open
+// question held the group as if it waited for the answer, so it was cancelled before running.
+func TestResumedGroupWithMootQuestionTakesItsMembers(t *testing.T) {
+	asked, won := make(chan struct{}), make(chan struct{})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		defer close(asked)
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which?"})
+		return nil, err
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-asked
+		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+	})
+	slow := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		select {
+		case <-won:
+		case <-ctx.Done():
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	pick := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("win", win))
+	team := flow.Parallel(flow.ParallelConfig{}, flow.Named("slow", slow), flow.Named("pick", pick))
+	cfg := engine.Config{Registry: agents(t, "team", team, "boom", boom), Planner: group(2, "team", "boom"), Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	st := &gateStore{Store: memory.New()}
+	cfg.Store = st
+	go func() { <-st.recorded(troupe.KindDispatchCompleted, "pick"); close(won) }()
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	if want := finalResult(t, ref, "team"); want.Status != troupe.StatusCompleted {
+		t.Fatalf("uninterrupted: team ended %s, want completed (pick completed)", want.Status)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "boom"))
+	if got := finalResult(t, evs, "team"); got.Status != troupe.StatusCompleted {
+		t.Errorf("resumed: team ended %s (%v), want completed as without the crash", got.Status, got.Errors)
+	}
+}
+
+// Once a budget is spent, every member refused for it is refused for the reason recorded
+// then, with what was spent then: a resumed run, which takes the spent budget from its log
+// before it counts all that the log shows used, says the same. The run that made the log named
+// what was spent by the time of each refusal, which a resumed run cannot know.
+func TestRefusalsAfterBudgetSpentNameTheRecordedSpend(t *testing.T) {
+	m0Release := make(chan struct{})
+	var m1Runs atomic.Int32
+	st := &gateStore{Store: memory.New()}
+	spender := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchStarted, "m0")
+		<-st.recorded(troupe.KindDispatchStarted, "p0")
+		return &troupe.Result{AgentResult: map[string]any{"a": true}, TokensUsed: troupe.Ptr(int64(150))}, nil
+	})
+	late := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindBudgetExhausted, "")
+		return &troupe.Result{AgentResult: map[string]any{"b": true}, TokensUsed: troupe.Ptr(int64(50))}, nil
+	})
+	// probe's second step is the first refused, once spender's tokens are counted.
+	p0 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchCompleted, "spender")
+		return &troupe.Result{AgentResult: map[string]any{"p0": true}}, nil
+	})
+	p1 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"p1": true}}, nil
+	})
+	probe := flow.Sequential(flow.SequentialConfig{}, flow.Named("p0", p0), flow.Named("p1", p1))
+	m0 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		select {
+		case <-m0Release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &troupe.Result{AgentResult: map[string]any{"m0": true}}, nil
+	})
+	m1 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		m1Runs.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"m1": true}}, nil
+	})
+	team := flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, flow.Named("m0", m0), flow.Named("m1", m1))
+	plan := &troupe.Plan{Stages: []troupe.PlanStage{stage(0, "team", "spender", "late", "probe")}}
+	cfg := engine.Config{Registry: agents(t, "team", team, "spender", spender, "late", late, "probe", probe), Planner: staticPlan(plan),
+		Policy: troupe.ErrorPolicy{OnError: troupe.Continue}}
+	cfg.Store = st
+	go func() { <-st.recorded(troupe.KindDispatchCompleted, "late"); close(m0Release) }()
+	req := troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}}
+	id, ref := runToEnd(t, cfg, req)
+	refusal := func(evs []troupe.Event) string { return strings.Join(finalResult(t, evs, "team").Warnings, "; ") }
+	want := refusal(ref)
+	if m1Runs.Load() != 0 || !strings.Contains(want, "spent (150)") {
+		t.Fatalf("uninterrupted: m1 ran %d times, refused with %q; want it refused for the 150 tokens spent when the budget ran out", m1Runs.Load(), want)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "late"))
+	if got := refusal(evs); got != want {
+		t.Errorf("resumed: m1 refused with %q, want %q as without the crash", got, want)
+	}
+}
+
+// What a composite's members used before the process died counts toward the run's budgets
+// from the moment the resumed run makes the composite again, before anything it runs again
+// finishes: it was spent by then in the run that made the log. Here slow, run again, finishes
+// before the group takes its member's result from the log: the token budget is spent all the
+// same, and late, which the run that made the log never started, does not start. It started,
+// the member's use counted only once the group took its result.
+func TestResumedRunCountsLoggedMemberUseAtOnce(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	var resumed atomic.Pointer[gateStore] // the resumed run's log, once there is one
+	var lateRuns atomic.Int32
+	spend := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"m0": true}, TokensUsed: troupe.Ptr(int64(150))}, nil
+	})
+	m1 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchCompleted, "slow")
+		return &troupe.Result{AgentResult: map[string]any{"m1": true}}, nil
+	})
+	pair := flow.Parallel(flow.ParallelConfig{}, flow.Named("m0", spend), flow.Named("m1", m1))
+	team := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if cut := resumed.Load(); cut != nil {
+			<-cut.recorded(troupe.KindDispatchCompleted, "slow") // slow, at once, first
+		}
+		return pair.Run(ctx, d)
+	})
+	slow := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchCompleted, "m0")
+		return &troupe.Result{AgentResult: map[string]any{"slow": true}}, nil
+	})
+	late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		lateRuns.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	cfg := engine.Config{Registry: agents(t, "team", team, "slow", slow, "late", late), Planner: group(2, "team", "slow", "late"),
+		Policy: troupe.ErrorPolicy{OnError: troupe.Continue}}
+	cfg.Store = st
+	req := troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}}
+	id, _ := runToEnd(t, cfg, req)
+	if lateRuns.Load() != 0 {
+		t.Fatalf("uninterrupted: late ran %d times; want never, the budget spent when slow finished", lateRuns.Load())
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "m0"), resumed.Store)
+	if n := len(troupetest.Find(evs, troupe.KindDispatchStarted, "late")); n != 0 || lateRuns.Load() != 0 {
+		t.Errorf("resumed: late started %d times, ran %d; want neither, as without the crash", n, lateRuns.Load())
+	}
+}
+
+// A collect_all group one member of which paused for a human (there is no one to ask) waits
+// for the answer, and when the run fails meanwhile (fail_fast) it ends cancelled for want of
+// it. A resumed run that makes the group again only once it is ending (the failure, run again,
+// comes first) keeps the member waiting: the group takes its other member's result from the
+// log and pauses, and ends cancelled, as it did. The member was refused for the ending run, as
+// one not yet started is, and the group completed without it.
+func TestResumedEndingRunKeepsPausedMemberWaiting(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	var resumed atomic.Pointer[gateStore]
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which?"})
+		return nil, err
+	})
+	ok := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "ask")
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	pair := flow.Parallel(flow.ParallelConfig{}, flow.Named("ask", ask), flow.Named("ok", ok))
+	team := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if cut := resumed.Load(); cut != nil {
+			<-cut.recorded(troupe.KindDispatchFailed, "boom") // the failure, run again, first
+		}
+		return pair.Run(ctx, d)
+	})
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if resumed.Load() == nil {
+			<-st.recorded(troupe.KindDispatchCompleted, "ok")
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	cfg := engine.Config{Registry: agents(t, "team", team, "boom", boom), Planner: group(2, "team", "boom"), Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	cfg.Store = st
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCancelled || !strings.Contains(want.Errors[0].Message, "waiting for a human") {
+		t.Fatalf("uninterrupted: team ended %s (%v), want cancelled waiting for a human", want.Status, want.Errors)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "ok"), resumed.Store)
+	if got := finalResult(t, evs, "team"); got.Status != want.Status || got.Errors[0].Message != want.Errors[0].Message {
+		t.Errorf("resumed: team ended %s (%v), want %s (%v) as without the crash", got.Status, got.Errors, want.Status, want.Errors)
+	}
+}
+
+// A first_success group whose winner a resumed run takes from its log does not run its other
+// branches again, but a composite branch the log shows running members it makes again,
+// cancelled by the win as it was, to take them: a sequence whose first step completed before
+// the win ends cancelled reporting what that step used, and the group's result counts it, as
+// without the crash. The sequence was left out, and what its step used with it.
+func TestResumedFirstSuccessCountsCancelledBranchUse(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	s0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"s0": true}, TokensUsed: troupe.Ptr(int64(100))}, nil
+	})
+	s1 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchStarted, "s1")
+		return &troupe.Result{AgentResult: map[string]any{"won": true}, TokensUsed: troupe.Ptr(int64(10))}, nil
+	})
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("s0", s0), flow.Named("s1", s1))
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("seq", seq), flow.Named("win", win))
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team")}
+	cfg.Store = st
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCompleted || want.TokensUsed == nil || *want.TokensUsed != 110 {
+		t.Fatalf("uninterrupted: team ended %s with tokens %v; want completed with 110, s0's and win's", want.Status, want.TokensUsed)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "win"))
+	if got := finalResult(t, evs, "team"); got.Status != want.Status || got.TokensUsed == nil || *got.TokensUsed != *want.TokensUsed {
+		t.Errorf("resumed: team ended %s with tokens %v; want %s with %d, as without the crash", got.Status, got.TokensUsed, want.Status, *want.TokensUsed)
+	}
+}
+
+// A question asked by a branch of a first_success group that another branch then won is moot:
+// the group completed, and no answer changes that. It holds neither the dispatch it was asked
+// through nor the run: a sequence whose next step fails fails the run at once, rather than
+// pausing it for an answer that can change nothing. A run resumed from its log, which takes
+// the group's completed result and does not ask again, ends so too; it ended otherwise.
+func TestMootQuestionHoldsNothing(t *testing.T) {
+	asked := make(chan struct{})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		defer close(asked)
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which?"})
+		return nil, err
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-asked
+		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+	})
+	fail := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	pick := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("win", win))
+	team := flow.Sequential(flow.SequentialConfig{}, flow.Named("pick", pick), flow.Named("fail", fail))
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team")}
+	st := memory.New()
+	cfg.Store = st
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	if last := troupetest.Last(ref); last.Kind != troupe.KindRunFailed {
+		t.Fatalf("uninterrupted: the run ended with %s, want run_failed: the question is moot", last.Kind)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "pick"))
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunFailed {
+		t.Errorf("resumed: the run ended with %s, want run_failed as without the crash", last.Kind)
+	}
+}
+
+// A composite waiting for a human's answer when the run ends (another dispatch fails it) is
+// recorded cancelled with what its finished members used, which the run's totals count: they
+// spent it, as the members of a composite the run cancels mid-way did. A resumed run that
+// makes it again only as it ends keeps it waiting, and records it so too, with what its
+// members' logged results say they used. Its use was left out.
+func TestPausedCompositeAtRunEndKeepsItsUse(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	m0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"m0": true}, TokensUsed: troupe.Ptr(int64(100)), CostDollars: troupe.Ptr(0.1)}, nil
+	})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which?"})
+		return nil, err
+	})
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		select {
+		case <-st.recorded(troupe.KindDispatchFailed, "team"):
+		case <-st.recorded(troupe.KindDispatchFailed, "m1"):
+		case <-ctx.Done():
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	team := flow.Sequential(flow.SequentialConfig{}, flow.Named("m0", m0), flow.Named("m1", ask))
+	cfg := engine.Config{Registry: agents(t, "team", team, "boom", boom), Planner: group(2, "team", "boom"), Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	cfg.Store = st
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCancelled || want.TokensUsed == nil || *want.TokensUsed != 100 {
+		t.Fatalf("uninterrupted: team ended %s with tokens %v; want cancelled with m0's 100", want.Status, want.TokensUsed)
+	}
+	if agg := aggregation(t, ref); agg.TotalTokensUsed == nil || *agg.TotalTokensUsed != 100 {
+		t.Errorf("uninterrupted: the run's total tokens are %v, want m0's 100", agg.TotalTokensUsed)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "boom"))
+	got := finalResult(t, evs, "team")
+	if got.Status != want.Status || got.TokensUsed == nil || *got.TokensUsed != 100 {
+		t.Errorf("resumed: team ended %s (%v) with tokens %v; want %s with 100, as without the crash", got.Status, got.Errors, got.TokensUsed, want.Status)
+	}
+	if agg := aggregation(t, evs); agg.TotalTokensUsed == nil || *agg.TotalTokensUsed != 100 {
+		t.Errorf("resumed: the run's total tokens are %v, want m0's 100", agg.TotalTokensUsed)
+	}
+}
+
+// A first_success group one branch of which paused for a human (there is no one to ask) before
+// another won reports the paused branch, what it used and a warning of its pause, in its
+// result. Resumed, the group takes the winner from its log before it runs any branch again
+// and, the question moot, takes the paused branch's result from the log too: it reports what
+// it did without the crash. It left the paused branch out, and what it used with it.
+func TestResumedFirstSuccessReportsPausedBranch(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which?"})
+		return &troupe.Result{TokensUsed: troupe.Ptr(int64(100))}, err // what it used before it asked
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "ask")
+		return &troupe.Result{AgentResult: map[string]any{"won": true}, TokensUsed: troupe.Ptr(int64(10))}, nil
+	})
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("win", win))
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team")}
+	cfg.Store = st
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCompleted || want.TokensUsed == nil || *want.TokensUsed != 110 || len(want.Warnings) != 1 {
+		t.Fatalf("uninterrupted: team ended %s with tokens %v, warnings %q; want completed with 110 and a warning of ask's pause",
+			want.Status, want.TokensUsed, want.Warnings)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "win"))
+	got := finalResult(t, evs, "team")
+	if got.Status != want.Status || got.TokensUsed == nil || *got.TokensUsed != 110 || !slices.Equal(got.Warnings, want.Warnings) {
+		t.Errorf("resumed: team ended %s with tokens %v, warnings %q; want %s with 110, warnings %q, as without the crash",
+			got.Status, got.TokensUsed, got.Warnings, want.Status, want.Warnings)
+	}
+}
+
+// A collect_all group's member still running when the run fails (fail_fast) is cancelled with
+// it, which is no failure of the group's: the group completes without a warning. A resumed run
+// that makes the group again only once it is ending (the failure, run again, comes first)
+// cancels that member too, the log showing it started, and the group reports what it did. (A
+// run that refused such a member in the moment between its failure and its cancelling the
+// composite reported it failed, "not started"; the property test found that window.)
+func TestResumedEndingRunCancelsStartedMember(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	var resumed atomic.Pointer[gateStore]
+	done0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"s0": true}}, nil
+	})
+	done := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchStarted, "x1")
+		return &troupe.Result{AgentResult: map[string]any{"x0": true}}, nil
+	})
+	running := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	pair := flow.Parallel(flow.ParallelConfig{}, flow.Named("x0", done), flow.Named("x1", running))
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("s0", done0), flow.Named("pair", pair))
+	team := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if cut := resumed.Load(); cut != nil {
+			<-cut.recorded(troupe.KindDispatchFailed, "boom") // the failure, run again, first
+		}
+		return seq.Run(ctx, d)
+	})
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if resumed.Load() == nil {
+			<-st.recorded(troupe.KindDispatchCompleted, "x0")
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	cfg := engine.Config{Registry: agents(t, "team", team, "boom", boom), Planner: group(2, "team", "boom"), Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	cfg.Store = st
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCompleted || len(want.Warnings) != 0 {
+		t.Fatalf("uninterrupted: team ended %s with warnings %q; want completed without any (x1 was cancelled)", want.Status, want.Warnings)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "x0"), resumed.Store)
+	if got := finalResult(t, evs, "team"); got.Status != want.Status || len(got.Warnings) != 0 {
+		t.Errorf("resumed: team ended %s (%v) with warnings %q; want %s without any, as without the crash", got.Status, got.Errors, got.Warnings, want.Status)
+	}
+}

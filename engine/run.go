@@ -108,6 +108,9 @@ type runRare struct {
 	lateSetup   map[string]*setupOnce    // agents set up when first dispatched, not at INITIALIZE
 	deps        map[*task][]depRef       // depends_on of tasks whose plan does not name agents (resolveDeps)
 	tornDown    bool                     // teardown has run: an agent set up from now on is torn down at once
+	// askers is the parent of each nested dispatch started, by id: the chain from a nested
+	// dispatch that asks a question up to the planned one (see dropMootLocked).
+	askers map[string]string
 	// stageState is the session state as the current stage began, kept once an agent of a
 	// stage of several wrote to it (stageSnap): the stage's other dispatches read it, not the
 	// write, so what they see does not depend on who finished first.
@@ -1221,18 +1224,23 @@ const budgetSpentSuffix = "; no new dispatches start"
 
 // budgetSpentAsLocked records, the first time, that the budget is spent for the reason why,
 // or for the reason a resumed run's log recorded: the resumed run may find another budget
-// spent first, looking later than the run that made the log did. It returns the reason.
+// spent first, looking later than the run that made the log did. It returns the reason
+// recorded then, every time: what is spent by a later refusal depends on what else finished
+// first, which a resumed run, taking the log's budget as spent before it has counted all it
+// holds (budgetFromLogLocked), does not know; so a refusal says what the first one said, in
+// this run and in one resumed from its log.
 func (r *Run) budgetSpentAsLocked(why string) string {
-	if !r.budgetHit {
-		if r.replay != nil && r.replay.budgetWhy != "" {
-			why = r.replay.budgetWhy
-		}
-		r.budgetHit = true
-		r.more().budgetWhy = why
-		msg := why + budgetSpentSuffix
-		r.warnLocked(msg)
-		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindBudgetExhausted, Data: &troupe.Warning{Message: msg, Code: troupe.CodeBudget}})
+	if r.budgetHit {
+		return r.rareOr().budgetWhy
 	}
+	if r.replay != nil && r.replay.budgetWhy != "" {
+		why = r.replay.budgetWhy
+	}
+	r.budgetHit = true
+	r.more().budgetWhy = why
+	msg := why + budgetSpentSuffix
+	r.warnLocked(msg)
+	r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindBudgetExhausted, Data: &troupe.Warning{Message: msg, Code: troupe.CodeBudget}})
 	return why
 }
 
@@ -1383,6 +1391,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		r.toStart = append(r.toStart, c)
 		return
 	}
+	r.replay.precharge(c)
 	r.inflight++
 	c.delay = delay
 	if len(r.toStart) == cap(r.toStart) && cap(r.toStart) < batchSize {
@@ -2020,13 +2029,31 @@ func (r *Run) endPausedLocked() {
 			continue // it asked more than one question
 		}
 		start := c.d.DispatchedAt
-		if c.work != nil && !c.work.StartedAt.IsZero() {
-			start = c.work.StartedAt
-		}
 		res := &troupe.Result{DispatchID: c.d.DispatchID, SessionID: c.d.SessionID, QueryID: c.d.QueryID, AgentName: c.d.TargetAgent,
 			Status: troupe.StatusCancelled, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(), TraceID: &r.rec.traceID,
 			Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled,
 				Message: fmt.Sprintf("%s was waiting for a human's answer to %s when the run ended", c.d.TargetAgent, x.questions[i].ID)}}}
+		// What it reported using when it paused (a composite: what its members that finished
+		// used; a result under review: what the agent used) was spent: the run's totals count
+		// it, as they count a dispatch the run cancels mid-way, and as they would once a
+		// resumed run took those members' results from the log. A composite a resumed run
+		// made again and kept waiting without running (prepare) used what its members' logged
+		// results say (precharge).
+		if w := c.work; w != nil && !w.StartedAt.IsZero() {
+			res.StartedAt = w.StartedAt
+			res.ExecutionTimeMS = now.Sub(w.StartedAt).Milliseconds()
+		}
+		switch w, u := c.work, c.use; {
+		case w != nil && (w.TokensUsed != nil || w.CostDollars != nil):
+			res.TokensUsed, res.CostDollars = w.TokensUsed, w.CostDollars
+		case u != nil:
+			if u.tokens > 0 {
+				res.TokensUsed = troupe.Ptr(u.tokens)
+			}
+			if u.cost > 0 {
+				res.CostDollars = troupe.Ptr(u.cost)
+			}
+		}
 		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
 		c.paused, c.res = false, res
 		if c.t.last == c {

@@ -288,7 +288,11 @@ func (n *nested) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 // started so too). With the run ending it admits only a member the log shows running members
 // of its own, a composite, reporting resuming: that member runs though its context is done,
 // to take its finished members' results from the log and end as they let it, as it did when
-// the run that made the log cancelled it mid-way.
+// the run that made the log cancelled it mid-way. One the log shows waiting for a human it
+// refuses with an error wrapping troupe.ErrPaused: the member pauses, as it did then. Any
+// member refused because the run failed or was cancelled, before its composite's context
+// ended, it refuses with an error that is context.Canceled: the member is cancelled, as it
+// would be a moment later.
 type dispatchAdmitter interface {
 	AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error)
 }
@@ -299,6 +303,60 @@ func (f *frame) admit(d *troupe.Dispatch) (resuming bool, err error) {
 		return a.AdmitDispatch(d)
 	}
 	return false, f.d.Admit()
+}
+
+// runningMembers is asked of the runtime whether a resumed run's log shows member dispatch d,
+// a composite, running members of its own when it stopped; it has no side effects, unlike
+// dispatchAdmitter, which counts against budgets what it admits.
+type runningMembers interface {
+	RanMembers(d *troupe.Dispatch) bool
+}
+
+// ranMembers says whether the log shows member dispatch d running members of its own.
+func (f *frame) ranMembers(d *troupe.Dispatch) bool {
+	r, ok := f.outer.(runningMembers)
+	return ok && r.RanMembers(d)
+}
+
+// pausedRecorder is asked of the runtime, by a first_success group whose winner it took from
+// a resumed run's log, for the result the log holds of member dispatch d if d had stopped to
+// wait for a human: the win made the question moot, and the group reports d as it did.
+type pausedRecorder interface {
+	PausedResult(d *troupe.Dispatch) (*troupe.Result, bool)
+}
+
+// pausedResult returns the result the log holds of member dispatch d, paused for a human.
+func (f *frame) pausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if r, ok := f.outer.(pausedRecorder); ok {
+		if res, ok := r.PausedResult(d); ok {
+			cp := *res // the log's copy stays as recorded
+			cp.Errors, cp.Warnings = slices.Clip(cp.Errors), slices.Clip(cp.Warnings)
+			return &cp, true
+		}
+	}
+	return nil, false
+}
+
+// PausedResult passes the question on to the enclosing runtime (pausedRecorder).
+func (n *nested) PausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if !n.cut.enter() {
+		return nil, false
+	}
+	defer n.cut.leave()
+	if r, ok := n.outer.(pausedRecorder); ok {
+		return r.PausedResult(d)
+	}
+	return nil, false
+}
+
+// RanMembers passes the question on to the enclosing runtime (runningMembers).
+func (n *nested) RanMembers(d *troupe.Dispatch) bool {
+	if !n.cut.enter() {
+		return false
+	}
+	defer n.cut.leave()
+	r, ok := n.outer.(runningMembers)
+	return ok && r.RanMembers(d)
 }
 
 // Recorded passes a composite nested in this one the results the run's log recorded for its
@@ -504,6 +562,20 @@ func (f *frame) runNew(ctx context.Context, m *member, dp *troupe.Dispatch, in i
 		return result(ctx, m, &d, nil, err, time.Now()), err
 	}
 	resuming, err := f.admit(&d)
+	if errors.Is(err, troupe.ErrPaused) {
+		// The runtime holds it waiting for a human (see dispatchAdmitter): it pauses, as
+		// it would asking.
+		return result(ctx, m, &d, nil, err, time.Now()), err
+	}
+	if errors.Is(err, context.Canceled) {
+		// The run is ending, and is yet to cancel the composite: the member is cancelled, as
+		// it would be a moment later, and as the run that made a resumed run's log cancelled
+		// one it shows started (see dispatchAdmitter).
+		res := build(ctx, m, &d, nil, err, time.Now())
+		res.Status = troupe.StatusCancelled
+		res.Errors[len(res.Errors)-1] = troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: err.Error(), Details: map[string]any{contextEndedKey: true}}
+		return res, err
+	}
 	if err != nil {
 		// The run's budget is spent: the member is not started (nor recorded as started).
 		aerr := &troupe.AgentError{Code: troupe.CodeBudget, Message: "not started", Cause: err}
@@ -676,8 +748,42 @@ func invoke(ctx context.Context, a troupe.Agent, d *troupe.Dispatch) (out *troup
 	return a.Run(ctx, d)
 }
 
-// result builds a nested dispatch's response as the engine builds a planned one's.
+// result builds a nested dispatch's response as the engine builds a planned one's. One that did
+// not complete, made once ctx had ended, carries the contextEndedKey mark (see endedWithContext).
 func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Result, err error, start time.Time) *troupe.Result {
+	res := build(ctx, m, d, out, err, start)
+	if res.Status != troupe.StatusCompleted && ctx.Err() != nil && len(res.Errors) > 0 {
+		last := &res.Errors[len(res.Errors)-1]
+		det := make(map[string]any, len(last.Details)+1)
+		maps.Copy(det, last.Details)
+		det[contextEndedKey] = true
+		last.Details = det
+	}
+	return res
+}
+
+// contextEndedKey marks, in the details of the last error of a member's result that did not
+// complete, that its composite's context had ended by then (the run was ending, or the
+// composite was cancelled): the composite stopped there, as a cancelled sequence stops at the
+// first step that does not complete. A composite a resumed run makes again runs with its
+// context ended from the start, so it cannot tell from its own context whether a result it
+// takes from the log ended it the first time, or failed while it still ran and went on to
+// the steps after it (whose results the log may hold too); the mark tells it.
+const contextEndedKey = "context_ended"
+
+// endedWithContext says whether res, a member's result that did not complete, was made once
+// its composite's context had ended (contextEndedKey).
+func endedWithContext(res *troupe.Result) bool {
+	for _, e := range res.Errors {
+		if e.Details[contextEndedKey] == true {
+			return true
+		}
+	}
+	return false
+}
+
+// build is result without the mark.
+func build(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Result, err error, start time.Time) *troupe.Result {
 	res := &troupe.Result{}
 	if out != nil {
 		*res = *out

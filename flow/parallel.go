@@ -281,20 +281,36 @@ launch:
 		})
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
+	if gctx.Err() != nil {
 		// Cancelled before it started every branch: a group made again by a resumed run that
-		// is ending, most often. The branches its log shows finished ended as they did (taken
-		// above), and the others never start, but for composites the log shows running
-		// members, which take theirs (see dispatchAdmitter).
+		// is ending, most often, or one whose winner it took from the log. The branches its
+		// log shows finished ended as they did (taken above), and the others never start,
+		// but for composites the log shows running members, which take theirs and end as
+		// they let them (a sequence cancelled by the win reports what its finished steps
+		// used, as it did), and for members the log shows waiting for a human, which wait
+		// still: the group pauses, as it did (see dispatchAdmitter).
 		for i := range ms {
 			if taken[i] || launched[i] {
 				continue
 			}
 			dsp := f.dispatchOf(&ms[i], inputOf(i))
-			if resuming, _ := f.admit(&dsp); !resuming {
+			if ctx.Err() == nil && !f.ranMembers(&dsp) {
+				// A win taken from the log: nothing else is asked for, as it was not. A
+				// branch that had paused for a human is reported as it paused, the question
+				// moot, as the group reported it then.
+				if res, ok := f.pausedResult(&dsp); ok && out.Winner >= 0 {
+					out.Results[i], causes[i] = res, recordedCause(res)
+				}
 				continue
 			}
-			res, cause := f.runNew(ctx, &ms[i], &dsp, inputOf(i), views[i])
+			resuming, err := f.admit(&dsp)
+			if errors.Is(err, troupe.ErrPaused) {
+				paused = err
+			}
+			if !resuming {
+				continue
+			}
+			res, cause := f.runNew(gctx, &ms[i], &dsp, inputOf(i), views[i])
 			out.Results[i], causes[i] = res, cause
 			if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted && out.Winner < 0 {
 				out.Winner = i

@@ -136,10 +136,12 @@ func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (_ *S
 			Confidence: res.Confidence, Summary: res.Summary(), Handoff: h.Map()})
 		prev = &out.Handoffs[len(out.Handoffs)-1]
 		// Cancelled, the sequence stops at the first step that did not complete, but for one
-		// whose result a resumed run takes from its log: that step failed before the sequence
-		// was cancelled the first time, and the sequence went on to the steps after it, whose
-		// results the log may hold too.
-		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || ctx.Err() != nil && !taken || errors.Is(cause, troupe.ErrPaused)) {
+		// whose result a resumed run takes from its log and that failed before the sequence
+		// was cancelled the first time: the sequence went on to the steps after it then,
+		// whose results the log may hold too. One the log shows ended once the sequence's
+		// context had (endedWithContext) stopped it then, and stops it again.
+		stopped := ctx.Err() != nil && (!taken || endedWithContext(res))
+		if res.Status != troupe.StatusCompleted && (s.cfg.OnError == StopOnError || stopped || errors.Is(cause, troupe.ErrPaused)) {
 			out.State = st.snapshot()
 			ae := errorOf(fmt.Sprintf("flow: sequential: step %d of %d", i+1, len(ms)), res)
 			return out, firstCause, &StepError{Step: i + 1, Agent: res.AgentName, Result: res, Err: ae, Cause: cause}
