@@ -751,6 +751,14 @@ func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 			// ended, as this run does, not refused it.
 			return false, errNotAgain
 		}
+		if errors.Is(err, errEnding) && c.refusedBeforeEnd() {
+			// The log records the budget spent before the result that ended this run: the
+			// run that made it refused what it did not start until then for the budget, as
+			// this run refuses a member the log does not show started. A composite made
+			// again asks for it only if it asked for it before it stopped the first time
+			// (flow: refusedBeforeStop), which was then before the run ended.
+			return false, fmt.Errorf("%w: %s", troupe.ErrBudgetExhausted, c.budgetFromLog())
+		}
 		if errors.Is(err, errEnding) {
 			// The run failed or was cancelled, and is yet to cancel the member's composite:
 			// the member is cancelled with it, as it would be a moment later.
@@ -765,9 +773,13 @@ func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 // result the log holds of a branch that had stopped to wait for a human (package flow asks):
 // the win made the question moot, and the group reports that branch as the run that made the
 // log did, what it used counted as it was then.
+//
+// The questions the log shows d waiting for, which the resumed run can neither answer nor ask
+// (waitingNested), hold c as they held it then (holdOn).
 func (c *call) PausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
 	res, ok := c.r.replay.paused(d)
 	if ok {
+		c.holdOn(c.r.replay.waitingNested(d.DispatchID))
 		r := c.r
 		r.mu.Lock()
 		if !c.expired && !r.finishing {
@@ -776,6 +788,77 @@ func (c *call) PausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
 		r.mu.Unlock()
 	}
 	return res, ok
+}
+
+// holdOn pauses c on qs, questions the log shows a nested dispatch asked and waits for, whose
+// paused result a composite takes from the log instead of running it to ask again: they hold
+// c as they held it in the run that made the log, until it finishes. Completed, it is done
+// with them (completeLocked), as it was then (a first_success group's win made them moot);
+// otherwise (a guardrail blocked the group's result, say) it waits for their answers, and the
+// run pauses, as it did then. Taken as moot, they let it fail at once, ahead of what the run
+// that made the log did before it was answered. The chain of dispatches each was asked
+// through is noted, as asking it again would note it, for dropMootLocked.
+func (c *call) holdOn(qs []troupe.Question) {
+	if len(qs) == 0 {
+		return
+	}
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.expired || r.finishing {
+		return
+	}
+	c.paused, r.pausing = true, true
+	x := r.more()
+	if x.askers == nil {
+		x.askers = map[string]string{}
+	}
+	for _, q := range qs {
+		for id, n := q.DispatchID, 0; n <= len(r.replay.nestedParent); n++ {
+			p, ok := r.replay.nestedParent[id]
+			if !ok {
+				break
+			}
+			if _, known := x.askers[id]; !known {
+				x.askers[id] = p
+			}
+			id = p
+		}
+		if !slices.ContainsFunc(x.questions, func(o troupe.Question) bool { return o.ID == q.ID }) {
+			x.questions = append(x.questions, q)
+			x.askedBy = append(x.askedBy, c)
+		}
+	}
+}
+
+// PausedAgain gives a first_success group the result the log holds of the nested dispatch d,
+// which had stopped to wait for a human, when the resumed run has neither the answer nor anyone
+// to ask (waitingNested): the group's win cancelled d, made again, before it asked again and
+// paused at once, as it paused before the win the first time (package flow asks). What d used
+// is counted already, by the result its cancelled run recorded, and is not counted again.
+func (c *call) PausedAgain(d *troupe.Dispatch) (*troupe.Result, bool) {
+	x := c.r.replay
+	qs := x.waitingNested(d.DispatchID)
+	if len(qs) == 0 {
+		return nil, false
+	}
+	res, ok := x.paused(d)
+	if ok {
+		c.holdOn(qs) // as asking again would have
+	}
+	return res, ok
+}
+
+// RecordedAt says where the resumed run's log holds the result of the nested dispatch d, or -1
+// (package flow asks: of two branches of a first_success group it takes from the log completed
+// at one instant, the one recorded first won). The index is read-only by then.
+func (c *call) RecordedAt(d *troupe.Dispatch) int {
+	if x := c.r.replay; x != nil {
+		if at, ok := x.nestedResultAt[d.DispatchID]; ok {
+			return at
+		}
+	}
+	return -1
 }
 
 // RanMembers says whether the resumed run's log shows the nested dispatch d running members of
@@ -800,6 +883,26 @@ func (c *call) waitAgain(qs []troupe.Question) error {
 		}
 	}
 	return fmt.Errorf("%w: %s", troupe.ErrPaused, qs[0].Prompt)
+}
+
+// refusedBeforeEnd says whether the resumed run's log records the budget spent before the
+// result that ended the run (replayIndex.endAt).
+func (c *call) refusedBeforeEnd() bool {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x := r.replay
+	return x != nil && x.budgetWhy != "" && x.endAt > x.budgetAt+1
+}
+
+// budgetFromLog is budgetFromLogLocked under the run's mu.
+func (c *call) budgetFromLog() string {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	why := r.budgetFromLogLocked()
+	r.flushLocked()
+	return why
 }
 
 var errEnding = fmt.Errorf("%w: the run is ending", troupe.ErrBudgetExhausted)

@@ -42,6 +42,10 @@ type replayIndex struct {
 	// accounts (looking at the clock later than the run that made the log) might say otherwise.
 	budgetWhy string
 	budgetAt  int
+	// endAt is where the log holds the result whose completion ended the resumed run (it
+	// failed, or its caller's cancellation was found there), plus one; 0 while it goes on, or
+	// when it ended otherwise. Guarded by the run's mu.
+	endAt int
 
 	// How long the log shows the run active before this resume: from each run_initialized or
 	// run_resumed to the last event before the next resume. The time budget counts it, and not
@@ -229,6 +233,22 @@ func (x *replayIndex) findRunning() {
 		id := st.d.DispatchID
 		if _, done := x.results[id]; !done && x.enclosing[id] && !waiting[id] {
 			x.running[id] = true
+		}
+	}
+	// A composite one of whose members waits for an answer while another runs members of its
+	// own runs members too: the running one may end it all the same (a first_success group
+	// whose running branch completes as the run ends, making the question moot), as it did in
+	// the run that made the log. Made again as the resumed run ends, it runs to take them, and
+	// the waiting member waits still (AdmitDispatch), rather than the whole composite waiting.
+	for id := range x.nestedOpen {
+		if !x.running[id] {
+			continue
+		}
+		for p, n := x.nestedParent[id], 0; p != "" && n <= len(x.nestedParent); p, n = x.nestedParent[p], n+1 {
+			if _, done := x.results[p]; done || x.nestedResult[p] != nil {
+				break
+			}
+			x.running[p] = true
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
@@ -1072,4 +1073,377 @@ func TestResumedEndingRunCancelsStartedMember(t *testing.T) {
 	if got := finalResult(t, evs, "team"); got.Status != want.Status || len(got.Warnings) != 0 {
 		t.Errorf("resumed: team ended %s (%v) with warnings %q; want %s without any, as without the crash", got.Status, got.Errors, got.Warnings, want.Status)
 	}
+}
+
+// A first_success group whose winner a resumed run takes from its log reports, as it did
+// without the crash, a branch the run refused for its budget before the win: a slot freed when
+// another branch failed, the group asked for the branch, and the run, its token budget spent,
+// refused it; the winner completed after. The log shows nothing of the refusal. The resumed
+// group, cancelled by the recorded win before it asked for any branch, left it out, and its
+// "not started" warning with it.
+func TestResumedFirstSuccessReportsBranchRefusedBeforeWin(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	spender := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchStarted, "lose")
+		<-st.recorded(troupe.KindDispatchStarted, "win")
+		return &troupe.Result{AgentResult: map[string]any{"spent": true}, TokensUsed: troupe.Ptr(int64(150))}, nil
+	})
+	lose := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchCompleted, "spender")
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "lost"}
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindBudgetExhausted, "") // late's refusal found the budget spent
+		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+	})
+	late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess, MaxConcurrent: 2},
+		flow.Named("lose", lose), flow.Named("win", win), flow.Named("late", late))
+	cfg := engine.Config{Registry: agents(t, "spender", spender, "team", team), Planner: group(2, "spender", "team"), Store: st}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}})
+	want := finalResult(t, ref, "team")
+	if !slices.ContainsFunc(want.Warnings, func(w string) bool { return strings.HasPrefix(w, "late: failed: not started") }) {
+		t.Fatalf("uninterrupted: team's warnings %q name no refusal of late", want.Warnings)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "win"))
+	if got := finalResult(t, evs, "team"); !slices.Equal(got.Warnings, want.Warnings) {
+		t.Errorf("resumed: team's warnings\n%q\nwant, as without the crash,\n%q", got.Warnings, want.Warnings)
+	}
+}
+
+// A group a resumed run makes again as it ends reports, as it did without the crash, a branch
+// the run refused for its budget before it failed: a slot freed when a branch completed, the
+// group asked for the branch and the run, its token budget spent, refused it; then another
+// planned dispatch failed the run (fail_fast). The log shows nothing of the refusal, and the
+// resumed run, failed at once by the failure it holds, cancelled the branch instead: the
+// group's result lost the "not started" warning.
+func TestResumedEndingGroupReportsBranchRefusedBeforeFailure(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	spender := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchStarted, "first")
+		<-st.recorded(troupe.KindDispatchStarted, "slow")
+		return &troupe.Result{AgentResult: map[string]any{"spent": true}, TokensUsed: troupe.Ptr(int64(150))}, nil
+	})
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindBudgetExhausted, "") // late's refusal found the budget spent
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	first := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchCompleted, "spender")
+		return &troupe.Result{AgentResult: map[string]any{"first": true}}, nil
+	})
+	slow := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	team := flow.Parallel(flow.ParallelConfig{MaxConcurrent: 2}, flow.Named("first", first), flow.Named("slow", slow), flow.Named("late", late))
+	cfg := engine.Config{Registry: agents(t, "spender", spender, "boom", boom, "team", team), Planner: group(3, "spender", "boom", "team"),
+		Store: st, Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}})
+	want := finalResult(t, ref, "team")
+	if !slices.ContainsFunc(want.Warnings, func(w string) bool { return strings.HasPrefix(w, "late: failed: not started") }) {
+		t.Fatalf("uninterrupted: team's warnings %q name no refusal of late", want.Warnings)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "boom"))
+	if got := finalResult(t, evs, "team"); got.Status != want.Status || !slices.Equal(got.Warnings, want.Warnings) {
+		t.Errorf("resumed: team ended %s with warnings\n%q\nwant %s, as without the crash, with\n%q", got.Status, got.Warnings, want.Status, want.Warnings)
+	}
+}
+
+// Of two branches of a first_success group that completed at one instant, the one that won is
+// the one the log recorded first, when a resumed run takes both from it: the winner's
+// completion let the other go, a collect_all group that completed all the same, its finished
+// member's result in hand, at that very instant. The resumed group took the first in agent
+// order, and reported the wrong winner's result. (Time here is synctest's, which stands still
+// while the agents run, so every result completes at one instant.)
+func TestResumedFirstSuccessTieGoesToFirstRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &gateStore{Store: memory.New()}
+		x := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"by": "x"}}, nil
+		})
+		y := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		win := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			<-st.recorded(troupe.KindDispatchCompleted, "x")
+			return &troupe.Result{AgentResult: map[string]any{"by": "win"}}, nil
+		})
+		all := flow.Parallel(flow.ParallelConfig{}, flow.Named("x", x), flow.Named("y", y))
+		team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("all", all), flow.Named("win", win))
+		cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team"), Store: st}
+		id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+		if want := finalResult(t, ref, "team"); want.AgentResult["by"] != "win" {
+			t.Fatalf("uninterrupted: team's result %v, want win's", want.AgentResult)
+		}
+
+		evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchCompleted, "all"))
+		if got := finalResult(t, evs, "team"); got.AgentResult["by"] != "win" {
+			t.Errorf("resumed: team's result %v, want win's, as without the crash", got.AgentResult)
+		}
+	})
+}
+
+// A branch of a first_success group that paused for a human before another branch won is
+// reported as it paused, in the group's warnings and usage, when a resumed run makes both
+// again and the win cancels the paused one before it gets back to asking: the log shows the
+// pause before the win, as it was without the crash. It was reported cancelled by the win, its
+// pause and what it used lost. (The run's guardrail holds the paused branch back until the win,
+// which a resumed run's scheduling may do as well.)
+func TestResumedFirstSuccessKeepsPauseBeforeLiveWin(t *testing.T) {
+	var resumed atomic.Bool
+	st := &gateStore{Store: memory.New()}
+	spend := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"spent": true}, TokensUsed: troupe.Ptr(int64(10))}, nil
+	})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+		return nil, err // paused: there is no one to ask
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "seq") // it paused
+		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+	})
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("spend", spend), flow.Named("ask", ask))
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("seq", seq), flow.Named("win", win))
+	hold := troupe.GuardrailFuncs{ID: "hold", Before: func(ctx context.Context, d *troupe.Dispatch) troupe.Verdict {
+		if resumed.Load() && d.TargetAgent == "seq" {
+			<-ctx.Done() // the win cancels it
+		}
+		return troupe.Verdict{}
+	}}
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team"), Store: st, Guardrails: []troupe.Guardrail{hold}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCompleted || len(want.Warnings) == 0 || want.TokensUsed == nil {
+		t.Fatalf("uninterrupted: team ended %s with warnings %q and tokens %d; want completed, warning of seq's pause, with spend's", want.Status, want.Warnings, tokensOf(want))
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "seq"), func(*gateStore) { resumed.Store(true) })
+	got := finalResult(t, evs, "team")
+	if got.Status != want.Status || !slices.Equal(got.Warnings, want.Warnings) || got.TokensUsed == nil || *got.TokensUsed != *want.TokensUsed {
+		t.Errorf("resumed: team ended %s with warnings %q and tokens %d; want %s with %q and %d, as without the crash",
+			got.Status, got.Warnings, tokensOf(got), want.Status, want.Warnings, *want.TokensUsed)
+	}
+}
+
+// A branch of a first_success group that paused for a human let its slot go then, and the
+// group asked for the next branch, which the run refused for its budget; a branch made again
+// by a resumed run won after. The resumed group reports that refusal, as it did without the
+// crash, though the log shows nothing of it: the branch's place in the group's order comes from
+// the pause the log records. The resumed group, its win live, left the refused branch out.
+func TestResumedFirstSuccessReportsBranchRefusedAfterPause(t *testing.T) {
+	var resumed atomic.Bool
+	st := &gateStore{Store: memory.New()}
+	spender := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindHumanAsked, "ask")
+		return &troupe.Result{AgentResult: map[string]any{"spent": true}, TokensUsed: troupe.Ptr(int64(150))}, nil
+	})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+		<-st.recorded(troupe.KindDispatchCompleted, "spender") // it pauses once the budget is spent
+		return nil, err
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindBudgetExhausted, "") // late's refusal found the budget spent
+		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+	})
+	late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("ask", ask))
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess, MaxConcurrent: 2},
+		flow.Named("seq", seq), flow.Named("win", win), flow.Named("late", late))
+	hold := troupe.GuardrailFuncs{ID: "hold", Before: func(ctx context.Context, d *troupe.Dispatch) troupe.Verdict {
+		if resumed.Load() && d.TargetAgent == "seq" {
+			<-ctx.Done() // the win cancels it before it asks again
+		}
+		return troupe.Verdict{}
+	}}
+	cfg := engine.Config{Registry: agents(t, "spender", spender, "team", team), Planner: group(2, "spender", "team"), Store: st,
+		Guardrails: []troupe.Guardrail{hold}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}})
+	want := finalResult(t, ref, "team")
+	if !slices.ContainsFunc(want.Warnings, func(w string) bool { return strings.HasPrefix(w, "late: failed: not started") }) {
+		t.Fatalf("uninterrupted: team's warnings %q name no refusal of late", want.Warnings)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindBudgetExhausted, ""), func(*gateStore) { resumed.Store(true) })
+	if got := finalResult(t, evs, "team"); !slices.Equal(got.Warnings, want.Warnings) {
+		t.Errorf("resumed: team's warnings\n%q\nwant, as without the crash,\n%q", got.Warnings, want.Warnings)
+	}
+}
+
+// A first_success group another branch of which won while one waited for a human, whose own
+// result a guardrail then blocked, leaves the question open: the group did not complete, so
+// its dispatch waits for the answer, and the run pauses, as it did without the crash. Resumed
+// from a log that holds the win, the group reports the waiting branch as the log shows it
+// paused, not asking again; the question held nothing then, and the blocked group failed the
+// run at once, ahead of the pause.
+func TestResumedFirstSuccessBlockedKeepsQuestionOpen(t *testing.T) {
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+		return nil, err // paused: there is no one to ask
+	})
+	st := &gateStore{Store: memory.New()}
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "ask") // it paused
+		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+	})
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("win", win))
+	block := troupe.GuardrailFuncs{ID: "block", After: func(_ context.Context, d *troupe.Dispatch, _ *troupe.Result) troupe.Verdict {
+		return troupe.Verdict{Block: d.TargetAgent == "team", Reason: "not this one"}
+	}}
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team"), Store: st, Guardrails: []troupe.Guardrail{block}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	if last := troupetest.Last(ref); last.Kind != troupe.KindRunPaused {
+		t.Fatalf("uninterrupted: the run ended with %s, want run_paused for the open question", last.Kind)
+	}
+
+	cut := logUpTo(t, st, id, recordedAs(troupe.KindDispatchCompleted, "win"))
+	cfg.Store = cut
+	r, err := newEngine(t, cfg).Resume(t.Context(), id, engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Wait(t.Context())
+	evs, _ := cut.Events(t.Context(), id, 0)
+	if last := troupetest.Last(evs); last.Kind != troupe.KindRunPaused {
+		t.Errorf("resumed: the run ended with %s, want run_paused for the open question, as without the crash", last.Kind)
+	}
+}
+
+// A first_success group one branch of which waits for a human while another, a group running
+// members, completes as the run fails (its finished member's result in hand) wins all the same:
+// the question is moot, and the group completes, as without the crash. Resumed from a log that
+// ends with the failure, the run made the group again only to wait for the answer it cannot
+// get, and it ended cancelled: a composite with a waiting member was taken for one waiting,
+// though another of its members ran members of its own.
+func TestResumedEndingGroupRunsBesideWaitingBranch(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+		return nil, err // paused: there is no one to ask
+	})
+	done := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "ask") // it paused
+		return &troupe.Result{AgentResult: map[string]any{"done": true}}, nil
+	})
+	slow := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchCompleted, "done")
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	grp := flow.Parallel(flow.ParallelConfig{}, flow.Named("done", done), flow.Named("slow", slow))
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("grp", grp))
+	cfg := engine.Config{Registry: agents(t, "team", team, "boom", boom), Planner: group(2, "team", "boom"), Store: st,
+		Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCompleted {
+		t.Fatalf("uninterrupted: team ended %s, want completed with grp's result", want.Status)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "boom"))
+	if got := finalResult(t, evs, "team"); got.Status != want.Status {
+		t.Errorf("resumed: team ended %s (%v), want %s, as without the crash", got.Status, got.Errors, want.Status)
+	}
+}
+
+// A member waiting for a human in a group a resumed run makes again as it ends (another member
+// runs members of its own, which the group runs to take) waits still, and the group reports
+// what the log shows it used when it paused: the run's totals count it, as they did without
+// the crash. It was reported with nothing used, and the group's use fell short.
+func TestResumedEndingGroupKeepsWaitingMemberUse(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	s0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"s0": true}, TokensUsed: troupe.Ptr(int64(100))}, nil
+	})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+		return nil, err // paused: there is no one to ask
+	})
+	quick := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"quick": true}, TokensUsed: troupe.Ptr(int64(10))}, nil
+	})
+	slow := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "waiter") // it paused
+		<-st.recorded(troupe.KindDispatchStarted, "slow")
+		<-st.recorded(troupe.KindDispatchCompleted, "quick")
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	waiter := flow.Sequential(flow.SequentialConfig{}, flow.Named("s0", s0), flow.Named("ask", ask))
+	runner := flow.Parallel(flow.ParallelConfig{}, flow.Named("quick", quick), flow.Named("slow", slow))
+	team := flow.Parallel(flow.ParallelConfig{}, flow.Named("waiter", waiter), flow.Named("runner", runner))
+	cfg := engine.Config{Registry: agents(t, "team", team, "boom", boom), Planner: group(2, "team", "boom"), Store: st,
+		Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.TokensUsed == nil || *want.TokensUsed != 110 {
+		t.Fatalf("uninterrupted: team ended %s with tokens %d, want 110, s0's and quick's", want.Status, tokensOf(want))
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "boom"))
+	if got := finalResult(t, evs, "team"); got.Status != want.Status || got.TokensUsed == nil || *got.TokensUsed != 110 {
+		t.Errorf("resumed: team ended %s with tokens %d, want %s with 110, as without the crash", got.Status, tokensOf(got), want.Status)
+	}
+}
+
+// tokensOf is the tokens res reports using, or -1 for none.
+func tokensOf(res *troupe.Result) int64 {
+	if res.TokensUsed == nil {
+		return -1
+	}
+	return *res.TokensUsed
+}
+
+// What a composite's members used stays counted against the budgets while the composite waits
+// for a human: it was spent. A member another composite asks to start once the budget is
+// spent so is refused, as a run resumed from the log (which counts what the waiting
+// composite's members' logged results used) refuses it. The waiting composite's use dropped
+// out of the budget as it paused, and the member started. (Time is synctest's, so that p
+// finishes only once the waiting composite is handed back paused.)
+func TestPausedCompositeUseStaysCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &gateStore{Store: memory.New()}
+		s0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"s0": true}, TokensUsed: troupe.Ptr(int64(60))}, nil
+		})
+		ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+			return nil, err // paused: there is no one to ask
+		})
+		p := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			<-st.recorded(troupe.KindDispatchFailed, "ask")
+			synctest.Wait() // waiter is handed back, paused
+			return &troupe.Result{AgentResult: map[string]any{"p": true}, TokensUsed: troupe.Ptr(int64(50))}, nil
+		})
+		var qRuns atomic.Int32
+		q := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			qRuns.Add(1)
+			return &troupe.Result{AgentResult: map[string]any{"q": true}}, nil
+		})
+		waiter := flow.Sequential(flow.SequentialConfig{}, flow.Named("s0", s0), flow.Named("ask", ask))
+		other := flow.Sequential(flow.SequentialConfig{}, flow.Named("p", p), flow.Named("q", q))
+		cfg := engine.Config{Registry: agents(t, "waiter", waiter, "other", other), Planner: group(2, "waiter", "other"), Store: st}
+		runToEnd(t, cfg, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}})
+		if n := qRuns.Load(); n != 0 {
+			t.Errorf("q ran %d times, though s0's 60 tokens and p's 50 spent the budget of 100 before it was asked for", n)
+		}
+	})
 }

@@ -997,11 +997,12 @@ func (r *Run) advanceLocked() {
 			// asking again. It is spent here too, from here on, as it was.
 			r.budgetFromLogLocked()
 		}
+		live := r.ctxErr() == nil && r.failure == nil
 		cause, ok := runCancelCause(c.res)
 		if !ok {
 			cause, ok = r.replay.cancelledBefore(r.replay.resultAt[c.d.DispatchID])
 		}
-		if ok && r.ctxErr() == nil && r.failure == nil {
+		if ok && live {
 			// The run that made the log was being cancelled by its caller when it recorded
 			// this result, or a composite's member before it (its process died before
 			// run_cancelled): this run is cancelled here too, for the same cause, and ends
@@ -1009,6 +1010,9 @@ func (r *Run) advanceLocked() {
 			r.stop(errors.New(cause))
 		}
 		r.completeLocked(c)
+		if live && (r.ctxErr() != nil || r.failure != nil) {
+			r.replay.endAt = r.replay.resultAt[c.d.DispatchID] + 1 // see refusedBeforeEnd
+		}
 		r.advanceStagesLocked()
 	}
 	if x := r.replay; x != nil && x.budgetWhy != "" && !r.budgetHit && x.taken == len(x.results) {
@@ -1607,18 +1611,22 @@ func (r *Run) completeLocked(c *call) {
 	if x := r.rare; x != nil && x.preNotes != nil {
 		delete(x.preNotes, c) // carried onto its result by finish or timedOut
 	}
-	if u := c.use; u != nil { // its result counts from now on, its members' with it
-		x := r.more()
-		x.liveTokens -= u.tokens
-		x.liveCost -= u.cost
-	}
 	if c.paused {
 		if res == nil || res.Status != troupe.StatusCompleted || c.reviewing {
-			return // no result yet (or one a human must review): a resumed run takes it up again
+			// No result yet (or one a human must review): a resumed run takes it up again.
+			// What its members used while it ran stays counted, as spent, while it waits:
+			// dropped, the budget would let new dispatches start that the run resumed from
+			// the log, which counts it, refuses.
+			return
 		}
 		// A question was asked on its behalf (by a branch of a group that another branch
 		// won, say), but it completed without the answer: the question does not hold the run.
 		r.unpauseLocked(c)
+	}
+	if u := c.use; u != nil { // its result counts from now on, its members' with it
+		x := r.more()
+		x.liveTokens -= u.tokens
+		x.liveCost -= u.cost
 	}
 	// Whether the run is letting this dispatch go as it is being cancelled: decided once, so
 	// that the mark the log records and what the policy is told agree though the caller's

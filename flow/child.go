@@ -328,13 +328,78 @@ type pausedRecorder interface {
 // pausedResult returns the result the log holds of member dispatch d, paused for a human.
 func (f *frame) pausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
 	if r, ok := f.outer.(pausedRecorder); ok {
-		if res, ok := r.PausedResult(d); ok {
-			cp := *res // the log's copy stays as recorded
-			cp.Errors, cp.Warnings = slices.Clip(cp.Errors), slices.Clip(cp.Warnings)
-			return &cp, true
-		}
+		return loggedCopy(r.PausedResult(d))
 	}
 	return nil, false
+}
+
+// loggedCopy is a copy of res, a result the log holds, that a composite may change: the log's
+// copy stays as recorded.
+func loggedCopy(res *troupe.Result, ok bool) (*troupe.Result, bool) {
+	if !ok {
+		return nil, false
+	}
+	cp := *res
+	cp.Errors, cp.Warnings = slices.Clip(cp.Errors), slices.Clip(cp.Warnings)
+	return &cp, true
+}
+
+// pauseRecorder is asked of the runtime, by a first_success group another branch of which won
+// and cancelled member dispatch d before d got back to asking the question it had stopped for,
+// for the result a resumed run's log holds of d paused, if the run still has no answer to that
+// question nor anyone to ask: d would have paused again at once, and it paused before the win
+// the first time. What d used its live result counts: the runtime does not count it again.
+type pauseRecorder interface {
+	PausedAgain(d *troupe.Dispatch) (*troupe.Result, bool)
+}
+
+// pausedAgain returns the result the log holds of member dispatch d, paused for a human the run
+// still cannot ask (pauseRecorder).
+func (f *frame) pausedAgain(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if r, ok := f.outer.(pauseRecorder); ok {
+		return loggedCopy(r.PausedAgain(d))
+	}
+	return nil, false
+}
+
+// PausedAgain passes the question on to the enclosing runtime (pauseRecorder).
+func (n *nested) PausedAgain(d *troupe.Dispatch) (*troupe.Result, bool) {
+	if !n.cut.enter() {
+		return nil, false
+	}
+	defer n.cut.leave()
+	if r, ok := n.outer.(pauseRecorder); ok {
+		return r.PausedAgain(d)
+	}
+	return nil, false
+}
+
+// recordOrder is asked of the runtime, by a first_success group taking two completed branches
+// from a resumed run's log that finished at one instant, where the log holds member dispatch
+// d's result: the one recorded first won.
+type recordOrder interface {
+	RecordedAt(d *troupe.Dispatch) int
+}
+
+// recordedAt is where the log holds member dispatch d's result, or -1 when the runtime cannot
+// say.
+func (f *frame) recordedAt(d *troupe.Dispatch) int {
+	if r, ok := f.outer.(recordOrder); ok {
+		return r.RecordedAt(d)
+	}
+	return -1
+}
+
+// RecordedAt passes the question on to the enclosing runtime (recordOrder).
+func (n *nested) RecordedAt(d *troupe.Dispatch) int {
+	if !n.cut.enter() {
+		return -1
+	}
+	defer n.cut.leave()
+	if r, ok := n.outer.(recordOrder); ok {
+		return r.RecordedAt(d)
+	}
+	return -1
 }
 
 // PausedResult passes the question on to the enclosing runtime (pausedRecorder).
@@ -564,7 +629,10 @@ func (f *frame) runNew(ctx context.Context, m *member, dp *troupe.Dispatch, in i
 	resuming, err := f.admit(&d)
 	if errors.Is(err, troupe.ErrPaused) {
 		// The runtime holds it waiting for a human (see dispatchAdmitter): it pauses, as
-		// it would asking.
+		// it would asking, reporting what the log shows it used when it paused.
+		if pr, ok := f.pausedAgain(&d); ok {
+			return pr, err
+		}
 		return result(ctx, m, &d, nil, err, time.Now()), err
 	}
 	if errors.Is(err, context.Canceled) {

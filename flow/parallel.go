@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/internal/jsonvalue"
@@ -228,6 +229,7 @@ func (p *ParallelAgent) execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	// human and is run again to ask again, say), and a recorded winner wins before another
 	// branch starts, as it did — of two, the one that completed first.
 	taken := make([]bool, len(ms))
+	winnerAt := -1 // where the log holds the winner's result, once asked
 	for i := range ms {
 		views[i] = &overlay{below: base}
 		dsp := f.dispatchOf(&ms[i], inputOf(i))
@@ -236,9 +238,24 @@ func (p *ParallelAgent) execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 			continue
 		}
 		out.Results[i], causes[i], taken[i] = res, cause, true
-		if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted &&
-			(out.Winner < 0 || res.CompletedAt.Before(out.Results[out.Winner].CompletedAt)) {
-			out.Winner = i
+		if p.cfg.Strategy != FirstSuccess || res.Status != troupe.StatusCompleted {
+			continue
+		}
+		if out.Winner < 0 || res.CompletedAt.Before(out.Results[out.Winner].CompletedAt) {
+			out.Winner, winnerAt = i, -1
+			continue
+		}
+		if res.CompletedAt.Equal(out.Results[out.Winner].CompletedAt) {
+			// Two completed at one instant: the win cancelled the other, a composite that
+			// completed all the same as it was let go (a collect_all group with a completed
+			// member). The one the log recorded first won.
+			if winnerAt < 0 {
+				w := f.dispatchOf(&ms[out.Winner], inputOf(out.Winner))
+				winnerAt = f.recordedAt(&w)
+			}
+			if at := f.recordedAt(&dsp); at >= 0 && at < winnerAt {
+				out.Winner, winnerAt = i, at
+			}
 		}
 	}
 	if out.Winner >= 0 {
@@ -264,6 +281,17 @@ launch:
 		wg.Go(func() {
 			defer func() { <-sem }()
 			res, cause := f.run(gctx, &ms[i], in, views[i])
+			if res.Status == troupe.StatusCancelled && context.Cause(gctx) == errFirstSuccess {
+				// Cancelled by another branch's win, made again to ask what the log shows it
+				// paused for, which no one can answer now: it would have paused again at
+				// once, as it paused before that win the first time (the log holds its pause,
+				// not the win). It is reported as it paused, as a branch the win cancels
+				// before it starts is (below), whichever got there first this time.
+				dsp := f.dispatchOf(&ms[i], in)
+				if pr, ok := f.pausedAgain(&dsp); ok {
+					res, cause = pr, recordedCause(pr)
+				}
+			}
 			out.Results[i], causes[i] = res, cause // each goroutine writes its own elements; wg.Wait publishes them
 			if errors.Is(cause, troupe.ErrPaused) {
 				mu.Lock()
@@ -289,8 +317,27 @@ launch:
 		// they let them (a sequence cancelled by the win reports what its finished steps
 		// used, as it did), and for members the log shows waiting for a human, which wait
 		// still: the group pauses, as it did (see dispatchAdmitter).
+		refused := refusedBeforeStop(limit, out, taken, launched, ctx.Err() != nil, func(i int) error {
+			dsp := f.dispatchOf(&ms[i], inputOf(i))
+			return f.refusal(&dsp)
+		}, func(i int) (time.Time, bool) {
+			dsp := f.dispatchOf(&ms[i], inputOf(i))
+			if pr, ok := f.pausedAgain(&dsp); ok {
+				return pr.CompletedAt, true
+			}
+			return time.Time{}, false
+		})
 		for i := range ms {
 			if taken[i] || launched[i] {
+				continue
+			}
+			if refused[i] != nil {
+				// The group asked for it before it stopped the first time, and the run,
+				// its budget spent as the log shows, refused it then as it does now: it is
+				// reported not started, as it was (its result made as the group made it
+				// while its context was live).
+				dsp := f.dispatchOf(&ms[i], inputOf(i))
+				out.Results[i], causes[i] = notStarted(context.WithoutCancel(ctx), &ms[i], &dsp, refused[i])
 				continue
 			}
 			dsp := f.dispatchOf(&ms[i], inputOf(i))
@@ -305,7 +352,12 @@ launch:
 			}
 			resuming, err := f.admit(&dsp)
 			if errors.Is(err, troupe.ErrPaused) {
+				// It waits still, reported as the log shows it paused, with what it used
+				// then, as the group reported it then (see runNew).
 				paused = err
+				if pr, ok := f.pausedAgain(&dsp); ok {
+					out.Results[i], causes[i] = pr, err
+				}
 			}
 			if !resuming {
 				continue
@@ -355,6 +407,88 @@ launch:
 		return out, writers, conflict
 	}
 	return out, writers, nil
+}
+
+// refusedBeforeStop returns, for a group a resumed run made again that stopped starting
+// branches before it started them all (its context ended), the run's refusal of each branch
+// the group asked it to start the first time before it stopped, and that the log shows
+// neither started nor finished: the run refused it then, for a budget the log shows spent, and
+// the group reported it not started (runNew), in its warnings too. The log does not show that
+// refusal; the times of the branches' recorded results do. The group stopped the first time
+// when its recorded winner completed, or when the first of its recorded branches ended
+// because its context had (the run was ending), or, cancelled now or won by a branch made
+// again with none such, after all of them. Branches start in agent order as slots free,
+// branch i once i-limit+1 of those before it have finished: one the run refused (refusal,
+// asked of branches neither taken from the log nor launched again) at the moment it was asked
+// for; one made again, not completed, that the log shows paused for a human it still cannot
+// ask (pausedAt) when it paused; one the log shows unfinished or not at all after every
+// recorded result. Only recorded times are compared, so the answer is the same however the
+// resumed run schedules its goroutines.
+func refusedBeforeStop(limit int, out *ParallelOutcome, taken, launched []bool, cancelled bool, refusal func(i int) error, pausedAt func(i int) (time.Time, bool)) []error {
+	refused := make([]error, len(out.Results))
+	never := time.Unix(1<<62, 0) // later than any time a log records
+	var stop time.Time
+	for i, r := range out.Results {
+		if taken[i] && (i == out.Winner || r.Status != troupe.StatusCompleted && endedWithContext(r)) && (stop.IsZero() || r.CompletedAt.Before(stop)) {
+			stop = r.CompletedAt
+		}
+	}
+	switch {
+	case !stop.IsZero():
+	case cancelled || out.Winner >= 0:
+		// The group's own context has ended (the run is ending), or a branch made again won,
+		// after every result of it the log holds: it stopped after all of them.
+		stop = never
+	default:
+		return refused
+	}
+	// When each branch before i finished: the zero time for one refused as the group started,
+	// never for one the log shows unfinished or not at all.
+	var ends []time.Time
+	for i, r := range out.Results {
+		var at time.Time // when the group asked for branch i: the zero time as it started
+		if i >= limit {
+			slices.SortFunc(ends, time.Time.Compare)
+			if at = ends[i-limit]; !at.Before(stop) {
+				break // no slot freed for it before the group stopped
+			}
+		}
+		end := never
+		switch {
+		case taken[i]:
+			end = r.CompletedAt
+		case launched[i]:
+			if r != nil && r.Status == troupe.StatusCompleted {
+				break // it finished with what it did now, after everything recorded
+			}
+			if at, ok := pausedAt(i); ok {
+				end = at // it paused for a human the first time, and let its slot go then
+			}
+		default:
+			if refused[i] = refusal(i); refused[i] != nil {
+				end = at // refused at once, its slot freed
+			}
+		}
+		ends = append(ends, end)
+	}
+	return refused
+}
+
+// refusal is the run's refusal of member dispatch d for a budget (see dispatchAdmitter), or
+// nil when it admits d, or holds or cancels it rather than refusing it.
+func (f *frame) refusal(d *troupe.Dispatch) error {
+	resuming, err := f.admit(d)
+	if err == nil || resuming || errors.Is(err, troupe.ErrPaused) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// notStarted is the result runNew makes of member m's dispatch d that the run refused (err):
+// failed, not started.
+func notStarted(ctx context.Context, m *member, d *troupe.Dispatch, err error) (*troupe.Result, error) {
+	aerr := &troupe.AgentError{Code: troupe.CodeBudget, Message: "not started", Cause: err}
+	return result(ctx, m, d, nil, aerr, time.Now()), aerr
 }
 
 // merge combines the branches' writes in agent order; keys with different values conflict.
