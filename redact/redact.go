@@ -263,8 +263,13 @@ func isSecretMember(k string) bool {
 	return len(k) >= 5 && hasSecretWord(k) && secretMember.MatchString(k)
 }
 
-// hasSecretWord reports whether s holds what every secret name holds, in any case.
+// hasSecretWord reports whether s holds what every secret name holds, in any case. A name with
+// the long s (ſ) or the Kelvin sign (K), which (?i) and encoding/json fold to s and k, is left to
+// the pattern: "api_\u212Aey" is api_key to a Go server that decodes it.
 func hasSecretWord(s string) bool {
+	if strings.Contains(s, "\u017F") || strings.Contains(s, "\u212A") {
+		return true
+	}
 	return containsFoldASCII(s, "key") || containsFoldASCII(s, "secret") ||
 		containsFoldASCII(s, "passw") || containsFoldASCII(s, "token")
 }

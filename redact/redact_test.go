@@ -732,3 +732,27 @@ func TestURLPathSecrets(t *testing.T) {
 		{"telegram docs", "https://core.telegram.org/bots/api#sendmessage", "https://core.telegram.org/bots/api#sendmessage"},
 	})
 }
+
+// encoding/json folds the Kelvin sign to k and the long s to s when it matches a member to a
+// field's tag, so a Go server reads "x_api_\u212Aey" as x_api_key: Value redacts it as it
+// would x_api_key.
+func TestSecretMemberNamesWithUnicodeFolds(t *testing.T) {
+	r := redact.MustNew(redact.Config{})
+	in := map[string]any{"x_api_\u212Aey": "k1234567", "oauth_client_\u017Fecret": "GOCSPX-1", "db_pa\u017F\u017Fword": "hunter22",
+		"\u212Aelvin_scale": "kept-value"}
+	out, _ := json.Marshal(r.Value(in))
+	for _, leak := range []string{"k1234567", "GOCSPX-1", "hunter22"} {
+		if strings.Contains(string(out), leak) {
+			t.Errorf("Value leaks %q: %s", leak, out)
+		}
+	}
+	if !strings.Contains(string(out), "kept-value") {
+		t.Errorf("Value redacted a member that names no secret: %s", out)
+	}
+	var again struct {
+		Key string `json:"x_api_key"`
+	}
+	if err := json.Unmarshal([]byte(`{"x_api_\u212Aey": "k1234567"}`), &again); err != nil || again.Key != "k1234567" {
+		t.Fatalf("encoding/json no longer folds the Kelvin sign (%v, %+v): this test's premise is gone", err, again)
+	}
+}
