@@ -216,13 +216,20 @@ func (e *Engine) Run(ctx context.Context, req troupe.Request) iter.Seq2[troupe.E
 // Start starts req and returns at once with a handle; the run goes on without the caller, its
 // events go to the store, and Run.Events, Run.Wait and Run.State observe it. Agent Setup runs
 // before Start returns. The run is cancelled with ctx. After Shutdown, Start fails with
-// troupe.ErrShutdown.
+// troupe.ErrShutdown; so does a Start that Shutdown overtook before the run's first event was
+// recorded (while its agents were being set up, say): there is no log to resume, and the
+// caller, told so, can submit the request again elsewhere. Start then returns once what the
+// run set up is torn down.
 func (e *Engine) Start(ctx context.Context, req troupe.Request) (*Run, error) {
 	r, err := e.newRun(ctx, req, nil)
 	if err != nil {
 		return nil, err
 	}
 	r.begin(nil)
+	if err := r.unrecordedShutdown(); err != nil {
+		r.wait()
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -259,8 +266,8 @@ func (e *Engine) Close(ctx context.Context) error {
 // Wait and Events report an error matching troupe.ErrShutdown, not troupe.ErrCancelled. A run
 // paused for a human is not live and its log is left as it is. After Shutdown, Start and Resume
 // on this engine fail with troupe.ErrShutdown. (A batch of events a run was already appending
-// when Shutdown came is recorded; a run Start was still setting up may have recorded nothing,
-// and then there is nothing to resume: troupe.ErrRunNotFound.)
+// when Shutdown came is recorded; a Start that Shutdown overtook before the run's first event
+// was recorded returns troupe.ErrShutdown and no run.)
 //
 // Close, by contrast, cancels the runs: each records run_cancelled and can no longer be
 // resumed. Shutdown then waits for the runs and their stragglers as Close does; if ctx ends

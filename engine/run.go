@@ -967,6 +967,25 @@ func (r *Run) flushLocked() {
 	r.toStart = r.toStart[:0]
 }
 
+// unrecordedShutdown returns an error matching troupe.ErrShutdown if Shutdown stopped the run
+// before any of its events was recorded, and nil otherwise.
+func (r *Run) unrecordedShutdown() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seq != 0 || r.err == nil || !errors.Is(r.err, troupe.ErrShutdown) {
+		return nil
+	}
+	return &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: r.rec.req.Context, Cause: shutBeforeRecorded{},
+		Message: "run " + r.rec.req.RunID + " not started, nothing to resume (submit the request again)", Recoverable: true}
+}
+
+// shutBeforeRecorded is why a run Shutdown overtook has no log. It matches troupe.ErrShutdown,
+// whose own text (the run can be resumed) would not be true of it.
+type shutBeforeRecorded struct{}
+
+func (shutBeforeRecorded) Error() string        { return "the engine shut down before the run was recorded" }
+func (shutBeforeRecorded) Is(target error) bool { return target == troupe.ErrShutdown }
+
 // shutLocked stops the run as the engine's Shutdown does: nothing more is recorded (r.err, as
 // when the log breaks, but with troupe.ErrShutdown as its cause, which Wait and Events report)
 // and its context ends, cancelling what is in flight.

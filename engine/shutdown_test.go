@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -254,5 +255,55 @@ func TestShutdownAnyMoment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// setupUntilDone is an agent whose Setup returns only once its context ends (saying on entered
+// that it has begun), as a Setup that dials a slow server does.
+type setupUntilDone struct{ entered chan struct{} }
+
+func (a *setupUntilDone) Run(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+	return &troupe.Result{AgentResult: map[string]any{"ran": true}}, nil
+}
+
+func (a *setupUntilDone) Setup(ctx context.Context) error {
+	close(a.entered)
+	<-ctx.Done()
+	return context.Cause(ctx)
+}
+
+// A Start that Shutdown overtakes while its agents are being set up, before anything of the
+// run is recorded, fails with troupe.ErrShutdown and no run: there is no log to resume, and
+// the error says to submit the request again rather than that the run can be resumed.
+func TestStartOvertakenByShutdownReturnsNoRun(t *testing.T) {
+	a := &setupUntilDone{entered: make(chan struct{})}
+	reg := agents(t, "a", a)
+	mem := memory.New()
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("a"), Store: mem})
+	type started struct {
+		r   *engine.Run
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		r, err := eng.Start(t.Context(), troupe.Request{Query: "q", RunID: "run_overtaken"})
+		done <- started{r, err}
+	}()
+	<-a.entered
+	if err := eng.Shutdown(waitCtx(t)); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	got := <-done
+	if got.r != nil || !errors.Is(got.err, troupe.ErrShutdown) {
+		t.Fatalf("Start returned a run (%t) and %v; want no run and troupe.ErrShutdown", got.r != nil, got.err)
+	}
+	if msg := got.err.Error(); !strings.Contains(msg, "nothing to resume") || strings.Contains(msg, "can be resumed") {
+		t.Errorf("Start's error %q; want it to say there is nothing to resume", msg)
+	}
+	if evs, _ := mem.Events(t.Context(), "run_overtaken", 0); len(evs) != 0 {
+		t.Errorf("the store holds %d events of a run Start says was not started", len(evs))
+	}
+	if _, err := eng.Resume(t.Context(), "run_overtaken", engine.ResumeOptions{}); !errors.Is(err, troupe.ErrShutdown) {
+		t.Errorf("Resume after Shutdown: %v", err)
 	}
 }
