@@ -21,6 +21,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/flow"
+	"github.com/troupehq/troupe/internal/stray"
 	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
 )
@@ -165,6 +166,9 @@ type compMember struct {
 	// tool: a scripted member that first calls a scripted agent through a flow.AsTool tool
 	// (looped cases only), and counts what it used (toolCaller).
 	tool bool
+	// linger: a scripted member that ignores its context (timed cases only): once the context
+	// ends it works on for this long, or until its work is done, before it returns.
+	linger time.Duration
 }
 
 // noTimeout is a member timeout longer than any member runs: its member runs on a goroutine of
@@ -192,6 +196,9 @@ func (s *compSpec) String() string {
 		if m.tool {
 			b.WriteString(" calling a tool")
 		}
+		if m.linger > 0 {
+			fmt.Fprintf(&b, " lingering %v", m.linger)
+		}
 		if m.sub != nil {
 			fmt.Fprintf(&b, " = %v", m.sub)
 		}
@@ -203,53 +210,50 @@ func (s *compSpec) String() string {
 // composed is c with some of its agents — a third, and at least one planned — built as
 // composites (compSpec). Its choices come from c's seed, not from the generator, so c itself,
 // and every case generated after it, stay as they were before composites were added.
-func (c *propCase) composed() *propCase {
-	v := *c
-	v.comps = map[string]*compSpec{}
-	var planned []string
-	for _, a := range c.agents {
-		h := hash64(c.seed, "/composite/", a)
-		if !strings.HasPrefix(a, "fb") {
-			planned = append(planned, a)
-		}
-		if h%3 == 0 {
-			v.comps[a] = genComp(h>>2, 0, false)
-		}
-	}
-	if !slices.ContainsFunc(planned, func(a string) bool { return v.comps[a] != nil }) {
-		a := planned[hash64(c.seed, "/composite")%uint64(len(planned))]
-		v.comps[a] = genComp(hash64(c.seed, "/composite/", a)>>2, 0, false)
-	}
-	return &v
-}
+func (c *propCase) composed() *propCase { return c.withComps("/composite", 3, false, false) }
 
 // looped is c composed as composed makes it, but of composites that may also be flow.Loop
 // ones, and of members that may have a timeout (flow.WithTimeout), some of which their
 // slower dispatches outlast. Its choices come from c's seed too, under salts of their own.
-func (c *propCase) looped() *propCase {
+func (c *propCase) looped() *propCase { return c.withComps("/looped", 3, true, false) }
+
+// timed is c composed as looped makes it, and more — half its agents composites: parallel
+// groups that may take a majority vote (flow.MajorityVote), scripted members that ignore their
+// context (linger), and composite and tool-calling members whose timeouts cut them short
+// (deadlined). Its choices come from c's seed under salts of their own, so the composed and
+// looped cases stay as they were before it was added.
+func (c *propCase) timed() *propCase { return c.withComps("/timed", 2, true, true) }
+
+// withComps is c with one in every agents of its agents, and at least one planned, built as
+// composites by genComp(…, loops, timed), chosen by hashes of c's seed under salt.
+func (c *propCase) withComps(salt string, every uint64, loops, timed bool) *propCase {
 	v := *c
 	v.comps = map[string]*compSpec{}
 	var planned []string
 	for _, a := range c.agents {
-		h := hash64(c.seed, "/looped/", a)
+		h := hash64(c.seed, salt+"/", a)
 		if !strings.HasPrefix(a, "fb") {
 			planned = append(planned, a)
 		}
-		if h%3 == 0 {
-			v.comps[a] = genComp(h>>2, 0, true)
+		if h%every == 0 {
+			v.comps[a] = genComp(h>>2, 0, loops, timed)
 		}
 	}
 	if !slices.ContainsFunc(planned, func(a string) bool { return v.comps[a] != nil }) {
-		a := planned[hash64(c.seed, "/looped")%uint64(len(planned))]
-		v.comps[a] = genComp(hash64(c.seed, "/looped/", a)>>2, 0, true)
+		a := planned[hash64(c.seed, salt)%uint64(len(planned))]
+		v.comps[a] = genComp(hash64(c.seed, salt+"/", a)>>2, 0, loops, timed)
 	}
 	return &v
 }
 
 // genComp makes a composite of 2–3 members from h (a loop, of one); at depth 0 a member may be
-// a composite. With ext, it may make a loop, and members with timeouts.
-func genComp(h uint64, depth int, ext bool) *compSpec {
+// a composite. With ext, it may make a loop, and members with timeouts. With wild too, a
+// group may take a majority vote, a scripted member may ignore its context, and a composite
+// or tool-calling member may have a timeout it does not always finish within; those choices
+// come from a hash of h of their own, so the choices ext makes stay as they were.
+func genComp(h uint64, depth int, ext, wild bool) *compSpec {
 	s := &compSpec{}
+	x := hash64(h, "/wild")
 	if ext {
 		s.par, s.loop = h%3 == 1, h%3 == 2
 		h /= 3
@@ -264,6 +268,9 @@ func genComp(h uint64, depth int, ext bool) *compSpec {
 	case s.par:
 		s.strategy = []flow.Strategy{flow.CollectAll, flow.CollectAll, flow.FirstSuccess}[h%3]
 		h /= 3
+		if wild && x%2 == 0 {
+			s.strategy = flow.MajorityVote
+		}
 		s.limit = int(h % 3)
 		h /= 3
 	default:
@@ -279,7 +286,7 @@ func genComp(h uint64, depth int, ext bool) *compSpec {
 		m := compMember{name: fmt.Sprintf("m%d", i), writes: h%3 == 0}
 		h /= 3
 		if depth == 0 && h%5 == 0 {
-			m.sub = genComp(hash64(h, "/", i), depth+1, ext)
+			m.sub = genComp(hash64(h, "/", i), depth+1, ext, wild)
 		}
 		h /= 5
 		if ext {
@@ -303,9 +310,38 @@ func genComp(h uint64, depth int, ext bool) *compSpec {
 				m.timeout = noTimeout
 			}
 		}
+		if wild {
+			y := hash64(x, "/", i)
+			switch {
+			case (m.sub != nil || m.tool) && y%3 != 0:
+				// One the world keeps in the uninterrupted timeline itself (deadlined). Of
+				// its own length, as a scripted member's.
+				m.timeout = 150*time.Millisecond + time.Duration((y>>4)%uint64(700*time.Millisecond))
+				if m.sub != nil {
+					calm(m.sub)
+				}
+			case m.sub == nil && !m.tool && (y>>2)%3 == 0:
+				m.linger = 50*time.Millisecond + time.Duration((y>>8)%uint64(600*time.Millisecond))
+				if m.linger == stray.Grace {
+					m.linger++ // not returning at the very moment its composite gives up on it
+				}
+			}
+		}
 		s.members = append(s.members, m)
 	}
 	return s
+}
+
+// calm makes s's members, at any depth, honour their context: a composite member the world cuts
+// short at its timeout (deadlined) must return as soon as its context ends, or its composite
+// would abandon it at a moment the world does not keep in the uninterrupted timeline.
+func calm(s *compSpec) {
+	for i := range s.members {
+		s.members[i].linger = 0
+		if s.members[i].sub != nil {
+			calm(s.members[i].sub)
+		}
+	}
 }
 
 // behaviour is what one dispatch does.
@@ -383,6 +419,18 @@ type world struct {
 	// Segments resumed with answers (reviews approved, most often), and segments at whose very
 	// start a planned composite started (see reviewRaced).
 	answeredAtStart, composedAtStart map[int]bool
+	// The virtual time the segment's work ended at: the last return of a planned agent (the
+	// run pauses then), or the moment the process died. The next segment begins then, not
+	// once members that ignore their context and were left running have returned (the run's
+	// teardown, or a dead process's, waits for them): a resumed run has none such of its own,
+	// as a member it runs again ends itself where its composite gave up on it (lingering).
+	segEnd  time.Duration
+	crashed bool
+	// lateDone: a member that ignores its context finished its work after its context ended
+	// (its run or composite ending). A run resumed after a stop that knows the run is ending
+	// makes no member again, so it cannot know the member would have finished (see
+	// lingering).
+	lateDone bool
 }
 
 // reviewRaced says whether, in one segment, a planned composite started at the very moment
@@ -461,9 +509,45 @@ func (w *world) nextSegment() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()
-	w.segV += now.Sub(w.segStart)
+	w.segV = w.segEnd
 	w.segStart = now
 	w.seg++
+	w.crashed = false
+}
+
+// ended notes that a planned agent returned, or, with crash, that the process died: the
+// segment's work ends then at the earliest.
+func (w *world) ended(crash bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.crashed {
+		return // nothing after the process died counts
+	}
+	w.crashed = crash
+	w.segEnd = max(w.segEnd, time.Since(w.segStart)+w.segV)
+}
+
+// top is a, a planned agent, noting when it returns (segEnd).
+func (w *world) top(a troupe.Agent) troupe.Agent {
+	return owned(a, func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		defer w.ended(false)
+		return a.Run(ctx, d)
+	})
+}
+
+// diesAt is the store of a segment whose process dies once the store refuses an append: it
+// notes the moment in w.
+type diesAt struct {
+	*crashingStore
+	w *world
+}
+
+func (s diesAt) Append(ctx context.Context, evs ...troupe.Event) error {
+	err := s.crashingStore.Append(ctx, evs...)
+	if errors.Is(err, errCrash) {
+		s.w.ended(true)
+	}
+	return err
 }
 
 // now is the world's virtual time.
@@ -502,7 +586,7 @@ func markedCancelled(evs []troupe.Event) bool {
 	return false
 }
 
-func (w *world) agent() troupe.Agent { return w.timedAgent(0) }
+func (w *world) agent() troupe.Agent { return w.timedAgent(0, 0) }
 
 // timedAgent is the world's scripted agent as a member with timeout (flow.WithTimeout; 0 for
 // none). A dispatch its timeout cuts short ends when its timeout passes after it started (or,
@@ -510,7 +594,9 @@ func (w *world) agent() troupe.Agent { return w.timedAgent(0) }
 // cut short at that virtual time in the run that was not stopped, and a dispatch run again
 // after a stop, whose composite's timer starts again with it, ends so then too, as every
 // dispatch run again finishes when it would have without the stop (see timedOut).
-func (w *world) timedAgent(timeout time.Duration) troupe.Agent {
+//
+// With linger, it ignores its context (see lingering).
+func (w *world) timedAgent(timeout, linger time.Duration) troupe.Agent {
 	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		id := d.DispatchID
 		w.mu.Lock()
@@ -537,6 +623,12 @@ func (w *world) timedAgent(timeout time.Duration) troupe.Agent {
 		}
 		if b.kind == "partial" {
 			d.Partial(map[string]any{"partial": id})
+		}
+		if linger > 0 {
+			if err := w.lingering(ctx, d, b, vs, v, seen, timeout, linger); err != nil {
+				return nil, err
+			}
+			return w.outcome(d, b)
 		}
 		cut := timeout > 0 && b.dur > timeout
 		if cut {
@@ -573,29 +665,118 @@ func (w *world) timedAgent(timeout time.Duration) troupe.Agent {
 		if cut {
 			return nil, timedOut(d.TargetAgent, timeout)
 		}
-		var res *troupe.Result
-		switch b.kind {
-		case "fail":
-			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flaky " + id, Recoverable: true}
-		case "fatal":
-			return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken " + id}
-		case "partial", "timeout":
-			return nil, &troupe.AgentError{Code: troupe.CodeTimeout, Message: "out of time " + id, Recoverable: true}
-		case "cancelled":
-			res = &troupe.Result{Status: troupe.StatusCancelled, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: "remote task cancelled"}}}
-		case "review":
-			res = &troupe.Result{AgentResult: map[string]any{"k": id, "by": d.TargetAgent}, RequiresHuman: true, Confidence: troupe.Ptr(0.8)}
-		default:
-			res = &troupe.Result{AgentResult: map[string]any{"k": id, "by": d.TargetAgent}, Confidence: troupe.Ptr(0.9)}
-		}
-		if b.cost > 0 {
-			res.CostDollars = troupe.Ptr(b.cost)
-		}
-		if b.tokens > 0 {
-			res.TokensUsed = troupe.Ptr(b.tokens)
-		}
-		return res, nil
+		return w.outcome(d, b)
 	})
+}
+
+// outcome is what dispatch d, having done its work, returns, as b says.
+func (w *world) outcome(d *troupe.Dispatch, b behaviour) (*troupe.Result, error) {
+	id := d.DispatchID
+	var res *troupe.Result
+	switch b.kind {
+	case "fail":
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "flaky " + id, Recoverable: true}
+	case "fatal":
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken " + id}
+	case "partial", "timeout":
+		return nil, &troupe.AgentError{Code: troupe.CodeTimeout, Message: "out of time " + id, Recoverable: true}
+	case "cancelled":
+		res = &troupe.Result{Status: troupe.StatusCancelled, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: "remote task cancelled"}}}
+	case "review":
+		res = &troupe.Result{AgentResult: map[string]any{"k": id, "by": d.TargetAgent}, RequiresHuman: true, Confidence: troupe.Ptr(0.8)}
+	default:
+		res = &troupe.Result{AgentResult: map[string]any{"k": id, "by": d.TargetAgent}, Confidence: troupe.Ptr(0.9)}
+	}
+	if b.cost > 0 {
+		res.CostDollars = troupe.Ptr(b.cost)
+	}
+	if b.tokens > 0 {
+		res.TokensUsed = troupe.Ptr(b.tokens)
+	}
+	return res, nil
+}
+
+// lingering does dispatch d's work, begun at virtual time vs (now v), as an agent that ignores
+// its context does: once the context ends it works on for linger, or until its work is done,
+// and then returns (the error it returns then, or nil when its work got done, as in the run
+// that was not stopped). A member's timeout is kept in the uninterrupted timeline, as
+// timedAgent keeps it: when its composite's timer runs with its first start (the deadline
+// of its context is then), the composite cuts it short, or abandons it once it has not
+// returned within the grace it gives; when its timer started again with a run resumed after
+// a stop, the member ends itself at those moments, with the error its composite gives then.
+func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, vs, v time.Duration, seen bool, timeout, linger time.Duration) error {
+	end, vd := vs+b.dur, time.Duration(1<<62)
+	if timeout > 0 {
+		vd = vs + timeout
+	}
+	dl, ok := ctx.Deadline()
+	own := timeout > 0 && ok && !dl.After(time.Now().Add(vd-v))
+	until := func(at time.Duration) { // the work takes its time, whatever its context says
+		if wait := at - w.now(); wait > 0 {
+			tm := time.NewTimer(wait)
+			<-tm.C
+		}
+	}
+	if wait := min(end, vd) - v; wait > 0 {
+		tm := time.NewTimer(wait)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+		}
+	}
+	now := w.now()
+	ret := end // the virtual time it returns at
+	var err error
+	switch {
+	case end <= vd && now >= end:
+		// Done before its context ended or its timeout passed.
+	case now >= vd:
+		w.mu.Lock()
+		if w.timedOutAt[vd] == nil {
+			w.timedOutAt[vd] = map[string]bool{}
+		}
+		w.timedOutAt[vd][d.DispatchID] = true
+		w.mu.Unlock()
+		switch ret = min(end, vd+linger); {
+		case own && ret == end: // done within the grace its composite gives it
+		case own:
+			// Its composite turns this into a timeout, or has gone on without it. (Not
+			// ctx.Err(): the deadline may be yet to reach ctx at this very instant.)
+			err = context.DeadlineExceeded
+		case ret-vd > stray.Grace:
+			ret, err = vd+stray.Grace, abandoned(d.TargetAgent, timeout)
+		case ret < end:
+			err = timedOut(d.TargetAgent, timeout)
+		}
+	default:
+		// Its context ended (its run or its composite is ending) before its work was done.
+		if ret = min(end, now+linger); ret < end {
+			err = ctx.Err()
+		} else {
+			w.mu.Lock()
+			w.lateDone = true
+			w.mu.Unlock()
+		}
+	}
+	if ret <= v && seen && w.seg > 0 {
+		w.mu.Lock()
+		if v == w.segV {
+			w.finishedAtStart[w.seg] = true
+		}
+		w.mu.Unlock()
+	}
+	until(ret)
+	return err
+}
+
+// abandoned is the error a composite gives a member it abandoned, still running stray.Grace
+// after its timeout passed (flow's invokeTimed): what the world's member ends itself with then
+// when its composite's timer started again with a resumed run (lingering).
+func abandoned(agent string, timeout time.Duration) error {
+	return &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
+		Message: fmt.Sprintf("%s did not finish within %v and was abandoned, still running %v after its context ended", agent, timeout, stray.Grace),
+		Details: map[string]any{"abandoned": true}, Cause: context.DeadlineExceeded}
 }
 
 // toolCaller is a, a scripted agent, that first calls another scripted agent through an agent
@@ -638,12 +819,19 @@ func timedOut(agent string, timeout time.Duration) error {
 func (w *world) composite(s *compSpec) troupe.Agent {
 	var specs []*troupe.AgentSpec
 	for _, m := range s.members {
-		a := w.timedAgent(m.timeout)
+		deadline := (m.sub != nil || m.tool) && m.timeout > 0 && m.timeout != noTimeout
+		a := w.timedAgent(m.timeout, m.linger)
+		if deadline {
+			a = w.agent() // the timeout is kept around the tool call and its work (deadlined)
+		}
 		switch {
 		case m.sub != nil:
 			a = w.composite(m.sub)
 		case m.tool:
 			a = w.toolCaller(a)
+		}
+		if deadline {
+			a = w.deadlined(a, m.timeout)
 		}
 		var opts []troupe.Option
 		if m.writes {
@@ -662,12 +850,19 @@ func (w *world) composite(s *compSpec) troupe.Agent {
 		until := func(it flow.Iteration) bool { return hash64(seed, "/until/", it.Result.DispatchID)%3 == 0 }
 		a = flow.Loop(flow.LoopConfig{MaxIterations: s.limit, Until: until}, specs[0])
 	case s.par:
-		a = flow.Parallel(flow.ParallelConfig{Strategy: s.strategy, MaxConcurrent: s.limit}, specs...)
+		cfg := flow.ParallelConfig{Strategy: s.strategy, MaxConcurrent: s.limit}
+		if s.strategy == flow.MajorityVote {
+			// Each branch's answer is its dispatch id's: the same in every run of the case,
+			// and two branches disagree as often as not.
+			seed := w.c.seed
+			cfg.Answer = func(r *troupe.Result) string { return []string{"yes", "no"}[hash64(seed, "/vote/", r.DispatchID)%2] }
+		}
+		a = flow.Parallel(cfg, specs...)
 	default:
 		a = flow.Sequential(flow.SequentialConfig{OnError: s.onError}, specs...)
 	}
 	// Its runs are counted as its members' are (checkRanOnce).
-	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	return owned(a, func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		w.mu.Lock()
 		w.calls[d.DispatchID] = append(w.calls[d.DispatchID], w.seg)
 		w.mu.Unlock()
@@ -675,10 +870,84 @@ func (w *world) composite(s *compSpec) troupe.Agent {
 	})
 }
 
+// ownedAgent runs as its func says, and sets up and tears down as the composite it wraps: a
+// wrapper hiding the composite's Teardown would leave the members it abandoned past their
+// timeout with no owner to wait for them.
+type ownedAgent struct {
+	troupe.AgentFunc
+	inner troupe.Agent
+}
+
+func owned(inner troupe.Agent, run troupe.AgentFunc) troupe.Agent {
+	return ownedAgent{AgentFunc: run, inner: inner}
+}
+
+func (a ownedAgent) Setup(ctx context.Context) error {
+	if s, ok := a.inner.(troupe.Setupper); ok {
+		return s.Setup(ctx)
+	}
+	return nil
+}
+
+func (a ownedAgent) Teardown(ctx context.Context) error {
+	if td, ok := a.inner.(troupe.Teardowner); ok {
+		return td.Teardown(ctx)
+	}
+	return nil
+}
+
+// deadlined is a, a composite or tool-calling member, with a timeout (flow.WithTimeout) kept in
+// the uninterrupted timeline, as timedAgent keeps a scripted member's: it passes timeout after
+// the member first started (or, after a pause for a human, started again: the run that was not
+// stopped starts its timer again then too). When its composite's timer runs with that start,
+// the composite cuts it short; when the timer started again with a run resumed after a stop,
+// the member runs under a deadline of its own at that moment, and ends itself with the error
+// its composite gives it then. Its members honour their context (calm), so it returns as its
+// context ends, within the grace its composite gives it.
+func (w *world) deadlined(a troupe.Agent, timeout time.Duration) troupe.Agent {
+	return owned(a, func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		key := "deadline/" + d.DispatchID
+		w.mu.Lock()
+		v := time.Since(w.segStart) + w.segV
+		vs, seen := w.vstart[key]
+		if !seen {
+			w.vstart[key], vs = v, v
+		}
+		w.mu.Unlock()
+		vd := vs + timeout
+		at := time.Now().Add(vd - v)
+		rctx := ctx
+		if dl, ok := ctx.Deadline(); !ok || dl.After(at) {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithDeadline(ctx, at)
+			defer cancel()
+		}
+		res, err := a.Run(rctx, d)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if errors.Is(err, troupe.ErrPaused) {
+			delete(w.vstart, key)
+		}
+		if time.Since(w.segStart)+w.segV < vd {
+			return res, err
+		}
+		if w.timedOutAt[vd] == nil {
+			w.timedOutAt[vd] = map[string]bool{}
+		}
+		w.timedOutAt[vd][key] = true
+		if err != nil && rctx != ctx && ctx.Err() == nil {
+			// As its composite wraps what its member returned (the message carries it).
+			err = &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true, Message: fmt.Sprintf("%s did not finish within %v", d.TargetAgent, timeout),
+				Cause: err}
+		}
+		return res, err
+	})
+}
+
 // planned is a, a planned composite, noting when it ends, not completed, at the moment it
 // started, and when it ends once the run is ending (tied).
 func (w *world) planned(a troupe.Agent) troupe.Agent {
-	return troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+	return owned(a, func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		start := w.now()
 		w.mu.Lock()
 		if w.seg > 0 && start == w.segV {
@@ -744,6 +1013,7 @@ func (w *world) registry(t *testing.T) *troupe.Registry {
 		if s := w.c.comps[a]; s != nil {
 			agent = w.planned(w.composite(s))
 		}
+		agent = w.top(agent)
 		if err := reg.Add(a, agent, opts...); err != nil {
 			t.Fatal(err)
 		}
@@ -788,7 +1058,7 @@ func drive(t *testing.T, w *world, crashAt int) propFlow {
 		var crashing *crashingStore
 		if crashAt > 0 && !f.crashed {
 			crashing = &crashingStore{Store: mem, n: crashAt - len(before)}
-			store = crashing
+			store = diesAt{crashing, w}
 		}
 		cfg := engine.Config{Registry: w.registry(t), Planner: staticPlan(w.c.plan), Store: store, Policy: w.c.pol, Human: human, MaxDispatches: w.c.maxDisp}
 		if w.c.router {
@@ -1061,6 +1331,9 @@ func TestResumeProperty(t *testing.T) {
 		t.Run(fmt.Sprint("case ", i, " composed"), func(t *testing.T) { checkResume(t, c.composed(), rand.New(rand.NewPCG(c.seed, 3))) })
 		// Composed again, of loops too, and of members with timeouts.
 		t.Run(fmt.Sprint("case ", i, " looped"), func(t *testing.T) { checkResume(t, c.looped(), rand.New(rand.NewPCG(c.seed, 4))) })
+		// And again, of majority votes too, of members that ignore their context, and of
+		// composite and tool-calling members whose timeouts cut them short.
+		t.Run(fmt.Sprint("case ", i, " timed"), func(t *testing.T) { checkResume(t, c.timed(), rand.New(rand.NewPCG(c.seed, 5))) })
 	}
 }
 
@@ -1079,7 +1352,7 @@ func checkResume(t *testing.T, c *propCase, crashRNG *rand.Rand) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(c)
 		ref := drive(t, w, 0)
-		tied := w.tied() || w.reviewRaced(budgetLogged(ref.log))
+		tied := w.tied() || w.reviewRaced(budgetLogged(ref.log)) || w.lateDone
 		troupetest.CheckLog(t, ref.log)
 		checkRanOnce(t, w, ref)
 		want := summarize(t, ref.log)

@@ -201,6 +201,13 @@ type nested struct {
 	// tool refuses to call one of them (a cycle), however the nesting came about.
 	enclosing []string
 	cut       *cutoff // nil for a member without a timeout, which is never abandoned
+	// running holds the dispatch_started events recorded through Emit, of dispatches nested
+	// in this one at any depth, that no end has answered yet, in the order they started; kept
+	// only when cut is set. A member abandoned past its timeout records nothing any more, so
+	// its composite ends these for it (endRunning): else a terminal log would hold their
+	// starts unanswered, and a run resumed from it would end them where this run did not.
+	runningMu sync.Mutex
+	running   []troupe.Event
 }
 
 // enclosingOf is the chain of agents whose dispatches enclose a dispatch nested in d, d's own
@@ -468,6 +475,46 @@ func (n *nested) Emit(ev troupe.Event) {
 	}
 	if n.em != nil {
 		n.em.Emit(ev)
+		if n.cut != nil {
+			n.track(ev)
+		}
+	}
+}
+
+// track notes ev, an event of a dispatch nested in this one, in running.
+func (n *nested) track(ev troupe.Event) {
+	n.runningMu.Lock()
+	defer n.runningMu.Unlock()
+	switch ev.Kind {
+	case troupe.KindDispatchStarted:
+		n.running = append(n.running, ev)
+	case troupe.KindDispatchCompleted, troupe.KindDispatchFailed:
+		n.running = slices.DeleteFunc(n.running, func(s troupe.Event) bool { return s.DispatchID == ev.DispatchID })
+	}
+}
+
+// endRunning records the dispatches nested in this one that are still running as cancelled
+// with it, the last started first, once its composite abandoned it (its cut is closed, so
+// none of them records anything more).
+func (n *nested) endRunning(why string) {
+	n.runningMu.Lock()
+	running := n.running
+	n.running = nil
+	n.runningMu.Unlock()
+	now := time.Now()
+	for _, s := range slices.Backward(running) {
+		d, _ := s.Data.(*troupe.Dispatch)
+		if d == nil {
+			continue
+		}
+		res := &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
+			Status: troupe.StatusCancelled, StartedAt: d.DispatchedAt, CompletedAt: now, ExecutionTimeMS: max(now.Sub(d.DispatchedAt).Milliseconds(), 0),
+			Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: why}}}
+		if t := n.TraceID(); t != "" {
+			res.TraceID = &t
+		}
+		n.em.Emit(troupe.Event{Kind: troupe.KindDispatchFailed, DispatchID: d.DispatchID, Agent: d.TargetAgent, Parent: s.Parent,
+			Context: s.Context, Status: res.Status, Data: res})
 	}
 }
 

@@ -73,6 +73,7 @@ func (f *frame) invokeTimed(ctx context.Context, m *member, d *troupe.Dispatch, 
 			strays.Add()
 			if state.CompareAndSwap(running, abandoned) {
 				rt.cut.close()
+				rt.endRunning(fmt.Sprintf("%s was abandoned past its timeout, and this with it", m.spec.Name))
 				return nil, true, &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
 					Message: fmt.Sprintf("%s did not finish within %v and was abandoned, still running %v after its context ended", m.spec.Name, m.spec.Timeout, abandonGrace),
 					Details: map[string]any{"abandoned": true}, Cause: context.Cause(actx)}
