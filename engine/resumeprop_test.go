@@ -711,12 +711,6 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 	}
 	dl, ok := ctx.Deadline()
 	own := timeout > 0 && ok && !dl.After(time.Now().Add(vd-v))
-	until := func(at time.Duration) { // the work takes its time, whatever its context says
-		if wait := at - w.now(); wait > 0 {
-			tm := time.NewTimer(wait)
-			<-tm.C
-		}
-	}
 	if wait := min(end, vd) - v; wait > 0 {
 		tm := time.NewTimer(wait)
 		select {
@@ -766,7 +760,10 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 		}
 		w.mu.Unlock()
 	}
-	until(ret)
+	if wait := ret - w.now(); wait > 0 { // the work takes its time, whatever its context says
+		tm := time.NewTimer(wait)
+		<-tm.C
+	}
 	return err
 }
 
@@ -820,10 +817,11 @@ func (w *world) composite(s *compSpec) troupe.Agent {
 	var specs []*troupe.AgentSpec
 	for _, m := range s.members {
 		deadline := (m.sub != nil || m.tool) && m.timeout > 0 && m.timeout != noTimeout
-		a := w.timedAgent(m.timeout, m.linger)
+		timeout := m.timeout
 		if deadline {
-			a = w.agent() // the timeout is kept around the tool call and its work (deadlined)
+			timeout = 0 // it is kept around the tool call and its work (deadlined)
 		}
+		a := w.timedAgent(timeout, m.linger)
 		switch {
 		case m.sub != nil:
 			a = w.composite(m.sub)
