@@ -670,7 +670,7 @@ func (c *call) dropMootLocked(id string) {
 // spent is what dispatches reported using.
 type spent struct {
 	tokens int64
-	cost   float64
+	cost   nanodollars
 }
 
 // nestedUse is what the dispatches nested in a planned one have used so far, for the budgets
@@ -691,7 +691,7 @@ func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
 		all.tokens = *res.TokensUsed
 	}
 	if res.CostDollars != nil {
-		all.cost = *res.CostDollars
+		all.cost = dollarsToNanos(*res.CostDollars)
 	}
 	if all == (spent{}) {
 		return

@@ -46,7 +46,10 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// TimeBudget bounds a run's time for starting dispatches; 0 means 1 hour. Requests may lower it.
 	TimeBudget time.Duration
-	// MaxCostDollars bounds a run's spend; 0 means $10. Requests may lower it.
+	// MaxCostDollars bounds a run's spend; 0 means $10. Requests may lower it. The run
+	// counts costs in whole billionths of a dollar, so results that add up to the budget
+	// spend it in whatever order they finish; a cost or budget above $4.5 million counts as
+	// that much.
 	MaxCostDollars float64
 	// MaxTokens bounds the tokens a run's results report using (tokens_used, each result
 	// counted once); 0 means 10,000,000. Requests may lower it.
@@ -82,7 +85,7 @@ type Engine struct {
 	policy     troupe.ErrorPolicy
 	timeout    time.Duration
 	timeBudget time.Duration
-	costBudget float64
+	costBudget nanodollars
 	tokBudget  int64
 	maxDisp    int
 	maxConc    int
@@ -122,7 +125,7 @@ func New(cfg Config) (*Engine, error) {
 		reg: cfg.Registry, names: cfg.Registry.Names(), planner: cfg.Planner, router: cfg.Router,
 		store: cfg.Store, exec: cfg.Executor, policy: cfg.Policy,
 		timeout: orDuration(cfg.DefaultTimeout, 5*time.Minute), timeBudget: orDuration(cfg.TimeBudget, time.Hour),
-		costBudget: cfg.MaxCostDollars, tokBudget: cfg.MaxTokens, maxDisp: cfg.MaxDispatches, maxConc: cfg.MaxConcurrency,
+		costBudget: budgetNanos(cfg.MaxCostDollars), tokBudget: cfg.MaxTokens, maxDisp: cfg.MaxDispatches, maxConc: cfg.MaxConcurrency,
 		guards: cfg.Guardrails, human: cfg.Human, strategy: cfg.Resolution,
 		teardownTO: orDuration(cfg.TeardownTimeout, 10*time.Second), seed: cfg.Seed,
 		live: make(map[string]*Run),
@@ -148,7 +151,7 @@ func New(cfg Config) (*Engine, error) {
 		e.tokBudget = 10_000_000
 	}
 	if e.costBudget == 0 {
-		e.costBudget = 10
+		e.costBudget = 10 * nanosPerDollar
 	}
 	if e.maxDisp == 0 {
 		e.maxDisp = 1000

@@ -382,7 +382,7 @@ func TestCostBudget(t *testing.T) {
 	})
 	eng := newEngine(t, engine.Config{Registry: agents(t, "a", spend, "b", spend, "c", spend, "d", spend), Planner: chain("a", "b", "c", "d")})
 	evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: 1}})
-	if !cmp.Equal(seen, []float64{1, 0.6, 0.19999999999999996}) {
+	if !cmp.Equal(seen, []float64{1, 0.6, 0.2}) { // $0.2 left, not a float's $0.19999999999999996
 		t.Errorf("max_cost_dollars seen %v", seen)
 	}
 	if len(troupetest.Find(evs, troupe.KindBudgetExhausted, "")) != 1 {
@@ -390,6 +390,33 @@ func TestCostBudget(t *testing.T) {
 	}
 	if out := outcome(t, evs); !cmp.Equal(out.Skipped, []string{"d"}) {
 		t.Errorf("skipped %v, want d", out.Skipped)
+	}
+}
+
+// Costs that add up to the budget spend it in whatever order they come: float64 sums of
+// $0.01, $0.02 and $0.04 are $0.07 in four orders and a hair under it in two ($0.02, $0.04,
+// $0.01 among them), so a run counting in floats let d start in some orders, and a resumed
+// run, counting what its log holds first, could decide otherwise than the run that made the
+// log.
+func TestCostBudgetSpentInAnyOrder(t *testing.T) {
+	costs := []float64{0.01, 0.02, 0.04}
+	for _, order := range [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		spender := func(c float64) troupe.Agent {
+			return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+				return &troupe.Result{AgentResult: map[string]any{"ok": true}, CostDollars: troupe.Ptr(c)}, nil
+			})
+		}
+		ok := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+		})
+		reg := agents(t, "a", spender(costs[order[0]]), "b", spender(costs[order[1]]), "c", spender(costs[order[2]]), "d", ok)
+		eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("a", "b", "c", "d")})
+		evs := run(t, eng, troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: 0.07}})
+		out := outcome(t, evs)
+		if !cmp.Equal(out.Skipped, []string{"d"}) || out.Budget != "cost budget of $0.0700 spent ($0.0700)" {
+			t.Errorf("costs %v, %v, %v: skipped %v, budget %q; want d skipped, $0.07 spent",
+				costs[order[0]], costs[order[1]], costs[order[2]], out.Skipped, out.Budget)
+		}
 	}
 }
 

@@ -431,6 +431,14 @@ type world struct {
 	// makes no member again, so it cannot know the member would have finished (see
 	// lingering).
 	lateDone bool
+	// rewrapped: a member that ignores its context, run again by a resumed run whose
+	// composite's timer started again with it, ended itself as abandoned when its composite
+	// abandoned it in the run that was not stopped, but past the deadline of the timer that
+	// started again: its composite, within the grace it gives, wraps that error as a timeout
+	// of its own, and the abandonment its warning names is lost. (The member cannot instead
+	// run on to be abandoned: its composite would abandon it later than in the run that was
+	// not stopped, and what happened between would come in another order.)
+	rewrapped bool
 }
 
 // reviewRaced says whether, in one segment, a planned composite started at the very moment
@@ -625,10 +633,15 @@ func (w *world) timedAgent(timeout, linger time.Duration) troupe.Agent {
 			d.Partial(map[string]any{"partial": id})
 		}
 		if linger > 0 {
-			if err := w.lingering(ctx, d, b, vs, v, seen, timeout, linger); err != nil {
+			wrap, err := w.lingering(ctx, d, b, vs, v, seen, timeout, linger)
+			if err != nil {
 				return nil, err
 			}
-			return w.outcome(d, b)
+			res, err := w.outcome(d, b)
+			if wrap && err != nil {
+				err = timedOut(d.TargetAgent, timeout, err)
+			}
+			return res, err
 		}
 		cut := timeout > 0 && b.dur > timeout
 		if cut {
@@ -663,7 +676,7 @@ func (w *world) timedAgent(timeout, linger time.Duration) troupe.Agent {
 			}
 		}
 		if cut {
-			return nil, timedOut(d.TargetAgent, timeout)
+			return nil, timedOut(d.TargetAgent, timeout, context.DeadlineExceeded)
 		}
 		return w.outcome(d, b)
 	})
@@ -704,13 +717,16 @@ func (w *world) outcome(d *troupe.Dispatch, b behaviour) (*troupe.Result, error)
 // of its context is then), the composite cuts it short, or abandons it once it has not
 // returned within the grace it gives; when its timer started again with a run resumed after
 // a stop, the member ends itself at those moments, with the error its composite gives then.
-func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, vs, v time.Duration, seen bool, timeout, linger time.Duration) error {
+// With wrap, it ends with its work done past its timeout, within the grace, and the error its
+// outcome gives is to be wrapped as its composite wrapped it in the run that was not stopped.
+func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, vs, v time.Duration, seen bool, timeout, linger time.Duration) (wrap bool, err error) {
 	end, vd := vs+b.dur, time.Duration(1<<62)
 	if timeout > 0 {
 		vd = vs + timeout
 	}
 	dl, ok := ctx.Deadline()
 	own := timeout > 0 && ok && !dl.After(time.Now().Add(vd-v))
+	dlV := v + dl.Sub(time.Now()) // the virtual time of its context's deadline, with ok
 	if wait := min(end, vd) - v; wait > 0 {
 		tm := time.NewTimer(wait)
 		select {
@@ -721,7 +737,6 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 	}
 	now := w.now()
 	ret := end // the virtual time it returns at
-	var err error
 	switch {
 	case end <= vd && now >= end:
 		// Done before its context ended or its timeout passed.
@@ -740,8 +755,26 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 			err = context.DeadlineExceeded
 		case ret-vd > stray.Grace:
 			ret, err = vd+stray.Grace, abandoned(d.TargetAgent, timeout)
+			if ok && dlV <= ret {
+				w.mu.Lock()
+				w.rewrapped = true
+				w.mu.Unlock()
+			}
 		case ret < end:
-			err = timedOut(d.TargetAgent, timeout)
+			err = timedOut(d.TargetAgent, timeout, context.DeadlineExceeded)
+			if ok && dlV <= ret {
+				// The composite's timer that started again has passed too: it wraps
+				// what its member returns itself.
+				err = context.DeadlineExceeded
+			}
+		case ok && dlV <= ret:
+			// Done within the grace, past both timers: its composite wraps an error
+			// it ends with as a timeout itself, as in the run that was not stopped.
+		default:
+			// Done within the grace its composite gave it in the run that was not
+			// stopped, before the timer that started again passes: an error it ends
+			// with is wrapped as its composite wrapped it then.
+			wrap = true
 		}
 	default:
 		// Its context ended (its run or its composite is ending) before its work was done.
@@ -764,7 +797,7 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 		tm := time.NewTimer(wait)
 		<-tm.C
 	}
-	return err
+	return wrap, err
 }
 
 // abandoned is the error a composite gives a member it abandoned, still running stray.Grace
@@ -807,9 +840,9 @@ func (w *world) toolCaller(a troupe.Agent) troupe.Agent {
 // not time out at all, in a run stopped while it ran. The world's member ends itself with this
 // error when its timeout passes in the uninterrupted timeline instead, at the very moment its
 // composite's timer does in that run.
-func timedOut(agent string, timeout time.Duration) error {
+func timedOut(agent string, timeout time.Duration, cause error) error {
 	return &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true, Message: fmt.Sprintf("%s did not finish within %v", agent, timeout),
-		Cause: context.DeadlineExceeded}
+		Cause: cause}
 }
 
 // composite builds s of the world's scripted agents.
@@ -923,7 +956,10 @@ func (w *world) deadlined(a troupe.Agent, timeout time.Duration) troupe.Agent {
 		res, err := a.Run(rctx, d)
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if errors.Is(err, troupe.ErrPaused) {
+		if errors.Is(err, troupe.ErrPaused) && !w.crashed {
+			// The run pauses: its timer starts again when the run resumes. (Not when the
+			// process died: a member paused then was let go by the dying run, and the
+			// run that was not stopped kept its timer running.)
 			delete(w.vstart, key)
 		}
 		if time.Since(w.segStart)+w.segV < vd {
@@ -1367,8 +1403,8 @@ func checkResume(t *testing.T, c *propCase, crashRNG *rand.Rand) {
 			f := drive(t, w, at)
 			troupetest.CheckLog(t, f.log)
 			checkRanOnce(t, w, f)
-			if f.lostCancel || w.tied() || tied || w.reviewRaced(budgetLogged(ref.log) || budgetLogged(f.log)) {
-				continue // see world.tied and world.reviewRaced
+			if f.lostCancel || w.tied() || tied || w.reviewRaced(budgetLogged(ref.log) || budgetLogged(f.log)) || w.rewrapped {
+				continue // see world.tied, world.reviewRaced and world.rewrapped
 			}
 			want, got := want, summarize(t, f.log)
 			if c.comps != nil {
@@ -1420,6 +1456,9 @@ func dumpLog(evs []troupe.Event) string {
 		case *troupe.Result:
 			if len(d.Errors) > 0 {
 				fmt.Fprintf(&b, " %v", d.Errors[0].Message)
+			}
+			if d.CostDollars != nil {
+				fmt.Fprintf(&b, " $%.4f", *d.CostDollars)
 			}
 		case *troupe.Question:
 			fmt.Fprintf(&b, " %s", d.ID)

@@ -38,7 +38,7 @@ type Run struct {
 	rare   *runRare // made by more, when a run first needs one of its fields; guarded by mu
 
 	timeBudget time.Duration
-	costBudget float64
+	costBudget nanodollars
 	tokBudget  int64
 
 	onDoneMu sync.Mutex
@@ -64,7 +64,7 @@ type Run struct {
 	status     troupe.RunStatus
 	failure    *troupe.ErrorInfo
 	firstSeq   int64
-	cost       float64
+	cost       nanodollars // of results and decisions so far: exact, so any order of them spends the same budget
 	tokens     int64
 	setup      []string
 	startedAt  time.Time // also the budget clock
@@ -100,7 +100,7 @@ type runRare struct {
 	failCause   error  // what Wait's error unwraps to: the errors behind the failure
 	budgetWhy   string // which budget was spent, once one was
 	liveTokens  int64  // used by dispatches nested in planned ones still running (budgets only)
-	liveCost    float64
+	liveCost    nanodollars
 	routeCost   float64 // of routing decisions (a model asked): part of cost, and of the totals
 	routeTokens int64
 	fallbacks   map[string]string
@@ -147,7 +147,7 @@ func (r *Run) more() *runRare {
 }
 
 // live is what dispatches nested in running ones have used so far. The caller holds r.mu.
-func (r *Run) live() (tokens int64, cost float64) {
+func (r *Run) live() (tokens int64, cost nanodollars) {
 	if x := r.rare; x != nil {
 		return x.liveTokens, x.liveCost
 	}
@@ -299,7 +299,7 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	if c := req.Criteria; c != nil && c.TimeBudgetSeconds != nil && secs(*c.TimeBudgetSeconds) < r.timeBudget {
 		r.timeBudget = secs(*c.TimeBudgetSeconds)
 	}
-	if b := req.Budget.MaxCostDollars; b > 0 && b < r.costBudget {
+	if b := budgetNanos(req.Budget.MaxCostDollars); b > 0 && b < r.costBudget {
 		r.costBudget = b
 	}
 	if b := req.Budget.MaxTokens; b > 0 && b < r.tokBudget {
@@ -1152,7 +1152,7 @@ func (r *Run) routeLocked(t *task) bool {
 		r.more().routeTokens += *d.TokensUsed
 	}
 	if d.CostDollars != nil {
-		r.cost += *d.CostDollars
+		r.cost += dollarsToNanos(*d.CostDollars)
 		r.more().routeCost += *d.CostDollars
 	}
 	if err != nil {
@@ -1231,7 +1231,7 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	case elapsed >= r.timeBudget:
 		why = fmt.Sprintf("time budget of %v spent (%v elapsed)", r.timeBudget, elapsed.Round(time.Millisecond))
 	case r.cost+liveCost >= r.costBudget:
-		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget, r.cost+liveCost)
+		why = fmt.Sprintf("cost budget of $%.4f spent ($%.4f)", r.costBudget.dollars(), (r.cost + liveCost).dollars())
 	case r.tokens+liveTokens >= r.tokBudget:
 		why = fmt.Sprintf("token budget of %d spent (%d)", r.tokBudget, r.tokens+liveTokens)
 	case int(r.dispatches) >= r.e.maxDisp:
@@ -1241,6 +1241,43 @@ func (r *Run) budgetSpentLocked(elapsed time.Duration) string {
 	}
 	return r.budgetSpentAsLocked(why)
 }
+
+// nanodollars is an amount of money in billionths of a dollar. The run counts what it spends in
+// them, not in float64 dollars: float addition is not associative ($0.10 + $0.15 + $0.05 is
+// $0.30, $0.05 + $0.10 + $0.15 a hair over it), so the same results finishing in another order
+// (a resumed run counts what its log holds first) could cross a budget in one run and not in
+// the other. Whole billionths add up the same in any order.
+type nanodollars int64
+
+const nanosPerDollar nanodollars = 1e9
+
+// maxNanos bounds an amount converted from dollars, far above any budget, so that sums of a
+// run's amounts cannot overflow.
+const maxNanos nanodollars = 1 << 52
+
+// dollarsToNanos is c, a cost reported in dollars, to the nearest billionth (a cost too small
+// for a billionth counts nothing, as nothing it adds to a budget could be told apart).
+func dollarsToNanos(c float64) nanodollars {
+	switch n := math.Round(c * float64(nanosPerDollar)); {
+	case !(n > 0): // NaN too; validation refuses negative costs before they get here
+		return 0
+	case n >= float64(maxNanos):
+		return maxNanos
+	default:
+		return nanodollars(n)
+	}
+}
+
+// budgetNanos is a budget of b dollars: a positive budget is at least a billionth, not 0
+// (which means no budget was given).
+func budgetNanos(b float64) nanodollars {
+	if n := dollarsToNanos(b); n > 0 || !(b > 0) {
+		return n
+	}
+	return 1
+}
+
+func (n nanodollars) dollars() float64 { return float64(n) / float64(nanosPerDollar) }
 
 // budgetSpentSuffix ends the message of a budget_exhausted event, after the budget spent.
 const budgetSpentSuffix = "; no new dispatches start"
@@ -1379,7 +1416,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 	}
 	_, liveCost := r.live() // what running composites used counts too
 	if left := r.costBudget - r.cost - liveCost; left > 0 {
-		rec.costLeft = left
+		rec.costLeft = left.dollars()
 		d.MaxCostDollars = &rec.costLeft
 	}
 	c.timeout = timeout
@@ -1663,7 +1700,7 @@ func (r *Run) completeLocked(c *call) {
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: kind, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Status: res.Status, Data: res})
 	}
 	if res.CostDollars != nil {
-		r.cost += *res.CostDollars
+		r.cost += dollarsToNanos(*res.CostDollars)
 	}
 	if res.TokensUsed != nil {
 		r.tokens += *res.TokensUsed // every dispatch's result once, retried attempts included
@@ -2078,7 +2115,7 @@ func (r *Run) endPausedLocked() {
 				res.TokensUsed = troupe.Ptr(u.tokens)
 			}
 			if u.cost > 0 {
-				res.CostDollars = troupe.Ptr(u.cost)
+				res.CostDollars = troupe.Ptr(u.cost.dollars())
 			}
 		}
 		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
