@@ -670,7 +670,8 @@ func (c *call) dropMootLocked(id string) {
 // spent is what dispatches reported using.
 type spent struct {
 	tokens int64
-	cost   nanodollars
+	cost   float64     // as reported, for a result made of them
+	nanos  nanodollars // the same, for the budgets (see nanodollars)
 }
 
 // nestedUse is what the dispatches nested in a planned one have used so far, for the budgets
@@ -691,7 +692,7 @@ func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
 		all.tokens = *res.TokensUsed
 	}
 	if res.CostDollars != nil {
-		all.cost = dollarsToNanos(*res.CostDollars)
+		all.cost, all.nanos = *res.CostDollars, dollarsToNanos(*res.CostDollars)
 	}
 	if all == (spent{}) {
 		return
@@ -703,16 +704,17 @@ func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
 	}
 	kids := u.children[res.DispatchID]
 	delete(u.children, res.DispatchID)
-	own := spent{max(all.tokens-kids.tokens, 0), max(all.cost-kids.cost, 0)}
+	own := spent{max(all.tokens-kids.tokens, 0), max(all.cost-kids.cost, 0), max(all.nanos-kids.nanos, 0)}
 	if parent != c.d.DispatchID {
 		p := u.children[parent]
-		u.children[parent] = spent{p.tokens + all.tokens, p.cost + all.cost}
+		u.children[parent] = spent{p.tokens + all.tokens, p.cost + all.cost, p.nanos + all.nanos}
 	}
 	u.tokens += own.tokens
 	u.cost += own.cost
+	u.nanos += own.nanos
 	x := c.r.more()
 	x.liveTokens += own.tokens
-	x.liveCost += own.cost
+	x.liveCost += own.nanos
 }
 
 // Admit says whether a dispatch nested in this one may start (troupe.Admitter): the run's
@@ -765,6 +767,22 @@ func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 			return false, errCancelEnding
 		}
 		return false, err
+	}
+	if qs, res := x.endedWaiting(d); res != nil {
+		// The log shows d ended waiting for answers the resumed run can neither give nor
+		// ask for. Made again, it would only wait again, but a composite would run its
+		// other members anew meanwhile (its timer started again), which the run that made
+		// the log did not, and a group whose own context ended would pass over a member
+		// that is neither taken from the log nor running. It ends again as it ended:
+		// refused as waiting still, it is reported with its result from the log (flow asks
+		// PausedAgain), and what it used counts, as it did then.
+		r := c.r
+		r.mu.Lock()
+		if !c.expired && !r.finishing {
+			c.chargeNestedLocked(res, x.nestedParent[d.DispatchID])
+		}
+		r.mu.Unlock()
+		return false, c.waitAgain(qs)
 	}
 	return x.ranMembers(d.DispatchID), nil
 }

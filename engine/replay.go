@@ -361,6 +361,23 @@ func (x *replayIndex) nestedLogged(id string) bool {
 	return ok
 }
 
+// endedWaiting returns the result the log holds of the nested dispatch d that ended waiting
+// for answers the resumed run has neither the answers to nor anyone to ask (waitingNested),
+// with those questions; or nil.
+func (x *replayIndex) endedWaiting(d *troupe.Dispatch) ([]troupe.Question, *troupe.Result) {
+	if x == nil {
+		return nil, nil
+	}
+	qs := x.waitingNested(d.DispatchID)
+	if len(qs) == 0 {
+		return nil, nil
+	}
+	if res, ok := x.paused(d); ok {
+		return qs, res
+	}
+	return nil, nil
+}
+
 // askedNested notes q, a question the log records, as open when a nested dispatch asked it.
 func (x *replayIndex) askedNested(q *troupe.Question) {
 	var chain []string

@@ -384,10 +384,10 @@ func TestResumedSequenceCancelledAtOnceGoesPastRecordedFailure(t *testing.T) {
 // composite's member, whose result the resumed run has not taken yet — does not count yet.
 func TestResumedCompositeMemberRefusedAfterLoggedBudget(t *testing.T) {
 	var resumed atomic.Bool
-	s0Done, teamDone, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	teamDone, release := make(chan struct{}), make(chan struct{})
 	var m1Runs atomic.Int32
+	st := &gateStore{Store: memory.New()}
 	s0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
-		defer close(s0Done)
 		return &troupe.Result{AgentResult: map[string]any{"s0": true}, TokensUsed: troupe.Ptr(int64(150))}, nil
 	})
 	s1 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
@@ -417,14 +417,16 @@ func TestResumedCompositeMemberRefusedAfterLoggedBudget(t *testing.T) {
 	})
 	team := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		if !resumed.Load() {
-			<-s0Done
+			// s0's result recorded, its tokens are counted: returned, they might not be yet
+			// when the team asks to start m1, and m1 would run (and the test wait forever
+			// for the team's failure).
+			<-st.recorded(troupe.KindDispatchCompleted, "s0")
 		} else {
 			defer close(teamDone)
 		}
 		return teamSeq.Run(ctx, d)
 	})
 	reg := agents(t, "spender", spender, "team", team)
-	st := &gateStore{Store: memory.New()}
 	req := troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}}
 	eng := newEngine(t, engine.Config{Registry: reg, Planner: group(2, "spender", "team"), Store: st})
 	r, err := eng.Start(t.Context(), req)
@@ -1241,6 +1243,9 @@ func TestResumedFirstSuccessKeepsPauseBeforeLiveWin(t *testing.T) {
 // by a resumed run won after. The resumed group reports that refusal, as it did without the
 // crash, though the log shows nothing of it: the branch's place in the group's order comes from
 // the pause the log records. The resumed group, its win live, left the refused branch out.
+// (The paused branch is no longer made again, as the resumed run cannot answer it: the
+// group asks for late at once, and the run refuses it as win, made again, wins; a refusal is
+// reported as one, not as a branch the win cancelled, whichever comes first.)
 func TestResumedFirstSuccessReportsBranchRefusedAfterPause(t *testing.T) {
 	// late is refused in the moment between seq's pause, which frees its slot, and win's
 	// result, which stops the group; nothing is recorded of a refusal, so win cannot wait for
@@ -1503,6 +1508,92 @@ func TestAbandonedCompositeEndsItsMembers(t *testing.T) {
 		}
 		if want := []string{"stuck cancelled", "inner timeout"}; !slices.Equal(ends, want) {
 			t.Errorf("nested dispatches ended %q, want %q", ends, want)
+		}
+	})
+}
+
+// A composite whose timeout cut it short while a member waited for a human ended waiting, and
+// its group went on (here, to a branch that won). Resumed from a log that stops before the
+// group's own result, with no one to ask, the run makes the group again, which takes that
+// composite's result from the log, as it ended: made again, the composite, its waiting member
+// refused as waiting still and its other member's result taken at once, ran a third member,
+// late, its timer having started again, which the run that made the log never started.
+func TestResumedCompositeEndedWaitingIsNotMadeAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lateRuns atomic.Int32
+		asker := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			if _, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"}); err != nil {
+				return nil, err
+			}
+			return &troupe.Result{AgentResult: map[string]any{"asker": true}}, nil
+		})
+		slow := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			<-ctx.Done() // the inner timer cuts it short
+			return nil, ctx.Err()
+		})
+		late := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			lateRuns.Add(1)
+			return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+		})
+		winner := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			tm := time.NewTimer(50 * time.Millisecond)
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+				return &troupe.Result{AgentResult: map[string]any{"won": true}, CostDollars: troupe.Ptr(0.01)}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		inner := flow.Parallel(flow.ParallelConfig{MaxConcurrent: 1},
+			flow.Named("asker", asker), flow.Named("slow", slow), flow.Named("late", late))
+		team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess, MaxConcurrent: 1},
+			flow.Named("inner", inner, troupe.WithTimeout(100*time.Millisecond)), flow.Named("winner", winner))
+		reg := agents(t, "team", team)
+		st := memory.New()
+		eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("team"), Store: st})
+		r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Wait(t.Context())
+		ref, _ := st.Events(t.Context(), r.ID(), 0)
+		if o := outcome(t, ref); o.Status != troupe.RunCompleted || lateRuns.Load() != 0 {
+			t.Fatalf("uninterrupted: %s, late ran %d times; want completed, late never started", o.Status, lateRuns.Load())
+		}
+		innerEnd := func(evs []troupe.Event) *troupe.Result {
+			var last *troupe.Result
+			for _, ev := range evs {
+				if res, ok := ev.Data.(*troupe.Result); ok && res.AgentName == "inner" {
+					last = res
+				}
+			}
+			return last
+		}
+		if res := innerEnd(ref); res == nil || res.Status != troupe.StatusTimeout {
+			t.Fatalf("uninterrupted: inner ended %+v, want timed out", res)
+		}
+
+		cut := logUpTo(t, st, r.ID(), startedTo("winner"))
+		eng2 := newEngine(t, engine.Config{Registry: reg, Planner: chain("team"), Store: cut})
+		r2, err := eng2.Resume(t.Context(), r.ID(), engine.ResumeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2.Wait(t.Context())
+		evs, _ := cut.Events(t.Context(), r.ID(), 0)
+		troupetest.CheckLog(t, evs)
+		if o := outcome(t, evs); o.Status != troupe.RunCompleted || len(o.Questions) != 0 {
+			t.Errorf("resumed: %s with questions %v, want completed with none (the win makes the question moot)", o.Status, o.Questions)
+		}
+		if n := lateRuns.Load(); n != 0 {
+			t.Errorf("resumed: late ran %d times; the run that made the log never started it", n)
+		}
+		if got, want := innerEnd(evs), innerEnd(ref); got == nil || got.Status != want.Status || got.DispatchID != want.DispatchID {
+			t.Errorf("resumed: inner ended %+v, want as logged: %+v", got, want)
+		}
+		if got, want := finalResult(t, evs, "team"), finalResult(t, ref, "team"); !slices.Equal(got.Warnings, want.Warnings) || got.Status != want.Status {
+			t.Errorf("resumed: team ended %s warning %q, want %s warning %q", got.Status, got.Warnings, want.Status, want.Warnings)
 		}
 	})
 }

@@ -439,6 +439,9 @@ type world struct {
 	// run on to be abandoned: its composite would abandon it later than in the run that was
 	// not stopped, and what happened between would come in another order.)
 	rewrapped bool
+	// The deadlined members (their vstart keys) that returned paused for a human since the
+	// run last paused.
+	pausedDeadlines map[string]bool
 }
 
 // reviewRaced says whether, in one segment, a planned composite started at the very moment
@@ -510,7 +513,7 @@ func (w *world) raced() bool {
 func newWorld(c *propCase) *world {
 	return &world{c: c, segStart: time.Now(), vstart: map[string]time.Duration{}, answered: map[string]time.Duration{}, calls: map[string][]int{},
 		finishedAtStart: map[int]bool{}, waitingAtStart: map[int]bool{}, failedAtOnce: map[time.Duration]int{}, timedOutAt: map[time.Duration]map[string]bool{},
-		endedAt: map[time.Duration]int{}, answeredAtStart: map[int]bool{}, composedAtStart: map[int]bool{}}
+		endedAt: map[time.Duration]int{}, answeredAtStart: map[int]bool{}, composedAtStart: map[int]bool{}, pausedDeadlines: map[string]bool{}}
 }
 
 func (w *world) nextSegment() {
@@ -520,6 +523,16 @@ func (w *world) nextSegment() {
 	w.segV = w.segEnd
 	w.segStart = now
 	w.seg++
+	if !w.crashed {
+		// The run paused: a deadlined member that paused for a human is made again, when
+		// its answer comes, with its timer started again, in the run that was not stopped as
+		// in one that was. (Not after the process died: one made again then, its result
+		// not in the log, runs on with the timer of its first start.)
+		for key := range w.pausedDeadlines {
+			delete(w.vstart, key)
+		}
+		clear(w.pausedDeadlines)
+	}
 	w.crashed = false
 }
 
@@ -956,11 +969,8 @@ func (w *world) deadlined(a troupe.Agent, timeout time.Duration) troupe.Agent {
 		res, err := a.Run(rctx, d)
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if errors.Is(err, troupe.ErrPaused) && !w.crashed {
-			// The run pauses: its timer starts again when the run resumes. (Not when the
-			// process died: a member paused then was let go by the dying run, and the
-			// run that was not stopped kept its timer running.)
-			delete(w.vstart, key)
+		if errors.Is(err, troupe.ErrPaused) {
+			w.pausedDeadlines[key] = true // see nextSegment
 		}
 		if time.Since(w.segStart)+w.segV < vd {
 			return res, err
@@ -1458,7 +1468,7 @@ func dumpLog(evs []troupe.Event) string {
 				fmt.Fprintf(&b, " %v", d.Errors[0].Message)
 			}
 			if d.CostDollars != nil {
-				fmt.Fprintf(&b, " $%.4f", *d.CostDollars)
+				fmt.Fprintf(&b, " $%v", *d.CostDollars)
 			}
 		case *troupe.Question:
 			fmt.Fprintf(&b, " %s", d.ID)

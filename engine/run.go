@@ -1682,7 +1682,7 @@ func (r *Run) completeLocked(c *call) {
 	if u := c.use; u != nil { // its result counts from now on, its members' with it
 		x := r.more()
 		x.liveTokens -= u.tokens
-		x.liveCost -= u.cost
+		x.liveCost -= u.nanos
 	}
 	// Whether the run is letting this dispatch go as it is being cancelled: decided once, so
 	// that the mark the log records and what the policy is told agree though the caller's
@@ -2115,7 +2115,7 @@ func (r *Run) endPausedLocked() {
 				res.TokensUsed = troupe.Ptr(u.tokens)
 			}
 			if u.cost > 0 {
-				res.CostDollars = troupe.Ptr(u.cost.dollars())
+				res.CostDollars = troupe.Ptr(u.cost)
 			}
 		}
 		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)

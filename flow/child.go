@@ -693,8 +693,10 @@ func (f *frame) runNew(ctx context.Context, m *member, dp *troupe.Dispatch, in i
 	}
 	if err != nil {
 		// The run's budget is spent: the member is not started (nor recorded as started).
-		aerr := &troupe.AgentError{Code: troupe.CodeBudget, Message: "not started", Cause: err}
-		return result(ctx, m, &d, nil, aerr, time.Now()), aerr
+		// It is reported so though its composite's context ended as the run refused it (a
+		// first_success group's win, at that moment): refused, it was never cancelled, and
+		// the group reports it as it reports one it asked for before it stopped (notStarted).
+		return notStarted(context.WithoutCancel(ctx), m, &d, err)
 	}
 	rt := &nested{outer: f.outer, em: f.em, parentID: f.d.DispatchID, id: in.id, agent: m.spec.Name, st: st, enclosing: enclosing}
 	if f.em != nil {

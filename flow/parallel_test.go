@@ -3,10 +3,12 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -429,6 +431,59 @@ func TestParallelShadowedStateWrite(t *testing.T) {
 			flow.Named("a", says(map[string]any{"x": 1.0}), troupe.Writes("x"))).Run(t.Context(), troupe.NewDispatch())
 		if err != nil || len(res.Warnings) != 0 {
 			t.Errorf("Run = %v, %v; want no warning", res.Warnings, err)
+		}
+	})
+}
+
+// refusingRun is a run whose budget refuses the branch named late once proceed is closed.
+type refusingRun struct {
+	*runLog
+	proceed chan struct{}
+}
+
+func (r *refusingRun) AdmitDispatch(d *troupe.Dispatch) (bool, error) {
+	if d.TargetAgent == "late" {
+		<-r.proceed
+		return false, fmt.Errorf("%w: token budget of 100 spent (150)", troupe.ErrBudgetExhausted)
+	}
+	return false, nil
+}
+
+// A branch the run refuses for its budget as another branch wins is reported not started, as
+// refused, whichever came first: it was reported cancelled by the win when the refusal came
+// after it, and a resumed run, taking the win and the refusal in another order, reported the
+// group otherwise than the run that made its log.
+func TestFirstSuccessReportsRefusalAtWin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lateRan atomic.Bool
+		win := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+		})
+		late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			lateRan.Store(true)
+			return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+		})
+		g := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess, MaxConcurrent: 2}, flow.Named("win", win), flow.Named("late", late))
+		rt := &refusingRun{runLog: &runLog{}, proceed: make(chan struct{})}
+		d := troupe.NewDispatch()
+		d.DispatchID, d.TargetAgent, d.Query = "disp_00000000000000aa", "team", "q"
+		d.Bind(rt)
+		var out *flow.ParallelOutcome
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			out, err = g.Execute(t.Context(), d)
+		}()
+		synctest.Wait() // win has won; late waits to hear it is refused
+		close(rt.proceed)
+		<-done
+		if err != nil || out.Winner != 0 {
+			t.Fatalf("Execute: winner %d, %v; want win", out.Winner, err)
+		}
+		res := out.Results[1]
+		if lateRan.Load() || res == nil || res.Status != troupe.StatusFailed || len(res.Errors) == 0 || res.Errors[0].Code != troupe.CodeBudget {
+			t.Fatalf("late ran %v, reported %+v; want not started, refused for the budget", lateRan.Load(), res)
 		}
 	})
 }
