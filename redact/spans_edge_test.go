@@ -29,12 +29,12 @@ func TestPGPPrivateKeyBlock(t *testing.T) {
 	}
 }
 
-// growth returns how many times longer String takes on text(8n) than on text(n), the faster of
-// three runs of each: about 8 when the work is linear, 64 when it is quadratic.
+// growth returns how many times longer String takes on text(8n) than on text(n), the fastest of
+// five runs of each: about 8 when the work is linear, 64 when it is quadratic.
 func growth(r *redact.Redactor, text func(n int) string, n int) float64 {
 	timeOf := func(s string) time.Duration {
 		best := time.Duration(1 << 62)
-		for range 3 {
+		for range 5 {
 			t0 := time.Now()
 			r.String(s)
 			best = min(best, time.Since(t0))
@@ -76,7 +76,9 @@ func TestSpansLinearAdversarial(t *testing.T) {
 		},
 	}
 	for name, text := range texts {
-		if g := growth(r, text, 1000); g > 20 {
+		// Not 20: on a loaded machine (other test binaries running beside this one) linear
+		// texts read 22 to 25 times; a quadratic one reads near 64.
+		if g := growth(r, text, 1000); g > 32 {
 			t.Errorf("%s: 8 times the text took %.1f times as long", name, g)
 		}
 	}
