@@ -459,6 +459,21 @@ type world struct {
 	pausedDeadlines map[string]bool
 }
 
+// unfaithful says whether the world could not keep the uninterrupted timeline (see rewrapped
+// and pastDeadline).
+func (w *world) unfaithful() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rewrapped || w.pastDeadline
+}
+
+// held says whether a member held its composite past its end (see heldPastEnd).
+func (w *world) held() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.heldPastEnd
+}
+
 // reviewRaced says whether, in one segment, a planned composite started at the very moment
 // the segment began, which resumed with answers: a review approved then completes at that
 // moment, what its agent used counted against the budgets, while the composite asks the run
@@ -981,7 +996,9 @@ func (w *world) deadlined(a troupe.Agent, timeout time.Duration) troupe.Agent {
 		vd := vs + timeout
 		at := time.Now().Add(vd - v)
 		if !at.After(time.Now()) {
+			w.mu.Lock()
 			w.pastDeadline = true // see world.pastDeadline
+			w.mu.Unlock()
 		}
 		rctx := ctx
 		if dl, ok := ctx.Deadline(); !ok || dl.After(at) {
@@ -1429,22 +1446,22 @@ func checkResume(t *testing.T, c *propCase, crashRNG *rand.Rand) {
 			// set order.
 			opts = append(opts, inAnyOrder)
 		}
-		held := w.heldPastEnd
+		held := w.held()
 		for range crashes {
 			at := 1 + crashRNG.IntN(len(ref.log))
 			w := newWorld(c)
 			f := drive(t, w, at)
 			troupetest.CheckLog(t, f.log)
 			checkRanOnce(t, w, f)
-			if f.lostCancel || w.tied() || tied || w.reviewRaced(budgetLogged(ref.log) || budgetLogged(f.log)) || w.rewrapped || w.pastDeadline {
-				continue // see world.tied, world.reviewRaced, world.rewrapped and world.pastDeadline
+			if f.lostCancel || w.tied() || tied || w.reviewRaced(budgetLogged(ref.log) || budgetLogged(f.log)) || w.unfaithful() {
+				continue // see world.tied, world.reviewRaced and world.unfaithful
 			}
 			want, got := want, summarize(t, f.log)
 			if c.comps != nil {
 				want, got = undecided(want, w.raced()), undecided(got, w.raced())
 			}
 			opts := opts
-			if c.human && (held || w.heldPastEnd) {
+			if c.human && (held || w.held()) {
 				opts = append(opts, inAnyOrder) // see world.heldPastEnd
 			}
 			if diff := cmp.Diff(want, got, opts...); diff != "" {
