@@ -834,7 +834,13 @@ type ResumeOptions struct {
 // whatever the budgets say now, one it does not show is not started once the log records a
 // budget spent, and a composite the log shows in the midst of running members runs even when
 // the resumed run is already ending (cancelled, it takes its members' results and ends as they
-// let it, as it did when the run that made the log cancelled it).
+// let it, as it did when the run that made the log cancelled it). A nested dispatch the log
+// shows ended waiting for answers the resumed run can neither give nor ask for is taken as it
+// ended, not made again to wait again.
+//
+// A dispatch or member made again gets its whole timeout: its timer starts when it is made
+// again, not when the log shows it first started (the time the process lay dead is no
+// agent's).
 //
 // A dispatch the log shows started but not finished runs again under its id: a run stopped
 // by a crash, or by Engine.Shutdown, resumes so. An engine shut down resumes nothing
