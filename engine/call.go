@@ -678,10 +678,24 @@ type spent struct {
 // while it runs (its own result reports the total when it finishes).
 type nestedUse struct {
 	spent
-	// What each nested dispatch's own nested dispatches reported, by its id: a composite's
-	// result sums its members', and an agent's its tools', so a result counts only what its
-	// children did not already.
-	children map[string]spent
+	// Whether any nested result reported tokens, or a cost, zero or not: the planned
+	// dispatch's result made of them reports a total then, as a composite's own result does
+	// (a cost of $0 reported is not a cost unknown).
+	tokensSeen, costSeen bool
+	// What each nested dispatch's own nested dispatches reported, by its id (a composite's
+	// result sums its members', an agent's its tools'), so a result counts only what its
+	// children did not already; and what each one's latest result reported. A dispatch may
+	// finish more than once (paused, then made again with the answer): each attempt's result
+	// counts its own use, and its parent's children are its latest result's.
+	kids, latest map[string]spent
+}
+
+func (a spent) plus(b spent) spent {
+	return spent{a.tokens + b.tokens, a.cost + b.cost, a.nanos + b.nanos}
+}
+
+func (a spent) minus(b spent) spent {
+	return spent{a.tokens - b.tokens, a.cost - b.cost, a.nanos - b.nanos}
 }
 
 // chargeNestedLocked counts a finished nested dispatch's usage toward the run's budgets, each
@@ -694,24 +708,24 @@ func (c *call) chargeNestedLocked(res *troupe.Result, parent string) {
 	if res.CostDollars != nil {
 		all.cost, all.nanos = *res.CostDollars, dollarsToNanos(*res.CostDollars)
 	}
-	if all == (spent{}) {
+	if res.TokensUsed == nil && res.CostDollars == nil {
 		return
 	}
 	u := c.use
 	if u == nil {
-		u = &nestedUse{children: map[string]spent{}}
+		u = &nestedUse{kids: map[string]spent{}, latest: map[string]spent{}}
 		c.use = u
 	}
-	kids := u.children[res.DispatchID]
-	delete(u.children, res.DispatchID)
+	u.tokensSeen = u.tokensSeen || res.TokensUsed != nil
+	u.costSeen = u.costSeen || res.CostDollars != nil
+	id := res.DispatchID
+	kids := u.kids[id]
 	own := spent{max(all.tokens-kids.tokens, 0), max(all.cost-kids.cost, 0), max(all.nanos-kids.nanos, 0)}
 	if parent != c.d.DispatchID {
-		p := u.children[parent]
-		u.children[parent] = spent{p.tokens + all.tokens, p.cost + all.cost, p.nanos + all.nanos}
+		u.kids[parent] = u.kids[parent].plus(all.minus(u.latest[id]))
 	}
-	u.tokens += own.tokens
-	u.cost += own.cost
-	u.nanos += own.nanos
+	u.latest[id] = all
+	u.spent = u.spent.plus(own)
 	x := c.r.more()
 	x.liveTokens += own.tokens
 	x.liveCost += own.nanos
@@ -778,7 +792,7 @@ func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 		// PausedAgain), and what it used counts, as it did then.
 		r := c.r
 		r.mu.Lock()
-		if !c.expired && !r.finishing {
+		if !c.expired && !r.finishing && !x.precharged[d.DispatchID] {
 			c.chargeNestedLocked(res, x.nestedParent[d.DispatchID])
 		}
 		r.mu.Unlock()
@@ -800,7 +814,7 @@ func (c *call) PausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
 		c.holdOn(c.r.replay.waitingNested(d.DispatchID))
 		r := c.r
 		r.mu.Lock()
-		if !c.expired && !r.finishing {
+		if !c.expired && !r.finishing && !r.replay.precharged[d.DispatchID] {
 			c.chargeNestedLocked(res, r.replay.nestedParent[d.DispatchID])
 		}
 		r.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/flow"
+	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
 )
 
@@ -79,5 +80,46 @@ func TestBudgetHoldsInNestedComposite(t *testing.T) {
 	}
 	if got := troupetest.Find(evs, troupe.KindBudgetExhausted, ""); len(got) != 1 {
 		t.Errorf("%d budget_exhausted events, want 1", len(got))
+	}
+}
+
+// What a member used before it stopped to wait for a human counts toward the budget when the
+// run resumes with the answer, as it counted while the run ran: the member's first attempt
+// spent 20 tokens, the answered one 10, and the next member does not start under a budget of
+// 25. A resumed run counted only the answered attempt's 10, and started it.
+func TestResumedRunCountsPausedMemberUse(t *testing.T) {
+	var afterRuns atomic.Int32
+	asker := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if _, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"}); err != nil {
+			return &troupe.Result{TokensUsed: troupe.Ptr[int64](20)}, err // what it used before asking
+		}
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, TokensUsed: troupe.Ptr[int64](10)}, nil
+	})
+	team := flow.Sequential(flow.SequentialConfig{}, flow.Named("asker", asker), flow.Named("after", spender(&afterRuns)))
+	st := memory.New()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "team", team), Planner: chain("team"), Store: st})
+	req := troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 25}}
+	r, err := eng.Start(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Wait(t.Context())
+	evs, _ := st.Events(t.Context(), r.ID(), 0)
+	o := outcome(t, evs)
+	if o.Status != troupe.RunPaused || len(o.Questions) != 1 {
+		t.Fatalf("run ended %s with questions %v, want paused on asker's", o.Status, o.Questions)
+	}
+	r2, err := eng.Resume(t.Context(), r.ID(), engine.ResumeOptions{Answers: []troupe.Answer{{QuestionID: o.Questions[0].ID, Text: "left"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Wait(t.Context())
+	evs, _ = st.Events(t.Context(), r.ID(), 0)
+	troupetest.CheckFinishedLog(t, evs)
+	if n := afterRuns.Load(); n != 0 {
+		t.Errorf("after ran %d times; the budget of 25 was spent (20 before the pause, 10 after)", n)
+	}
+	if got := troupetest.Find(evs, troupe.KindBudgetExhausted, ""); len(got) != 1 || !strings.Contains(got[0].Data.(*troupe.Warning).Message, "token budget of 25 spent (30)") {
+		t.Errorf("budget_exhausted events %+v, want one saying 30 of 25 spent", got)
 	}
 }

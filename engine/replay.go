@@ -94,7 +94,8 @@ type replayIndex struct {
 	// nestedPaused are the results of nested dispatches that stopped to wait for a human, by
 	// id (not in nestedResult: they run again), for a first_success group whose winner makes
 	// the question moot (pausedResult).
-	nestedPaused map[string]*troupe.Result
+	nestedPaused   map[string]*troupe.Result
+	nestedPausedAt map[string]int // where the log holds each of nestedPaused, for precharge's order
 	// noHuman: the resumed run has no one to ask, so a dispatch the log shows waiting for an
 	// answer waits still (waitingNested); one with a human is answered as it asks again.
 	noHuman bool
@@ -303,6 +304,10 @@ func (x *replayIndex) indexNested(ev *troupe.Event, at int) {
 				x.nestedPaused = map[string]*troupe.Result{}
 			}
 			x.nestedPaused[d.DispatchID] = d
+			if x.nestedPausedAt == nil {
+				x.nestedPausedAt = map[string]int{}
+			}
+			x.nestedPausedAt[d.DispatchID] = at
 			return
 		}
 		if x.nestedResult == nil {
@@ -316,7 +321,9 @@ func (x *replayIndex) indexNested(ev *troupe.Event, at int) {
 
 // precharge counts toward the run's budgets, as c's members' live use, what the dispatches
 // nested in c, a planned dispatch the resumed run makes again, used according to the log's
-// finished results, in log order. They finished before the run that made the log stopped, and
+// finished results, and the results of those that stopped to wait for a human (what they
+// used then was spent, and the run that made the log counted it as they stopped), in log
+// order. They finished before the run that made the log stopped, and
 // so before anything this run does anew: counted then, they were spent when any dispatch this
 // run runs again finished, as in the run that made the log, whichever goroutine gets there
 // first now (c's composite taking them through Recorded, or another dispatch finishing at
@@ -325,22 +332,31 @@ func (x *replayIndex) precharge(c *call) {
 	if x == nil || !x.enclosing[c.d.DispatchID] {
 		return
 	}
-	var ids []string
-	for id := range x.nestedResult {
-		for p, n := x.nestedParent[id], 0; p != "" && n <= len(x.nestedParent); p, n = x.nestedParent[p], n+1 {
-			if p == c.d.DispatchID {
-				ids = append(ids, id)
-				break
+	type logged struct {
+		res *troupe.Result
+		at  int
+	}
+	var under []logged
+	for _, results := range []struct {
+		byID map[string]*troupe.Result
+		at   map[string]int
+	}{{x.nestedResult, x.nestedResultAt}, {x.nestedPaused, x.nestedPausedAt}} {
+		for id, res := range results.byID {
+			for p, n := x.nestedParent[id], 0; p != "" && n <= len(x.nestedParent); p, n = x.nestedParent[p], n+1 {
+				if p == c.d.DispatchID {
+					under = append(under, logged{res, results.at[id]})
+					break
+				}
 			}
 		}
 	}
-	slices.SortFunc(ids, func(a, b string) int { return x.nestedResultAt[a] - x.nestedResultAt[b] })
-	for _, id := range ids {
+	slices.SortFunc(under, func(a, b logged) int { return a.at - b.at })
+	for _, l := range under {
 		if x.precharged == nil {
 			x.precharged = map[string]bool{}
 		}
-		x.precharged[id] = true
-		c.chargeNestedLocked(x.nestedResult[id], x.nestedParent[id])
+		x.precharged[l.res.DispatchID] = true
+		c.chargeNestedLocked(l.res, x.nestedParent[l.res.DispatchID])
 	}
 }
 
@@ -372,10 +388,18 @@ func (x *replayIndex) endedWaiting(d *troupe.Dispatch) ([]troupe.Question, *trou
 	if len(qs) == 0 {
 		return nil, nil
 	}
-	if res, ok := x.paused(d); ok {
+	if res, ok := x.paused(d); ok && endedPaused(res) {
 		return qs, res
 	}
 	return nil, nil
+}
+
+// endedPaused says whether res, a nested result the log holds, ended for its wait for a human
+// (its error is, or wraps, troupe.ErrPaused: a composite cut short as a member waited), not for
+// something else while a member of it waited (a guardrail blocking a group another branch of
+// which won): made again, the latter ends as it ended only by running again.
+func endedPaused(res *troupe.Result) bool {
+	return slices.ContainsFunc(res.Errors, func(e troupe.ErrorInfo) bool { return strings.Contains(e.Message, troupe.ErrPaused.Error()) })
 }
 
 // askedNested notes q, a question the log records, as open when a nested dispatch asked it.

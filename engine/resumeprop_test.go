@@ -782,7 +782,14 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 	ret := end // the virtual time it returns at
 	switch {
 	case end <= vd && now >= end:
-		// Done before its context ended or its timeout passed.
+		// Done before its context ended or its timeout passed; or at the very moment its
+		// context ended (its run failing, say), which of the two came first a race, in the
+		// run that was not stopped as in one that was (see lateDone).
+		if ctx.Err() != nil {
+			w.mu.Lock()
+			w.lateDone = true
+			w.mu.Unlock()
+		}
 	case now >= vd:
 		w.mu.Lock()
 		if w.timedOutAt[vd] == nil {
@@ -791,7 +798,15 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 		w.timedOutAt[vd][d.DispatchID] = true
 		w.mu.Unlock()
 		switch ret = min(end, vd+linger); {
-		case own && ret == end: // done within the grace its composite gives it
+		case own && ret == end:
+			// Done within the grace its composite gives it, past its deadline: what ended
+			// its composite's context meanwhile (its run failing, say) raced its result
+			// (see lateDone).
+			if ret > vd {
+				w.mu.Lock()
+				w.lateDone = true
+				w.mu.Unlock()
+			}
 		case own:
 			// Its composite turns this into a timeout, or has gone on without it. (Not
 			// ctx.Err(): the deadline may be yet to reach ctx at this very instant.)

@@ -2111,10 +2111,10 @@ func (r *Run) endPausedLocked() {
 		case w != nil && (w.TokensUsed != nil || w.CostDollars != nil):
 			res.TokensUsed, res.CostDollars = w.TokensUsed, w.CostDollars
 		case u != nil:
-			if u.tokens > 0 {
+			if u.tokensSeen {
 				res.TokensUsed = troupe.Ptr(u.tokens)
 			}
-			if u.cost > 0 {
+			if u.costSeen {
 				res.CostDollars = troupe.Ptr(u.cost)
 			}
 		}
