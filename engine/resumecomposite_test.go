@@ -20,6 +20,20 @@ import (
 	"github.com/troupehq/troupe/troupetest"
 )
 
+// askAndWinAfter returns an agent that asks a question and, with no one to ask, pauses, and one
+// that completes once st records the first one's pause.
+func askAndWinAfter(st *gateStore) (ask, win troupe.Agent) {
+	ask = troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+		return nil, err // paused: there is no one to ask
+	})
+	win = troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "ask") // it paused
+		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+	})
+	return ask, win
+}
+
 // finalResult is the last result the log holds of the planned dispatch to agent.
 func finalResult(t *testing.T, evs []troupe.Event, agent string) *troupe.Result {
 	t.Helper()
@@ -1316,15 +1330,8 @@ func branchRefusedAfterPause(t *testing.T) bool {
 // paused, not asking again; the question held nothing then, and the blocked group failed the
 // run at once, ahead of the pause.
 func TestResumedFirstSuccessBlockedKeepsQuestionOpen(t *testing.T) {
-	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
-		return nil, err // paused: there is no one to ask
-	})
 	st := &gateStore{Store: memory.New()}
-	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-		<-st.recorded(troupe.KindDispatchFailed, "ask") // it paused
-		return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
-	})
+	ask, win := askAndWinAfter(st)
 	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("win", win))
 	block := troupe.GuardrailFuncs{ID: "block", After: func(_ context.Context, d *troupe.Dispatch, _ *troupe.Result) troupe.Verdict {
 		return troupe.Verdict{Block: d.TargetAgent == "team", Reason: "not this one"}
@@ -1596,4 +1603,64 @@ func TestResumedCompositeEndedWaitingIsNotMadeAgain(t *testing.T) {
 			t.Errorf("resumed: team ended %s warning %q, want %s warning %q", got.Status, got.Warnings, want.Status, want.Warnings)
 		}
 	})
+}
+
+// A first_success group nested in a collect_all team, whose result a guardrail blocked after a
+// branch won while another waited for a human, failed for the block, not for the wait: the
+// team completed by its other member, the question moot. Resumed from a log cut after the
+// group's failure, with no one to ask, the group is made again (its members taken from the
+// log: the win, blocked again), and the team completes, as it did. Taken from the log as ended
+// waiting, the group paused the team, and the run paused for a question the run that made the
+// log never waited on.
+func TestResumedGroupBlockedWhileBranchWaitedIsMadeAgain(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	ask, win := askAndWinAfter(st)
+	other := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "grp") // after the block, so the cut falls between
+		return &troupe.Result{AgentResult: map[string]any{"other": true}}, nil
+	})
+	grp := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("win", win))
+	team := flow.Parallel(flow.ParallelConfig{}, flow.Named("grp", grp), flow.Named("other", other))
+	block := troupe.GuardrailFuncs{ID: "block", After: func(_ context.Context, d *troupe.Dispatch, _ *troupe.Result) troupe.Verdict {
+		return troupe.Verdict{Block: d.TargetAgent == "grp", Reason: "not this one"}
+	}}
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team"), Store: st, Guardrails: []troupe.Guardrail{block}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	if o := outcome(t, ref); o.Status != troupe.RunCompleted {
+		t.Fatalf("uninterrupted: the run ended %s, want completed (the team completes by other)", o.Status)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "grp"))
+	if o := outcome(t, evs); o.Status != troupe.RunCompleted {
+		t.Errorf("resumed: the run ended %s with questions %v, want completed, as without the crash", o.Status, o.Questions)
+	}
+}
+
+// A composite left waiting for a human when the run failed reports what its members reported
+// using, a cost of $0 included: the run that made the log recorded $0 for it, and a run
+// resumed from a log cut before its end recorded no cost at all, a cost unknown.
+func TestWaitingCompositeAtRunEndReportsZeroCost(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	free := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"free": true}, CostDollars: troupe.Ptr(0.0), TokensUsed: troupe.Ptr[int64](0)}, nil
+	})
+	ask, _ := askAndWinAfter(st)
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "ask")
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	team := flow.Sequential(flow.SequentialConfig{}, flow.Named("free", free), flow.Named("ask", ask))
+	cfg := engine.Config{Registry: agents(t, "team", team, "boom", boom), Planner: group(2, "team", "boom"), Store: st,
+		Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.CostDollars == nil || *want.CostDollars != 0 || want.TokensUsed == nil || *want.TokensUsed != 0 {
+		t.Fatalf("uninterrupted: team ended %s reporting cost %v, tokens %v; want $0 and 0", want.Status, want.CostDollars, want.TokensUsed)
+	}
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "boom"))
+	got := finalResult(t, evs, "team")
+	if got.CostDollars == nil || *got.CostDollars != 0 || got.TokensUsed == nil || *got.TokensUsed != 0 {
+		t.Errorf("resumed: team ended %s reporting cost %v, tokens %v; want $0 and 0, as without the crash", got.Status, got.CostDollars, got.TokensUsed)
+	}
 }
