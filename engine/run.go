@@ -1251,8 +1251,10 @@ type nanodollars int64
 
 const nanosPerDollar nanodollars = 1e9
 
-// maxNanos bounds an amount converted from dollars, far above any budget, so that sums of a
-// run's amounts cannot overflow.
+// maxNanos bounds an amount converted from dollars ($4.5 million), far above any budget, so
+// that a run's sums stay far from overflowing: no dispatch starts once the budget is spent, so
+// a sum exceeds it by at most what dispatches already running report, and it would take 2,048
+// amounts at the bound to overflow.
 const maxNanos nanodollars = 1 << 52
 
 // dollarsToNanos is c, a cost reported in dollars, to the nearest billionth (a cost too small
