@@ -608,8 +608,15 @@ func (c *call) Emit(ev troupe.Event) {
 	if res, ok := ev.Data.(*troupe.Result); ok && (ev.Kind == troupe.KindDispatchCompleted || ev.Kind == troupe.KindDispatchFailed) {
 		c.chargeNestedLocked(res, ev.Parent)
 		if res.Status == troupe.StatusCompleted {
+			held := r.pausing
 			c.dropMootLocked(res.DispatchID)
 			r.replay.completedNested(c.d.DispatchID, res.DispatchID)
+			if held && !r.pausing {
+				// The questions that held new dispatches back are moot: they start now,
+				// not when a planned dispatch next finishes (as a run resumed from the log
+				// here would start them at once).
+				r.advanceStagesLocked()
+			}
 		}
 		if res.Status != troupe.StatusCompleted {
 			// Marked as a planned dispatch's: a resumed run reads the mark when the composite's

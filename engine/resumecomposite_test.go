@@ -1664,3 +1664,51 @@ func TestWaitingCompositeAtRunEndReportsZeroCost(t *testing.T) {
 		t.Errorf("resumed: team ended %s reporting cost %v, tokens %v; want $0 and 0, as without the crash", got.Status, got.CostDollars, got.TokensUsed)
 	}
 }
+
+// A run holds back new dispatches while a question it has no one to ask is open. When the
+// question turns moot (the first_success group it was asked in won), the held dispatches start
+// then, as a run resumed from a log cut there starts them at once; they waited for the next
+// planned dispatch to finish, and the two runs found the budget spent at different points.
+func TestMootQuestionReleasesHeldDispatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &gateStore{Store: memory.New()}
+		ask, _ := askAndWinAfter(st)
+		slow := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			<-st.recorded(troupe.KindHumanAsked, "ask") // it frees its slot while the run holds back
+			return &troupe.Result{AgentResult: map[string]any{"slow": true}}, nil
+		})
+		win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			<-st.recorded(troupe.KindDispatchCompleted, "slow")
+			return &troupe.Result{AgentResult: map[string]any{"won": true}}, nil
+		})
+		tail := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+			tm := time.NewTimer(time.Minute) // on the bubble's clock, within team's deadline: passes once all else is blocked
+			defer tm.Stop()
+			select {
+			case <-st.recorded(troupe.KindDispatchStarted, "next"):
+				return &troupe.Result{AgentResult: map[string]any{"next_started": true}}, nil
+			case <-tm.C:
+				return &troupe.Result{AgentResult: map[string]any{"next_started": false}}, nil
+			}
+		})
+		next := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"next": true}}, nil
+		})
+		grp := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("win", win))
+		team := flow.Sequential(flow.SequentialConfig{}, flow.Named("grp", grp), flow.Named("tail", tail))
+		cfg := engine.Config{Registry: agents(t, "team", team, "slow", slow, "next", next), Planner: group(2, "team", "slow", "next"), Store: st}
+		_, evs := runToEnd(t, cfg, troupe.Request{Query: "q"})
+		if o := outcome(t, evs); o.Status != troupe.RunCompleted {
+			t.Fatalf("run ended %s, want completed", o.Status)
+		}
+		var saw any
+		for _, ev := range evs {
+			if res, ok := ev.Data.(*troupe.Result); ok && res.AgentName == "tail" {
+				saw = res.AgentResult["next_started"]
+			}
+		}
+		if saw != true {
+			t.Errorf("tail saw next started: %v; want true, next started once grp's win made the question moot", saw)
+		}
+	})
+}

@@ -1521,6 +1521,9 @@ func dumpLog(evs []troupe.Event) string {
 			if d.CostDollars != nil {
 				fmt.Fprintf(&b, " $%v", *d.CostDollars)
 			}
+			if d.TokensUsed != nil {
+				fmt.Fprintf(&b, " %dtok", *d.TokensUsed)
+			}
 		case *troupe.Question:
 			fmt.Fprintf(&b, " %s", d.ID)
 		case *troupe.Outcome:
