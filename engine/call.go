@@ -797,12 +797,7 @@ func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 		// that is neither taken from the log nor running. It ends again as it ended:
 		// refused as waiting still, it is reported with its result from the log (flow asks
 		// PausedAgain), and what it used counts, as it did then.
-		r := c.r
-		r.mu.Lock()
-		if !c.expired && !r.finishing && !x.precharged[d.DispatchID] {
-			c.chargeNestedLocked(res, x.nestedParent[d.DispatchID])
-		}
-		r.mu.Unlock()
+		c.chargeLogged(res)
 		return false, c.waitAgain(qs)
 	}
 	return x.ranMembers(d.DispatchID), nil
@@ -819,14 +814,21 @@ func (c *call) PausedResult(d *troupe.Dispatch) (*troupe.Result, bool) {
 	res, ok := c.r.replay.paused(d)
 	if ok {
 		c.holdOn(c.r.replay.waitingNested(d.DispatchID))
-		r := c.r
-		r.mu.Lock()
-		if !c.expired && !r.finishing && !r.replay.precharged[d.DispatchID] {
-			c.chargeNestedLocked(res, r.replay.nestedParent[d.DispatchID])
-		}
-		r.mu.Unlock()
+		c.chargeLogged(res)
 	}
 	return res, ok
+}
+
+// chargeLogged counts res, a nested result the resumed run's log holds and a composite takes,
+// toward the budgets as its live result counted in the run that made the log: once (not if
+// precharge counted it already), and not once c is past its deadline or the run is finishing.
+func (c *call) chargeLogged(res *troupe.Result) {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !c.expired && !r.finishing && !r.replay.precharged[res.DispatchID] {
+		c.chargeNestedLocked(res, r.replay.nestedParent[res.DispatchID])
+	}
 }
 
 // holdOn pauses c on qs, questions the log shows a nested dispatch asked and waits for, whose
@@ -995,12 +997,7 @@ func (c *call) admit(logged bool) error {
 func (c *call) Recorded(d *troupe.Dispatch) (*troupe.Result, bool) {
 	res, ok := c.r.replay.nested(d)
 	if ok {
-		r := c.r
-		r.mu.Lock()
-		if !c.expired && !r.finishing && !r.replay.precharged[d.DispatchID] {
-			c.chargeNestedLocked(res, r.replay.nestedParent[d.DispatchID])
-		}
-		r.mu.Unlock()
+		c.chargeLogged(res)
 	}
 	return res, ok
 }

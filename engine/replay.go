@@ -859,8 +859,9 @@ type ResumeOptions struct {
 // budget spent, and a composite the log shows in the midst of running members runs even when
 // the resumed run is already ending (cancelled, it takes its members' results and ends as they
 // let it, as it did when the run that made the log cancelled it). A nested dispatch the log
-// shows ended waiting for answers the resumed run can neither give nor ask for is taken as it
-// ended, not made again to wait again.
+// shows ended for want of answers the resumed run can neither give nor ask for is taken as it
+// ended, not made again to wait again (one that ended for something else while a question of
+// it was open is made again).
 //
 // A dispatch or member made again gets its whole timeout: its timer starts when it is made
 // again, not when the log shows it first started (the time the process lay dead is no

@@ -1210,13 +1210,12 @@ func TestResumedFirstSuccessTieGoesToFirstRecorded(t *testing.T) {
 }
 
 // A branch of a first_success group that paused for a human before another branch won is
-// reported as it paused, in the group's warnings and usage, when a resumed run makes both
-// again and the win cancels the paused one before it gets back to asking: the log shows the
-// pause before the win, as it was without the crash. It was reported cancelled by the win, its
-// pause and what it used lost. (The run's guardrail holds the paused branch back until the win,
-// which a resumed run's scheduling may do as well.)
+// reported as it paused, in the group's warnings and usage, when a resumed run makes the
+// winner again: the log shows the pause before the win, as it was without the crash. It was
+// reported cancelled by the win, its pause and what it used lost, when the resumed run made
+// it again too and the win cancelled it before it got back to asking. (Since session 28 the
+// resumed run, with no one to answer, takes the paused branch from the log as it ended.)
 func TestResumedFirstSuccessKeepsPauseBeforeLiveWin(t *testing.T) {
-	var resumed atomic.Bool
 	st := &gateStore{Store: memory.New()}
 	spend := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
 		return &troupe.Result{AgentResult: map[string]any{"spent": true}, TokensUsed: troupe.Ptr(int64(10))}, nil
@@ -1231,20 +1230,14 @@ func TestResumedFirstSuccessKeepsPauseBeforeLiveWin(t *testing.T) {
 	})
 	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("spend", spend), flow.Named("ask", ask))
 	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("seq", seq), flow.Named("win", win))
-	hold := troupe.GuardrailFuncs{ID: "hold", Before: func(ctx context.Context, d *troupe.Dispatch) troupe.Verdict {
-		if resumed.Load() && d.TargetAgent == "seq" {
-			<-ctx.Done() // the win cancels it
-		}
-		return troupe.Verdict{}
-	}}
-	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team"), Store: st, Guardrails: []troupe.Guardrail{hold}}
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team"), Store: st}
 	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
 	want := finalResult(t, ref, "team")
 	if want.Status != troupe.StatusCompleted || len(want.Warnings) == 0 || want.TokensUsed == nil {
 		t.Fatalf("uninterrupted: team ended %s with warnings %q and tokens %d; want completed, warning of seq's pause, with spend's", want.Status, want.Warnings, tokensOf(want))
 	}
 
-	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "seq"), func(*gateStore) { resumed.Store(true) })
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "seq"))
 	got := finalResult(t, evs, "team")
 	if got.Status != want.Status || !slices.Equal(got.Warnings, want.Warnings) || got.TokensUsed == nil || *got.TokensUsed != *want.TokensUsed {
 		t.Errorf("resumed: team ended %s with warnings %q and tokens %d; want %s with %q and %d, as without the crash",
@@ -1278,7 +1271,6 @@ func TestResumedFirstSuccessReportsBranchRefusedAfterPause(t *testing.T) {
 // reports false, comparing nothing, if the uninterrupted run's group never asked for late.
 func branchRefusedAfterPause(t *testing.T) bool {
 	t.Helper()
-	var resumed atomic.Bool
 	st := &gateStore{Store: memory.New()}
 	spender := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
 		<-st.recorded(troupe.KindHumanAsked, "ask")
@@ -1302,21 +1294,14 @@ func branchRefusedAfterPause(t *testing.T) bool {
 	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("ask", ask))
 	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess, MaxConcurrent: 2},
 		flow.Named("seq", seq), flow.Named("win", win), flow.Named("late", late))
-	hold := troupe.GuardrailFuncs{ID: "hold", Before: func(ctx context.Context, d *troupe.Dispatch) troupe.Verdict {
-		if resumed.Load() && d.TargetAgent == "seq" {
-			<-ctx.Done() // the win cancels it before it asks again
-		}
-		return troupe.Verdict{}
-	}}
-	cfg := engine.Config{Registry: agents(t, "spender", spender, "team", team), Planner: group(2, "spender", "team"), Store: st,
-		Guardrails: []troupe.Guardrail{hold}}
+	cfg := engine.Config{Registry: agents(t, "spender", spender, "team", team), Planner: group(2, "spender", "team"), Store: st}
 	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 100}})
 	want := finalResult(t, ref, "team")
 	if !slices.ContainsFunc(want.Warnings, func(w string) bool { return strings.HasPrefix(w, "late: failed: not started") }) {
 		return false
 	}
 
-	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "seq"), func(*gateStore) { resumed.Store(true) })
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "seq"))
 	if got := finalResult(t, evs, "team"); !slices.Equal(got.Warnings, want.Warnings) {
 		t.Errorf("resumed: team's warnings\n%q\nwant, as without the crash,\n%q", got.Warnings, want.Warnings)
 	}

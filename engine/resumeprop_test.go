@@ -427,9 +427,9 @@ type world struct {
 	segEnd  time.Duration
 	crashed bool
 	// lateDone: a member that ignores its context finished its work after its context ended
-	// (its run or composite ending). A run resumed after a stop that knows the run is ending
-	// makes no member again, so it cannot know the member would have finished (see
-	// lingering).
+	// (its run or composite ending, or its own deadline passing, within the grace), or at
+	// that very moment. A run resumed after a stop that knows the run is ending makes no
+	// member again, so it cannot know the member would have finished (see lingering).
 	lateDone bool
 	// rewrapped: a member that ignores its context, run again by a resumed run whose
 	// composite's timer started again with it, ended itself as abandoned when its composite
