@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // Priority of a dispatch (seed 000: low | medium | high | critical; default medium).
@@ -552,7 +554,7 @@ func strictField(object string, err error) error {
 	}
 	var te *json.UnmarshalTypeError
 	if ok := asTypeError(err, &te); ok {
-		return &ValidationError{Object: object, Field: te.Field, Problem: fmt.Sprintf("expected %s, got JSON %s", te.Type, te.Value), Err: err}
+		return &ValidationError{Object: object, Field: te.Field, Problem: fmt.Sprintf("expected %s, got JSON %s", jsonvalue.KindWanted(te.Type), te.Value), Err: err}
 	}
 	return &ValidationError{Object: object, Field: "", Problem: "malformed JSON: " + err.Error(), Err: err}
 }

@@ -148,7 +148,9 @@ func TestDecodeResultMessage(t *testing.T) {
 	d := troupe.NewDispatch()
 	d.DispatchID, d.TargetAgent = troupe.NewDispatchID(1), "a"
 	for _, tc := range []struct{ name, data, want string }{
-		{"a field", `{"agent_result":{"x":1},"session_id":7}`, `pkg: invalid result: field "session_id": expected string, got JSON number`},
+		{"a field", `{"agent_result":{"x":1},"session_id":7}`, `pkg: invalid result: field "session_id": expected a string, got JSON number`},
+		{"not an object", `[1,2,3]`, `pkg: invalid result: expected an object, got JSON array`},
+		{"a number as a string", `{"agent_result":{"x":1},"confidence":"0.5"}`, `pkg: invalid result: field "confidence": expected a number, got JSON string`},
 		{"not JSON", "Traceback (most recent call last):\n  File x", `pkg: invalid result: malformed JSON: invalid character 'T' looking for beginning of value, output begins "Traceback (most recent call last):\n  File x"`},
 		{"not JSON, long", strings.Repeat("é", 40), `output begins "` + strings.Repeat("é", 32) + `"…`},
 	} {
