@@ -187,9 +187,10 @@ func (e *Engine) Store() troupe.Store { return e.store }
 // Registry returns the engine's registry.
 func (e *Engine) Registry() *troupe.Registry { return e.reg }
 
-// Plan returns the plan the engine would run for req, without running anything.
+// Plan returns the plan the engine would run for req, without running anything. A planner
+// that panics, or returns neither a plan nor an error, gives an error, as it fails a run.
 func (e *Engine) Plan(req troupe.Request) (*troupe.Plan, error) {
-	return e.planner.Plan(&req, e.reg)
+	return planSafely(e.planner, &req, e.reg)
 }
 
 // Run starts req and returns its events as they are appended to the log. The stream ends after

@@ -111,3 +111,40 @@ func TestResumeRecordsTheAggregationOnce(t *testing.T) {
 		t.Errorf("log ends with %s", last.Kind)
 	}
 }
+
+// A planner that returns neither a plan nor an error fails the run before any plan is recorded, saying so, and
+// the engine closes after; Engine.Plan reports it, and a panicking planner, as errors.
+func TestPlannerWithoutPlanFailsTheRun(t *testing.T) {
+	none := troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) { return nil, nil })
+	eng, err := engine.New(engine.Config{Registry: agents(t, "a", troupe.AgentFunc(noop)), Planner: none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "q"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckLog(t, evs)
+	const want = "the planner returned neither a plan nor an error"
+	o := outcome(t, evs)
+	if o.Status != troupe.RunFailed || o.Error == nil || !strings.Contains(o.Error.Message, want) {
+		t.Fatalf("outcome %+v, error %+v, want failed: %q", o, o.Error, want)
+	}
+	if n := len(troupetest.Find(evs, troupe.KindPlanCreated, "")); n != 0 {
+		t.Errorf("%d plan_created events, want none", n)
+	}
+	if err := eng.Close(t.Context()); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if p, err := eng.Plan(troupe.Request{Query: "q"}); p != nil || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Plan = %v, %v; want the error %q", p, err, want)
+	}
+	boom := troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) { panic("planner bug") })
+	eng, err = engine.New(engine.Config{Registry: agents(t, "a", troupe.AgentFunc(noop)), Planner: boom})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := eng.Plan(troupe.Request{Query: "q"}); p != nil || err == nil || !strings.Contains(err.Error(), "the planner panicked: planner bug") {
+		t.Errorf("Plan with a panicking planner = %v, %v; want an error naming the panic", p, err)
+	}
+}

@@ -841,15 +841,22 @@ func (r *Run) setupLate(ctx context.Context, name string, s troupe.Setupper) err
 }
 
 // planSafely asks the planner for the run's plan. A planner is the user's code: a panic in it
-// fails the run (code PANIC, with the stack), not the caller of Start nor the process.
+// fails the run (code PANIC, with the stack), not the caller of Start nor the process, and so
+// does a plan it did not make (nil, with no error).
 func planSafely(pl troupe.Planner, req *troupe.Request, c troupe.Catalog) (p *troupe.Plan, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p, err = nil, &pluginPanic{"planner", troupe.NewPanicError(v)}
 		}
 	}()
-	return pl.Plan(req, c)
+	p, err = pl.Plan(req, c)
+	if p == nil && err == nil {
+		err = errNoPlan
+	}
+	return p, err
 }
+
+var errNoPlan = errors.New("engine: the planner returned neither a plan nor an error")
 
 // routeSafely asks the router for a task's decision, a panic failing the run as planSafely's
 // does. It runs under the run's lock, on whichever goroutine advances the run.
