@@ -44,12 +44,12 @@ func (f flat) walk(prefix string, m map[string]any, depth int) {
 			// A literal dotted key naming a path already seen: the first in sorted order wins
 			// there, but a path below it that only this spelling holds is still the result's,
 			// as collect finds it (DetectConflicts may report a conflict there).
-			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
+			if sub, ok := object(v); ok && depth < jsonvalue.MaxDepth {
 				f.walk(p, sub, depth+1)
 			}
 			continue
 		}
-		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
+		if sub, ok := object(v); ok && depth < jsonvalue.MaxDepth {
 			f.interior[p] = sub
 			f.walk(p, sub, depth+1)
 			continue
@@ -159,12 +159,14 @@ func spelledFirst(l *leaf, m map[string]any) {
 		var next map[string]any
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if k == path {
-				v := m[k]
-				sub, ok := v.(map[string]any)
-				l.value, l.object = v, ok && len(sub) > 0
+				if sub, ok := object(m[k]); ok {
+					l.value, l.object = sub, true
+				} else {
+					l.value, l.object = m[k], false
+				}
 				return
 			}
-			if sub, ok := m[k].(map[string]any); ok && len(sub) > 0 && strings.HasPrefix(path, k+".") {
+			if sub, ok := object(m[k]); ok && strings.HasPrefix(path, k+".") {
 				next, path = sub, path[len(k)+1:]
 				break
 			}
@@ -174,6 +176,21 @@ func spelledFirst(l *leaf, m map[string]any) {
 		}
 		m = next
 	}
+}
+
+// object returns v as the JSON object it encodes to, when that has members: v itself for a
+// map[string]any; for an object Go code built of another type (a vote tally's map[string]int),
+// the map[string]any jsonvalue.AsObject makes of it, so that it is walked as the same object
+// decoded from a recorded log is, and compared the same.
+func object(v any) (map[string]any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		return x, len(x) > 0
+	case string, bool, nil, float64, int, int64, []any:
+		return nil, false
+	}
+	m, ok := jsonvalue.AsObject(v)
+	return m, ok && len(m) > 0
 }
 
 func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth int, rank uint64, inexact bool, nonFinite *bool) []leaf {
@@ -186,7 +203,7 @@ func walkLeaves(ls []leaf, holder int32, prefix string, m map[string]any, depth 
 		if depth < 8 {
 			r |= uint64(min(len(k), 255)) << (56 - 8*depth)
 		}
-		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && depth < jsonvalue.MaxDepth {
+		if sub, ok := object(v); ok && depth < jsonvalue.MaxDepth {
 			ls = append(ls, leaf{path: p, holder: holder, value: sub, object: true, top: depth == 0, rank: r, inexact: in})
 			ls = walkLeaves(ls, holder, p, sub, depth+1, r, in, nonFinite)
 			continue

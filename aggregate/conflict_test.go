@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,61 @@ func TestConsistencyScoreLeavesOutPathsUnderAConflict(t *testing.T) {
 				t.Errorf("Combine's consistency_score = %v, want %v", agg.ConsistencyScore, tt.want)
 			}
 		})
+	}
+}
+
+// Objects Go code builds of other types than map[string]any (a vote tally's map[string]int,
+// a struct) are compared field by field as the same objects decoded from JSON are: a run
+// resumed from a durable log, which holds the decoded ones, aggregates as the run did.
+func TestTypedObjectsAggregateAsDecodedOnes(t *testing.T) {
+	type tally struct {
+		Yes int `json:"yes"`
+		No  int `json:"no"`
+	}
+	typed := []*troupe.Result{
+		result("a", map[string]any{"votes": map[string]int{"yes": 1}, "voters": map[string][]string{"yes": {"m1"}}, "tally": tally{Yes: 2}}, conf(0.9)),
+		result("b", map[string]any{"votes": map[string]int{"no": 1}, "voters": map[string][]string{"no": {"m2"}}, "tally": tally{Yes: 1, No: 1}}, conf(0.6)),
+		result("c", map[string]any{"votes": map[string]int{"yes": 3}, "tally": map[string]float64{"yes": 2, "no": 0}}, conf(0.5)),
+	}
+	var decoded []*troupe.Result
+	for _, r := range typed {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back troupe.Result
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		decoded = append(decoded, &back)
+	}
+	asJSON := func(rs []*troupe.Result) (string, any) {
+		a, err := aggregate.Combine(rs, aggregate.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		return string(b), v // v: the struct's members in any order
+	}
+	got, gotV := asJSON(typed)
+	want, wantV := asJSON(decoded)
+	if diff := cmp.Diff(wantV, gotV); diff != "" {
+		t.Errorf("typed results aggregate to\n%s\nthe same decoded from JSON to\n%s\n(-decoded +typed):\n%s", got, want, diff)
+	}
+	// The tallies disagree on votes.yes (a 1, c 3) and tally.yes/tally.no, not on votes as a
+	// whole, nor on voters, whose paths no two share.
+	var fields []string
+	for _, c := range aggregate.DetectConflicts(typed) {
+		fields = append(fields, c.Field)
+	}
+	if w := []string{"tally.no", "tally.yes", "votes.yes"}; !slices.Equal(fields, w) {
+		t.Errorf("conflicts at %q, want %q", fields, w)
 	}
 }

@@ -546,21 +546,29 @@ func (x *replayIndex) matching(d *troupe.Dispatch, res *troupe.Result) (*troupe.
 }
 
 // dispatchInput is what a dispatch asks of its agent, compared through its JSON encoding so a
-// dispatch decoded from a durable log compares equal to the one a composite builds again.
+// dispatch decoded from a durable log compares equal to the one a composite builds again. An
+// empty map or list is left out as a nil one is: a dispatch's JSON writes parsed_query,
+// upstream_results and depends_on as {} and [] when they are nil, and leaves out an empty
+// rag_context or user_context, so the decoded dispatch holds empty ones where the dispatch
+// built again holds nil.
 type dispatchInput struct {
 	Agent       string                  `json:"agent"`
 	Query       string                  `json:"query"`
-	ParsedQuery map[string]any          `json:"parsed_query"`
-	RAGContext  map[string]any          `json:"rag_context"`
-	UserContext map[string]any          `json:"user_context"`
-	Upstream    []troupe.UpstreamResult `json:"upstream_results"`
-	DependsOn   []string                `json:"depends_on"`
+	ParsedQuery map[string]any          `json:"parsed_query,omitempty"`
+	RAGContext  map[string]any          `json:"rag_context,omitempty"`
+	UserContext map[string]any          `json:"user_context,omitempty"`
+	Upstream    []troupe.UpstreamResult `json:"upstream_results,omitempty"`
+	DependsOn   []string                `json:"depends_on,omitempty"`
 	Mode        troupe.ExecutionMode    `json:"execution_mode"`
 }
 
 func inputOf(d *troupe.Dispatch) dispatchInput {
+	mode := d.ExecutionMode
+	if mode == "" {
+		mode = troupe.Sequential // as a dispatch's JSON writes it
+	}
 	return dispatchInput{Agent: d.TargetAgent, Query: d.Query, ParsedQuery: d.ParsedQuery, RAGContext: d.RAGContext,
-		UserContext: d.UserContext, Upstream: d.UpstreamResults, DependsOn: d.DependsOn, Mode: d.ExecutionMode}
+		UserContext: d.UserContext, Upstream: d.UpstreamResults, DependsOn: d.DependsOn, Mode: mode}
 }
 
 func (x *replayIndex) recorded(ev *troupe.Event) bool {

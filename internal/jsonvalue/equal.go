@@ -369,3 +369,20 @@ func skipDigits(s string) string {
 	}
 	return s
 }
+
+// AsObject returns the JSON object v encodes to, when it encodes to one that is not null: v
+// itself for a map[string]any; for a map of another type with string keys (map[string]int, the
+// []string map a vote tally is) a map[string]any holding its values; for a struct or a value
+// that encodes itself, its JSON decoded, numbers as json.Number. A consumer that walks objects
+// (aggregation comparing results field by field) so sees a value Go code built as it sees the
+// value decoded from the JSON of a recorded log.
+func AsObject(v any) (map[string]any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		return x, x != nil
+	case nil, string, bool, float64, int, int64, []any:
+		return nil, false
+	}
+	m, ok := jsonValue(v).(map[string]any)
+	return m, ok && m != nil
+}

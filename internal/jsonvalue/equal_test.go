@@ -3,6 +3,7 @@ package jsonvalue_test
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/troupehq/troupe/internal/jsonvalue"
@@ -36,5 +37,33 @@ func TestEqual(t *testing.T) {
 				t.Errorf("Equal is not symmetric for %#v, %#v", tc.a, tc.b)
 			}
 		})
+	}
+}
+
+func TestAsObject(t *testing.T) {
+	type tally struct {
+		Yes int `json:"yes"`
+	}
+	for _, tc := range []struct {
+		v    any
+		want map[string]any // nil: not an object
+	}{
+		{map[string]any{"a": 1}, map[string]any{"a": 1}},
+		{map[string]int{"yes": 1}, map[string]any{"yes": 1}},
+		{map[string][]string{"yes": {"m1"}}, map[string]any{"yes": []string{"m1"}}},
+		{&map[string]string{"k": "v"}, map[string]any{"k": "v"}},
+		{tally{Yes: 2}, map[string]any{"yes": json.Number("2")}},
+		{map[string]any(nil), nil},
+		{map[string]int(nil), nil},
+		{[]any{1}, nil},
+		{"s", nil},
+		{3, nil},
+		{nil, nil},
+		{map[int]string{1: "a"}, map[string]any{"1": "a"}}, // as encoding/json writes it
+	} {
+		got, ok := jsonvalue.AsObject(tc.v)
+		if ok != (tc.want != nil) || !reflect.DeepEqual(got, tc.want) && tc.want != nil {
+			t.Errorf("AsObject(%#v) = %#v, %v; want %#v", tc.v, got, ok, tc.want)
+		}
 	}
 }

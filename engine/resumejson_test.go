@@ -1,0 +1,124 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+
+	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/flow"
+	"github.com/troupehq/troupe/store/memory"
+	"github.com/troupehq/troupe/troupetest"
+)
+
+// jsonCopy returns a new memory store holding run id's log from st as a durable store gives a
+// log back: each event encoded to JSON and decoded again.
+func jsonCopy(t *testing.T, st troupe.Store, id string) *memory.Store {
+	t.Helper()
+	evs, err := st.Events(t.Context(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []troupe.Event
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	out := memory.New()
+	if err := out.Append(t.Context(), back...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A composite resumed from a log that went through JSON, as a durable store gives it back,
+// takes its finished members' results from the log: they are not run (nor paid for) twice,
+// and their events are not recorded again. The member dispatches the log decodes hold {} and
+// [] where the ones the composite builds again hold nil, which is the same input.
+func TestResumeFromJSONLogTakesFinishedMembers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		group func(m1, m2 troupe.Agent) troupe.Agent
+	}{
+		{"sequential", func(m1, m2 troupe.Agent) troupe.Agent {
+			return flow.Sequential(flow.SequentialConfig{}, flow.Named("m1", m1), flow.Named("m2", m2))
+		}},
+		{"parallel", func(m1, m2 troupe.Agent) troupe.Agent {
+			return flow.Parallel(flow.ParallelConfig{}, flow.Named("m1", m1), flow.Named("m2", m2))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m1Calls atomic.Int32
+			m1 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+				m1Calls.Add(1)
+				return &troupe.Result{AgentResult: map[string]any{"m1": 1}, Confidence: troupe.Ptr(0.9), CostDollars: troupe.Ptr(1.0)}, nil
+			})
+			var block atomic.Bool
+			block.Store(true)
+			m2 := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+				if block.Load() {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return &troupe.Result{AgentResult: map[string]any{"m2": 2}, Confidence: troupe.Ptr(0.9)}, nil
+			})
+			reg := agents(t, "g", tc.group(m1, m2))
+			eng1, err := engine.New(engine.Config{Registry: reg, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A parsed query, upstream results and dependencies left nil: their JSON is {} and [].
+			r, err := eng1.Start(t.Context(), troupe.Request{Query: "q", RunID: "run_json"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The process dies once m1's result is recorded, with m2 running.
+			for ev, err := range r.Events(t.Context()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Agent == "m1" && ev.Kind == troupe.KindDispatchCompleted {
+					break
+				}
+			}
+			if err := eng1.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			block.Store(false)
+
+			st := jsonCopy(t, eng1.Store(), r.ID())
+			r2, err := newEngine(t, engine.Config{Registry: reg, Seed: 1, Store: st}).Resume(t.Context(), r.ID(), engine.ResumeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r2.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if n := m1Calls.Load(); n != 1 {
+				t.Errorf("m1 ran %d times; it completed before the crash, and the resumed run should take it from the log", n)
+			}
+			evs, err := st.Events(t.Context(), r.ID(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			troupetest.CheckFinishedLog(t, evs)
+			starts, ends := 0, 0
+			for _, ev := range evs {
+				if ev.Agent == "m1" && ev.Kind == troupe.KindDispatchStarted {
+					starts++
+				}
+				if res, ok := ev.Data.(*troupe.Result); ok && res.AgentName == "m1" {
+					ends++
+				}
+			}
+			if starts != 1 || ends != 1 {
+				t.Errorf("m1's dispatch is started %d times and ended %d times in the log, want once each", starts, ends)
+			}
+		})
+	}
+}
