@@ -284,7 +284,7 @@ func ExampleBuild() {
 version: 1
 agents:
   greet: {kind: builtin, writes: [greeting]}
-  both: {kind: sequential, sequential: {agents: [greet, greet]}}
+  seq: {kind: sequential, sequential: {agents: [greet]}}
 `))
 	if err != nil {
 		fmt.Println(err)
@@ -319,7 +319,7 @@ agents:
 	}
 	spec, _ := reg.Spec("greet")
 	fmt.Println(reg.Names(), spec.Writes)
-	// Output: [greet both] [greeting]
+	// Output: [greet seq] [greeting]
 }
 
 // A bundle's replicates are dispatches of its agent with the bundle's own input and state, so

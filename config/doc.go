@@ -76,7 +76,11 @@
 // the schema cannot say: that every agent named in after, composites,
 // routing, pairs, coordinator, fallbacks and the parser, and every MCP server named, is
 // declared; that no composite contains itself and after has no
-// cycle; that no agent is its own fallback, and, with neither routing nor coordinator to plan
+// cycle; that a sequential or parallel agent lists each member once and an llm agent offers each
+// tool once (an entry listed once, a server not beside one of its tools), as flow and llmagent
+// refuse the rest; that composites nest no deeper than flow.MaxNesting, past which every run
+// would fail; that routing has an intent rule (unless the parser prefers agents, the planner's
+// only way without one) and a coordinator something to route by; that no agent is its own fallback, and, with neither routing nor coordinator to plan
 // them, that no agents none of which another runs after are each other's fallbacks; that input and output schemas compile; that a bundle and the agent it replicates do
 // not both declare an input schema, and that what package evidence would refuse of a bundle
 // is not there (a quorum past its replicates, repeated seeds, redact patterns that do not

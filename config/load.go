@@ -91,9 +91,10 @@ func readFile(p string) ([]byte, error) {
 // Parse validates data as the configuration file named name (used in errors and to resolve
 // relative paths). It checks, in order, that the YAML is well formed, that it meets Schema
 // (unknown fields are errors), and that what it says is consistent: every agent it names
-// exists, composites do not contain themselves, after has no cycle, schemas compile, routing
-// and coordinator are not both given, a coordinator's triggers have distinct names and none
-// comes after a trigger that fires on everything. Every problem found is returned at once, as Errors.
+// exists, composites do not contain themselves, list each member once and nest no deeper than
+// flow allows, after has no cycle, schemas compile, routing and coordinator are not both given
+// and can each route something, a coordinator's triggers have distinct names and none comes
+// after a trigger that fires on everything. Every problem found is returned at once, as Errors.
 func Parse(name string, data []byte) (*File, error) {
 	if len(data) > MaxFileBytes {
 		return nil, Errors{{File: name, Problem: fmt.Sprintf("the file is more than %d MiB; a configuration is at most %d MiB (%d bytes)", MaxFileBytes>>20, MaxFileBytes>>20, MaxFileBytes)}}
@@ -363,8 +364,10 @@ func check(t *tree, f *File) Errors {
 		switch {
 		case a.Sequential != nil:
 			c.refs(base+"/sequential/agents", a.Sequential.Agents)
+			c.once(base+"/sequential/agents", a.Sequential.Agents)
 		case a.Parallel != nil:
 			c.refs(base+"/parallel/agents", a.Parallel.Agents)
+			c.once(base+"/parallel/agents", a.Parallel.Agents)
 			switch p := a.Parallel; {
 			case p.Strategy == StrategyMajorityVote && p.Vote == "":
 				c.add(base+"/parallel/strategy", "majority_vote needs vote: the key of each agent's agent_result whose value is its answer")
@@ -387,6 +390,7 @@ func check(t *tree, f *File) Errors {
 				}
 				c.ref(p, tool)
 			}
+			c.tools(base+"/llm/tools", a.LLM.Tools)
 		case a.MCP != nil:
 			c.server(base+"/mcp/server", a.MCP.Server)
 			c.callTimeout(a)
@@ -437,6 +441,7 @@ func check(t *tree, f *File) Errors {
 		// Running after itself is reported at the entry.
 		c.add(pointer("agents", a.Name, "after"), "after has a cycle, so no agent of it can run first: "+cyc)
 	})
+	c.nesting()
 
 	if r := f.Routing; r != nil {
 		seen := map[string]bool{}
@@ -448,6 +453,11 @@ func check(t *tree, f *File) Errors {
 			seen[ir.Intent] = true
 			c.refs(p+"/primary", ir.Primary)
 			c.refs(p+"/optional", ir.Optional)
+		}
+		if len(r.Intents) == 0 && (f.Parser == nil || len(f.Parser.PreferredAgents) == 0) {
+			// The planner plans a request by its intent's rule, and without one only when the
+			// request names preferred agents.
+			c.add("/routing/intents", "routing has no intent rules, so no request can be planned: the planner selects agents by the rule of the request's intent; add a rule such as {intent: general, primary: [AGENT]}, or remove routing to run every top-level agent")
 		}
 		c.refMap("/routing/kpi_map", r.KPIMap)
 		c.refMap("/routing/flag_agents", r.FlagAgents)
@@ -488,6 +498,9 @@ func check(t *tree, f *File) Errors {
 		}
 		if r.Default != "" {
 			c.ref("/coordinator/default", r.Default)
+		}
+		if len(r.Triggers) == 0 && len(r.Intents) == 0 && len(r.KPIMap) == 0 && r.Default == "" {
+			c.add("/coordinator", "the coordinator has no triggers, intents, kpi_map or default, so it routes no request to any agent: give it a default agent, or triggers")
 		}
 	}
 	if f.Routing != nil && f.Coordinator != nil {
@@ -703,6 +716,104 @@ func (c *checker) unknown(name string) string {
 		return s + fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return s + " (not declared under agents)"
+}
+
+// once reports each entry of a composite's agents at ptr that names an agent listed before
+// it: a composite's members are told apart by name (their events, handoffs, results and state
+// writes carry it), so flow refuses such a composite, at every run.
+func (c *checker) once(ptr string, names []string) {
+	seen := make(map[string]bool, len(names))
+	for i, n := range names {
+		if seen[n] {
+			c.add(ptr+"/"+strconv.Itoa(i), fmt.Sprintf("%q is listed twice", n))
+		}
+		seen[n] = true
+	}
+}
+
+// tools reports each of an llm agent's tools at ptr that offers a tool an entry before it
+// offers already: the model calls a tool by name, so the agent cannot be built with two of one
+// name. An agent is offered as one tool, mcp:NAME as every tool of the server and mcp:NAME/TOOL
+// as one of them.
+func (c *checker) tools(ptr string, tools []string) {
+	seen := make(map[string]int, len(tools))
+	for i, tool := range tools {
+		at := ptr + "/" + strconv.Itoa(i)
+		if _, dup := seen[tool]; dup {
+			c.add(at, fmt.Sprintf("%q is listed twice", tool))
+			continue
+		}
+		seen[tool] = i
+		server, name, ok := MCPTool(tool)
+		if !ok {
+			continue
+		}
+		if j, all := seen["mcp:"+server]; all && name != "" {
+			c.add(at, fmt.Sprintf("%q is one of the tools \"mcp:%s\" (tools[%d]) offers already: list the server or some of its tools, not both", tool, server, j))
+		} else if name == "" {
+			for j, earlier := range tools[:i] {
+				if s, n, ok := MCPTool(earlier); ok && s == server && n != "" {
+					c.add(at, fmt.Sprintf("%q offers %q, which tools[%d] lists already: list the server or some of its tools, not both", tool, earlier, j))
+					break
+				}
+			}
+		}
+	}
+}
+
+// maxNesting is how deeply dispatches nest inside one another through composites: flow.MaxNesting,
+// which this package does not import (its tests check they agree).
+const maxNesting = 64
+
+// nesting reports a sequential, parallel or loop agent whose members, composites of those kinds
+// in turn, nest more than maxNesting agents deep: flow fails the member past that depth before
+// it starts, at every run, so the innermost agents could never run. It is reported once, at the
+// outermost agent of the chain; the cycle check has refused cycles, which are skipped here.
+func (c *checker) nesting() {
+	members := func(a *Agent) []string {
+		if a.Sequential == nil && a.Parallel == nil && a.Loop == nil {
+			return nil // a bundle's replicates and an llm agent's tool calls nest only at times
+		}
+		return a.Children()
+	}
+	deepest := map[string][]string{} // agent → the longest chain of members from it, it first
+	visiting := map[string]bool{}
+	var chain func(n string) []string
+	chain = func(n string) []string {
+		if ch, ok := deepest[n]; ok {
+			return ch
+		}
+		a := c.f.Agents[n]
+		if a == nil || visiting[n] {
+			return nil
+		}
+		visiting[n] = true
+		var longest []string
+		for _, m := range members(a) {
+			if ch := chain(m); len(ch) > len(longest) {
+				longest = ch
+			}
+		}
+		delete(visiting, n)
+		deepest[n] = append([]string{n}, longest...)
+		return deepest[n]
+	}
+	inside := map[string]bool{} // members of an agent nested too deep already
+	for _, n := range c.f.Order {
+		if ch := chain(n); len(ch) > maxNesting {
+			for _, m := range members(c.f.Agents[n]) {
+				inside[m] = true
+			}
+		}
+	}
+	for _, n := range c.f.Order {
+		ch := chain(n)
+		if len(ch) <= maxNesting || inside[n] {
+			continue
+		}
+		c.add(pointer("agents", n), fmt.Sprintf("its members nest %d agents deep (%s → … → %s), and dispatches nest at most %d deep: every run of %s would fail at %s with MAX_DEPTH_EXCEEDED; nest fewer composites",
+			len(ch), ch[0], ch[len(ch)-1], maxNesting, n, ch[maxNesting]))
+	}
 }
 
 func (c *checker) refs(ptr string, names []string) {

@@ -15,7 +15,7 @@ const mcpFile = `version: 1
 agents:
   writer:
     kind: llm
-    llm: {model: m, tools: [lookup, "mcp:everything", "mcp:everything/echo"]}
+    llm: {model: m, tools: [lookup, "mcp:everything/echo"]}
   lookup:
     kind: mcp
     mcp: {server: everything, tool: get-sum}

@@ -47,10 +47,10 @@ func TestUnusableBudgetsRefused(t *testing.T) {
 		req  troupe.Request
 		want string
 	}{
-		{troupe.Request{Query: "q", Budget: troupe.Budget{TimeSeconds: math.Inf(1)}}, "budget must be finite"},
-		{troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: math.NaN()}}, "budget must be finite"},
-		{troupe.Request{Query: "q", Criteria: &troupe.SelectionCriteria{IntentType: "causal", TimeBudgetSeconds: troupe.Ptr(-5.0)}}, "time_budget_seconds -5"},
-		{troupe.Request{Query: "q", Criteria: &troupe.SelectionCriteria{IntentType: "causal", TimeBudgetSeconds: troupe.Ptr(math.NaN())}}, "time_budget_seconds NaN"},
+		{troupe.Request{Query: "q", Budget: troupe.Budget{TimeSeconds: math.Inf(1)}}, `field "budget.time_seconds": want a finite number, 0 or more, got +Inf`},
+		{troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: math.NaN()}}, `field "budget.max_cost_dollars": want a finite number, 0 or more, got NaN`},
+		{troupe.Request{Query: "q", Criteria: &troupe.SelectionCriteria{IntentType: "causal", TimeBudgetSeconds: troupe.Ptr(-5.0)}}, `field "criteria.time_budget_seconds": want a positive, finite number of seconds, got -5`},
+		{troupe.Request{Query: "q", Criteria: &troupe.SelectionCriteria{IntentType: "causal", TimeBudgetSeconds: troupe.Ptr(math.NaN())}}, `field "criteria.time_budget_seconds": want a positive, finite number of seconds, got NaN`},
 	} {
 		_, err := eng.Start(t.Context(), tt.req)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -358,9 +358,12 @@ func TestInvalidRequestFieldsRefused(t *testing.T) {
 		req  troupe.Request
 		want string
 	}{
-		{troupe.Request{Query: "q", Priority: "urgent"}, `invalid priority "urgent"`},
-		{troupe.Request{Query: "q", Timeouts: map[string]float64{"a": -1}}, "invalid timeout for a: -1 seconds"},
-		{troupe.Request{Query: "q", Timeouts: map[string]float64{"a": math.Inf(1)}}, "invalid timeout for a"},
+		{troupe.Request{Query: "q", Priority: "urgent"}, `field "priority": "urgent" is not one of low, medium, high, critical`},
+		{troupe.Request{Query: "q", Timeouts: map[string]float64{"a": -1}}, `field "timeouts.a": want a positive, finite number of seconds, got -1`},
+		{troupe.Request{Query: "q", Timeouts: map[string]float64{"a": math.Inf(1)}}, `field "timeouts.a": want a positive, finite number of seconds, got +Inf`},
+		{troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: -1}, Policy: &troupe.ErrorPolicy{OnError: "explode"}},
+			`field "policy.on_error": `},
+		{troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: -1}}, `field "budget.max_cost_dollars": want a finite number, 0 or more, got -1`},
 	} {
 		_, err := eng.Start(t.Context(), tc.req)
 		var oe *troupe.OrchestrationError

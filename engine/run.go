@@ -251,39 +251,15 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 		}
 		req.Context = tc
 	}
-	switch req.Priority {
-	case "":
-		req.Priority = troupe.PriorityMedium
-	case troupe.PriorityLow, troupe.PriorityMedium, troupe.PriorityHigh, troupe.PriorityCritical:
-	default:
-		// Every dispatch carries it: seed 000's validate_dispatch_request would refuse them all.
-		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
-			Message: fmt.Sprintf("invalid priority %q: want low, medium, high or critical", req.Priority)}
+	if err := req.Validate(e.reg); err != nil {
+		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "invalid request", Context: req.Context, Cause: err}
 	}
-	for _, agent := range slices.Sorted(maps.Keys(req.Timeouts)) {
-		if s := req.Timeouts[agent]; !(s > 0) || math.IsInf(s, 0) {
-			return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
-				Message: fmt.Sprintf("invalid timeout for %s: %v seconds; want a positive number", agent, s)}
-		}
+	if req.Priority == "" {
+		req.Priority = troupe.PriorityMedium
 	}
 	pol := &e.policy
 	if req.Policy != nil {
-		if err := req.Policy.Validate(e.reg); err != nil {
-			return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "invalid error policy", Context: req.Context, Cause: err}
-		}
 		pol = req.Policy
-	}
-	if req.Budget.TimeSeconds < 0 || req.Budget.MaxCostDollars < 0 || req.Budget.MaxTokens < 0 {
-		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Message: "budget cannot be negative", Context: req.Context}
-	}
-	if b := req.Budget; math.IsNaN(b.TimeSeconds) || math.IsInf(b.TimeSeconds, 0) || math.IsNaN(b.MaxCostDollars) || math.IsInf(b.MaxCostDollars, 0) {
-		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
-			Message: fmt.Sprintf("budget must be finite: time_seconds %v, max_cost_dollars %v", b.TimeSeconds, b.MaxCostDollars)}
-	}
-	if c := req.Criteria; c != nil && c.TimeBudgetSeconds != nil && (!(*c.TimeBudgetSeconds > 0) || math.IsInf(*c.TimeBudgetSeconds, 0)) {
-		// A planner that checks the criteria refuses it too, but the budget is the engine's.
-		return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context,
-			Message: fmt.Sprintf("invalid criteria time_budget_seconds %v: want a positive, finite number of seconds", *c.TimeBudgetSeconds)}
 	}
 	// What the run's events and results point at lives apart from the Run, so a finished
 	// run's log does not keep the Run (and through it its tasks, calls and executor scope).

@@ -35,7 +35,9 @@ func CriteriaFromParsed(parsed map[string]any) (*troupe.SelectionCriteria, error
 	bad := func(key, problem string) {
 		es = append(es, &troupe.ValidationError{Object: "parsed_query", Field: key, Problem: problem})
 	}
-	want := func(key, kind string, v any) { bad(key, fmt.Sprintf("want %s, got %T", kind, v)) }
+	want := func(key, kind string, v any) {
+		bad(key, fmt.Sprintf("want %s, got %s", kind, jsonvalue.KindOfStrings(v)))
+	}
 	addEntity := func(key string, vs []string) {
 		if c.Entities == nil {
 			c.Entities = make(map[string][]string)

@@ -111,5 +111,5 @@ func ExampleCriteriaFromParsed() {
 	fmt.Println(err)
 	// Output:
 	// comparative map[brands:[Kisqali Fabhalta]] complex [explainer] 0.8
-	// plan: parsed query: troupe: parsed_query: field "requires_ml": want a boolean, got string
+	// plan: parsed query: troupe: parsed_query: field "requires_ml": want a boolean, got a string
 }

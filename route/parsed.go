@@ -31,7 +31,9 @@ func readParsed(parsed map[string]any, readIntent, readKPIs bool) (parsedQuery, 
 	bad := func(key, problem string) {
 		es = append(es, &troupe.ValidationError{Object: "parsed_query", Field: key, Problem: problem})
 	}
-	want := func(key, kind string, v any) { bad(key, fmt.Sprintf("want %s, got %T", kind, v)) }
+	want := func(key, kind string, v any) {
+		bad(key, fmt.Sprintf("want %s, got %s", kind, jsonvalue.KindOfStrings(v)))
+	}
 
 	if readIntent {
 		from := ""

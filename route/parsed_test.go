@@ -136,18 +136,18 @@ func TestRouteParsedQueryErrors(t *testing.T) {
 		parsed map[string]any
 		want   string
 	}{
-		{"intent not a string", map[string]any{"intent": 3}, `field "intent": want a string, got int`},
-		{"intent_type not a string", map[string]any{"intent_type": []any{"causal"}}, `field "intent_type": want a string, got []interface {}`},
+		{"intent not a string", map[string]any{"intent": 3}, `field "intent": want a string, got a number`},
+		{"intent_type not a string", map[string]any{"intent_type": []any{"causal"}}, `field "intent_type": want a string, got a list of strings`},
 		{"intents disagree", map[string]any{"intent": "causal", "intent_type": "comparative"}, `field "intent_type": "comparative" conflicts with intent "causal"`},
 		{"empty intent disagrees", map[string]any{"intent": "", "intent_type": "causal"}, `field "intent_type": "causal" conflicts with intent ""`},
-		{"kpis a number", map[string]any{"kpis": 7.0}, `field "kpis": want a string or a list of strings, got float64`},
-		{"kpis holds a number", map[string]any{"kpis": []any{"TRx", 7, "MAU"}}, `field "kpis": want a string or a list of strings, got []interface {}`},
-		{"kpis an object", map[string]any{"kpis": map[string]any{"MAU": true}}, `field "kpis": want a string or a list of strings, got map[string]interface {}`},
-		{"entities not an object", map[string]any{"entities": []any{"MAU"}}, `field "entities": want an object of string lists, got []interface {}`},
-		{"entity KPIs a string", map[string]any{"entities": map[string]any{"kpis": "MAU"}}, `field "entities.kpis": want a list of strings, got string`},
+		{"kpis a number", map[string]any{"kpis": 7.0}, `field "kpis": want a string or a list of strings, got a number`},
+		{"kpis holds a number", map[string]any{"kpis": []any{"TRx", 7, "MAU"}}, `field "kpis": want a string or a list of strings, got a list whose item 2 is a number`},
+		{"kpis an object", map[string]any{"kpis": map[string]any{"MAU": true}}, `field "kpis": want a string or a list of strings, got an object`},
+		{"entities not an object", map[string]any{"entities": []any{"MAU"}}, `field "entities": want an object of string lists, got a list of strings`},
+		{"entity KPIs a string", map[string]any{"entities": map[string]any{"kpis": "MAU"}}, `field "entities.kpis": want a list of strings, got a string`},
 		{"entity KPIs conflict", map[string]any{"kpis": "NRx", "entities": map[string]any{"kpis": []any{"MAU"}}}, `field "entities.kpis": conflicts with top-level "kpis"`},
-		{"bad KPIs refuse a query whose intent routes", map[string]any{"intent": "causal", "kpis": 7}, `field "kpis": want a string or a list of strings, got int`},
-		{"every problem at once", map[string]any{"intent": 1, "kpis": true}, `field "intent": want a string, got int; troupe: parsed_query: field "kpis": want a string or a list of strings, got bool`},
+		{"bad KPIs refuse a query whose intent routes", map[string]any{"intent": "causal", "kpis": 7}, `field "kpis": want a string or a list of strings, got a number`},
+		{"every problem at once", map[string]any{"intent": 1, "kpis": true}, `field "intent": want a string, got a number; troupe: parsed_query: field "kpis": want a string or a list of strings, got a boolean`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

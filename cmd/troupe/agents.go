@@ -73,17 +73,23 @@ func runAgents(_ context.Context, args []string, stdout, stderr io.Writer) int {
 func stateFlags(state map[string]any) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(state)) {
-		v, _ := json.Marshal(state[k])
-		val := string(v)
-		if s, ok := state[k].(string); ok {
-			var back any
-			if json.Unmarshal([]byte(s), &back) != nil && !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
-				val = s // --state reads it back as this string
-			}
-		}
-		b.WriteString("--state " + shellQuote(k+"="+val) + " ")
+		b.WriteString("--state " + shellQuote(k+"="+stateValue(state[k])) + " ")
 	}
 	return b.String()
+}
+
+// stateValue writes v as --state reads it back: a string as it is when --state would read it
+// as that string, and anything else, a string that would read as another value ("1", "true")
+// included, as JSON.
+func stateValue(v any) string {
+	if s, ok := v.(string); ok {
+		var back any
+		if json.Unmarshal([]byte(s), &back) != nil && !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
+			return s
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but plain characters.

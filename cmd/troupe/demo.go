@@ -35,6 +35,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	query := strings.Join(words, " ")
+	if where := notUTF8(query); where != "" {
+		fmt.Fprintf(stderr, "troupe demo: the question is not UTF-8 text: %s\n", where)
+		return exitUsage
+	}
 	if strings.TrimSpace(query) == "" {
 		query = defaultQuery
 	}
@@ -260,6 +264,7 @@ type textWriter struct {
 	agg        *troupe.Aggregation
 	confs      []string // "agent 0.80", in completion order
 	events     int
+	shown      []string // failures' messages shown whole on their own lines
 }
 
 // Widths of the event line's columns, and of the text.
@@ -297,7 +302,9 @@ func (t *textWriter) columns(at, stage, kind, agent, detail string) string {
 	return fmt.Sprintf("  %8s  %-*s  %-*s  %-*s  %s", at, stageWidth, stage, kindWidth, kind, t.agentWidth, agent, detail)
 }
 
-// formatParsed renders a parsed query as key=value pairs, intent first.
+// formatParsed renders a parsed query (or a session state) as key=value pairs, intent first. A
+// string that would read as another JSON value is quoted (mode="1", not mode=1, which is the
+// number), as --state takes it.
 func formatParsed(pq map[string]any) string {
 	first := []string{"intent", "secondary_intents", "brands", "kpis", "regions", "time_period"}
 	keys := slices.Sorted(maps.Keys(pq))
@@ -314,8 +321,11 @@ func formatParsed(pq map[string]any) string {
 	var parts []string
 	for _, k := range keys {
 		v := pq[k]
-		if ss, ok := v.([]string); ok {
-			v = "[" + strings.Join(ss, " ") + "]"
+		switch x := v.(type) {
+		case []string:
+			v = "[" + strings.Join(x, " ") + "]"
+		case string:
+			v = stateValue(x)
 		}
 		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 	}
@@ -327,8 +337,11 @@ func (t *textWriter) event(ev troupe.Event) error {
 		t.start = ev.Time
 	}
 	t.events++
-	line := t.columns(offset(ev.Time.Sub(t.start)), ev.Stage.String(), string(ev.Kind), ev.Agent, t.detail(ev))
-	_, err := fmt.Fprintln(t.w, cut(strings.TrimRight(line, " "), eventWidth))
+	line := strings.TrimRight(t.columns(offset(ev.Time.Sub(t.start)), ev.Stage.String(), string(ev.Kind), ev.Agent, t.detail(ev)), " ")
+	if r, ok := ev.Data.(*troupe.Result); ok && len(r.Errors) > 0 && r.Status != troupe.StatusCompleted && utf8.RuneCountInString(line) <= eventWidth {
+		t.shown = append(t.shown, r.Errors[0].Message)
+	}
+	_, err := fmt.Fprintln(t.w, cut(line, eventWidth))
 	return err
 }
 
@@ -443,11 +456,34 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 	}
 	s := string(o.Status)
 	if o.Error != nil {
-		// One line: the error is shown whole where it happened (an agent's line, or the
-		// event's); the status says what ended the run.
-		s = cut(s+": "+oneLine(o.Error.Message), answerWidth-8)
+		s += ": " + oneLine(o.Error.Message)
 	}
-	fmt.Fprintf(t.w, "\nstatus  %s (exit %d)\n", s, code)
+	const label = "status  "
+	switch {
+	case utf8.RuneCountInString(s) <= answerWidth-len(label):
+	case o.Error != nil && t.shownWhole(o.Error.Message):
+		// An agent's failure, shown whole on its line above: one line says what ended the run.
+		s = cut(s, answerWidth-len(label))
+	default:
+		// Nothing above shows the reason whole (a routing or success-rate failure, say): the
+		// status wraps it as the answer is wrapped.
+		w := wrap(fmt.Sprintf("%s (exit %d)", s, code), strings.Repeat(" ", len(label)), answerWidth)
+		fmt.Fprint(t.w, "\n"+label+w[len(label):])
+		return
+	}
+	fmt.Fprintf(t.w, "\n%s%s (exit %d)\n", label, s, code)
+}
+
+// shownWhole reports whether msg, a run's error, is a failure shown whole on its own line: the
+// run's error names the agent before the agent's own message.
+func (t *textWriter) shownWhole(msg string) bool {
+	msg = oneLine(msg)
+	for _, m := range t.shown {
+		if m = oneLine(m); m != "" && strings.HasSuffix(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // brief renders a value as JSON, cut to a few words: conflicting values can be whole results.

@@ -73,13 +73,14 @@ codes of a command.
 // The exit codes of each command, closing its help. plan, validate and agents run nothing,
 // so theirs say nothing of runs.
 const (
-	runExits = `Exit codes: 0 the run completed, 1 it failed, 2 usage or configuration error,
-3 it paused waiting for a human, 130 it was cancelled (Ctrl-C).
+	runExits = `Exit codes: 0 the run completed, 1 it failed, 2 usage or configuration error, or a
+request the engine would refuse, 3 it paused waiting for a human, 130 it was cancelled (Ctrl-C).
 `
 	demoExits = `Exit codes: 0 the run completed, 1 it failed, 2 usage error, 130 it was cancelled (Ctrl-C).
 `
 	planExits = `Exit codes: 0 the plan was shown, 1 the request could not be planned (the file's
-planner or router refused it; nothing ran), 2 usage or configuration error.
+planner or router refused it; nothing ran), 2 usage or configuration error, or an --input
+request the engine refuses.
 `
 	validateExits = `Exit codes: 0 the file is valid and every agent builds (with warnings or not), 1 troupe
 failed before it could check the file, 2 the file has problems (each is reported) or the
@@ -163,10 +164,13 @@ Checks a workflow file: its YAML, its fields against the schema (config/troupe.s
 unknown fields are errors), and that everything it names exists — agents in rules, pairs,
 composites and fallbacks, builtin agents, schema files — with no composite containing
 itself and no cycle in after. Every problem is reported at once, as
-file:line:column: field: problem. Then it builds every agent, without running any.
-What may be wrong but need not be, such as an llm agent's api_key_env naming a variable
-not set here (it may be where the workflow runs), is a warning,
-file:line:column: warning: field: problem, which does not change the exit code.
+file:line:column: field: problem. Then it builds every agent, without running any, and
+plans each of the file's examples as troupe plan would: an example that cannot be planned is
+an error at its query. What may be wrong but need not be is a warning,
+file:line:column: warning: field: problem, which does not change the exit code: an llm
+agent's api_key_env naming a variable not set here (it may be where the workflow runs);
+routing with no parser, or a parser intent no routing rule plans, which leaves plain-text
+queries unplannable though parsed ones (--input) still plan.
 
 ` + configArg
 

@@ -42,7 +42,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	req, err := request(f, strings.Join(words[1:], " "), *input, state, 0)
+	req, in, err := request(f, strings.Join(words[1:], " "), *input, state, 0)
 	if err != nil {
 		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
 		return exitUsage
@@ -58,6 +58,10 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	pl, err := planOf(ctx, f, cat, eng, req)
+	if perr := in.refused(err, req.ParsedQuery); perr != nil {
+		fmt.Fprintf(stderr, "troupe plan: %v\n", perr) // a mistake in --input's file, as troupe run says
+		return exitUsage
+	}
 	if err != nil {
 		// The file is valid and the command line well formed, but its rules refuse this
 		// request: no run failed, since none was started.
@@ -82,6 +86,7 @@ type planned struct {
 	req       troupe.Request
 	plan      *troupe.Plan
 	decisions map[string]troupe.RoutingDecision // task id → decision
+	ids       map[string]string                 // agent or task name → graph node id; see nodeIDs
 }
 
 // planOf plans req with eng, an engine over cat, f's declared agents, without building or
@@ -197,7 +202,7 @@ func (p *planned) mermaid() string {
 	for i, st := range p.plan.Stages {
 		fmt.Fprintf(&b, "  subgraph stage%d [\"stage %d\"]\n", i+1, i+1)
 		for _, t := range st.Tasks {
-			fmt.Fprintf(&b, "    %s[\"%s\"]\n", nodeID(p.target(t)), mermaidText(p.target(t)))
+			fmt.Fprintf(&b, "    %s[\"%s\"]\n", p.nodeID(p.target(t)), mermaidText(p.target(t)))
 		}
 		b.WriteString("  end\n")
 	}
@@ -219,7 +224,7 @@ func (p *planned) dot() string {
 	for i, st := range p.plan.Stages {
 		fmt.Fprintf(&b, "  subgraph cluster_stage%d {\n    label=\"stage %d\";\n", i+1, i+1)
 		for _, t := range st.Tasks {
-			fmt.Fprintf(&b, "    %s [label=%q];\n", nodeID(p.target(t)), p.target(t))
+			fmt.Fprintf(&b, "    %s [label=%q];\n", p.nodeID(p.target(t)), p.target(t))
 		}
 		b.WriteString("  }\n")
 	}
@@ -243,7 +248,7 @@ func (p *planned) edges() []edge {
 	var out []edge
 	for i, st := range p.plan.Stages {
 		for _, t := range st.Tasks {
-			to := nodeID(p.target(t))
+			to := p.nodeID(p.target(t))
 			switch {
 			case i == 0:
 				label := ""
@@ -253,11 +258,11 @@ func (p *planned) edges() []edge {
 				out = append(out, edge{"query", to, label})
 			case len(t.DependsOn) > 0:
 				for _, d := range t.DependsOn {
-					out = append(out, edge{nodeID(d), to, ""})
+					out = append(out, edge{p.nodeID(d), to, ""})
 				}
 			default:
 				for _, prev := range p.plan.Stages[i-1].Tasks {
-					out = append(out, edge{nodeID(p.target(prev)), to, ""})
+					out = append(out, edge{p.nodeID(p.target(prev)), to, ""})
 				}
 			}
 		}
@@ -265,8 +270,53 @@ func (p *planned) edges() []edge {
 	return out
 }
 
-// nodeID makes an agent name safe as a Mermaid and Graphviz identifier.
-func nodeID(name string) string {
+// nodeID is the Mermaid and Graphviz identifier of the node of an agent (or a task) name:
+// distinct names have distinct ids. See nodeIDs.
+func (p *planned) nodeID(name string) string {
+	if p.ids == nil {
+		var names []string
+		for _, st := range p.plan.Stages {
+			for _, t := range st.Tasks {
+				names = append(names, p.target(t))
+				names = append(names, t.DependsOn...)
+			}
+		}
+		p.ids = nodeIDs(names)
+	}
+	if id, ok := p.ids[name]; ok {
+		return id
+	}
+	return safeID(name)
+}
+
+// nodeIDs gives each of names an identifier Mermaid and Graphviz accept: "a_" and the name with
+// every character but ASCII letters, digits and _ made _. Two names can make the same one
+// ("a-b" and "a_b"): a name made only of kept characters has it (no two such names share one);
+// any other name has it when it is free, or else it and the first free "_2", "_3", …, taken in
+// sorted order. The ids depend only on the set of names, so the same plan draws the same graph.
+func nodeIDs(names []string) map[string]string {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	ids := make(map[string]string, len(names))
+	used := map[string]bool{}
+	kept := func(n string) bool { return safeID(n) == "a_"+n }
+	for _, pass := range []bool{true, false} { // names kept whole first: their id is theirs
+		for _, n := range names {
+			if kept(n) != pass {
+				continue
+			}
+			id := safeID(n)
+			for i := 2; used[id]; i++ {
+				id = fmt.Sprintf("%s_%d", safeID(n), i)
+			}
+			ids[n], used[id] = id, true
+		}
+	}
+	return ids
+}
+
+// safeID makes a name safe as a Mermaid and Graphviz identifier, not necessarily distinct from
+// another name's.
+func safeID(name string) string {
 	var b strings.Builder
 	b.WriteString("a_")
 	for _, r := range name {
@@ -305,8 +355,10 @@ func nearMisses(f *config.File, query string) []string {
 			v, _ := json.Marshal(tr.When[k])
 			need = append(need, k+"="+string(v))
 		}
-		out = append(out, fmt.Sprintf("rule %s (→ %s) matches %q but needs state %s; try --state %s",
-			tr.Name, tr.Target, d.Metadata["pattern"], strings.Join(need, ", "), strings.Join(need, " --state ")))
+		// The hint is the flags as a shell passes them on: --state 'mode="1"' gives the string
+		// "1", which --state mode="1" would not (the shell drops the quotes).
+		out = append(out, fmt.Sprintf("rule %s (→ %s) matches %q but needs state %s; try %s",
+			tr.Name, tr.Target, d.Metadata["pattern"], strings.Join(need, ", "), strings.TrimSpace(stateFlags(tr.When))))
 	}
 	return out
 }

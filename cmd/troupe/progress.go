@@ -35,8 +35,9 @@ type progress struct {
 	notes []string        // warnings, retries, questions, routing decisions
 	agg   *troupe.Aggregation
 	confs []string
-	drawn int // lines of the live view on screen
-	width int // of the terminal: longer lines are cut, or they would wrap and break the redraw
+	shown []string // failures' messages printed whole on their lines (plain output only)
+	drawn int      // lines of the live view on screen
+	width int      // of the terminal: longer lines are cut, or they would wrap and break the redraw
 	frame int
 	ended bool
 
@@ -185,6 +186,10 @@ func (p *progress) event(ev troupe.Event) {
 		line = fmt.Sprintf("%s%s %s %s in %s", indent2(r.depth), mark(r.status), r.agent, r.status, duration(r.end.Sub(r.start)))
 		if r.detail != "" {
 			line += ": " + r.detail
+		}
+		if !p.term && d.Status != troupe.StatusCompleted && len(d.Errors) > 0 {
+			// The plain line is printed whole; the live view cuts its rows to the terminal.
+			p.shown = append(p.shown, d.Errors[0].Message)
 		}
 	case *troupe.Progress:
 		sub := progressLine(d)
@@ -343,7 +348,7 @@ func (p *progress) end(o *troupe.Outcome, code int) int {
 		fmt.Fprintf(p.w, "finished     %s\n", listOrNone(finished))
 		fmt.Fprintf(p.w, "unfinished   %s\n", listOrNone(unfinished))
 	}
-	tw := &textWriter{w: p.w, agg: p.agg, confs: p.confs}
+	tw := &textWriter{w: p.w, agg: p.agg, confs: p.confs, shown: p.shown}
 	if o.Status == troupe.RunPaused && len(o.Questions) > 0 {
 		fmt.Fprintf(p.w, "\nwaiting for a human: %s, and troupe run takes no answers, so the run stops here\n", count(len(o.Questions), "open question"))
 		for _, q := range o.Questions {

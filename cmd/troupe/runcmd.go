@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strings"
 	"time"
@@ -45,7 +47,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	if !ok {
 		return exitUsage
 	}
-	req, err := request(f, strings.Join(words[1:], " "), *input, state, *seed)
+	req, in, err := request(f, strings.Join(words[1:], " "), *input, state, *seed)
 	if err != nil {
 		fmt.Fprintf(stderr, "troupe run: %v\n", err)
 		return exitUsage
@@ -74,6 +76,17 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		defer cancel()
 		_ = eng.Close(cctx)
 	}()
+	if in != nil {
+		// A parsed query from --input that planning refuses for a value of the wrong type is a
+		// mistake in the file, as a request field of the wrong type is: say so in the file's
+		// terms before running. Other refusals are the run's to report.
+		if _, err := planOf(ctx, f, reg, eng, req); err != nil {
+			if perr := in.refused(err, req.ParsedQuery); perr != nil {
+				fmt.Fprintf(stderr, "troupe run: %v\n", perr)
+				return exitUsage
+			}
+		}
+	}
 
 	var out runOutput
 	if *output == "json" {
@@ -82,16 +95,33 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		out = newProgress(stdout, f, req, term, time.Now)
 	}
 	defer out.close()
+	return show(ctx, eng.Run(ctx, req), out, stderr)
+}
+
+// show passes a run's events to out and ends it, returning the exit code. A stream that ends
+// in an error, or without a terminal event, ends the run record all the same (failed), since
+// it is the output a program reads; docs/run-record.md says its run_id is empty only when
+// nothing was recorded.
+func show(ctx context.Context, events iter.Seq2[troupe.Event, error], out runOutput, stderr io.Writer) int {
+	cancelled := func() int {
+		return out.end(&troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: context.Cause(ctx).Error()}}, exitCancelled)
+	}
+	failed := func(err error) int {
+		fmt.Fprintf(stderr, "troupe run: %v\n", err)
+		if _, ok := out.(*recorder); ok {
+			return out.end(&troupe.Outcome{Status: troupe.RunFailed, Error: runError(err)}, exitFailed)
+		}
+		return exitFailed // the reason is on stderr; a status line would only repeat it
+	}
 	var outcome *troupe.Outcome
-	for ev, err := range eng.Run(ctx, req) {
+	for ev, err := range events {
 		if err != nil {
 			if ctx.Err() != nil {
 				// The stream may end on the caller's cancellation before the run's own
 				// run_cancelled event reaches it; the run is cancelled all the same.
-				return out.end(&troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: context.Cause(ctx).Error()}}, exitCancelled)
+				return cancelled()
 			}
-			fmt.Fprintf(stderr, "troupe run: %v\n", err)
-			return exitFailed
+			return failed(err)
 		}
 		out.event(ev)
 		if o, ok := ev.Data.(*troupe.Outcome); ok && (ev.Stage.Terminal() || ev.Kind == troupe.KindRunPaused) {
@@ -100,12 +130,22 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	}
 	if outcome == nil {
 		if ctx.Err() != nil {
-			return out.end(&troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: context.Cause(ctx).Error()}}, exitCancelled)
+			return cancelled()
 		}
-		fmt.Fprintln(stderr, "troupe run: the run ended without a terminal event")
-		return exitFailed
+		return failed(errors.New("the run ended without a terminal event"))
 	}
 	return out.end(outcome, exitCode(outcome.Status))
+}
+
+// runError is an error that ended a run's event stream, as the run record's outcome holds it.
+func runError(err error) *troupe.ErrorInfo {
+	var oe *troupe.OrchestrationError
+	if errors.As(err, &oe) && oe.Stage == troupe.StageInitialize {
+		// The engine refused the request at the start, before recording anything.
+		return &troupe.ErrorInfo{Code: troupe.CodeInvalidRequest, Message: err.Error()}
+	}
+	info := troupe.ErrorInfoOf(err)
+	return &info
 }
 
 // runOutput shows a run: each event as it is recorded, then the end. end returns the exit

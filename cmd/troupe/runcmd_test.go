@@ -189,7 +189,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad output", []string{"run", "--output", "yaml", "../../examples/e2i", "q"}, exitUsage, nil, []string{`--output "yaml": want text or json`}},
 		{"missing config", []string{"run", "testdata/nope.yaml", "q"}, exitUsage, nil, []string{"no such file"}},
 		{"config errors", []string{"run", "testdata/bad.yaml", "q"}, exitUsage, nil, []string{`testdata/bad.yaml:6:7: agents.fetch.exec.comand: unknown field "comand" (did you mean "command"?)`, "15 problems"}},
-		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"troupe run: --input fail.yaml: not JSON, at line 1, column 1: invalid character"}},
+		{"bad input", []string{"run", "--input", "testdata/fail.yaml", "../../examples/e2i"}, exitUsage, nil, []string{"troupe run: --input testdata/fail.yaml: not JSON, at line 1, column 1: invalid character"}},
 		{"paused", []string{"run", "--input", "testdata/request.json", "../../examples/tutor"}, exitPaused,
 			[]string{"route   → diagnostic: New topic start", "? diagnostic asks: Quick check on",
 				"waiting for a human: 1 open question, and troupe run takes no answers, so the run stops here\n  diagnostic (",

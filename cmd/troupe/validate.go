@@ -1,19 +1,26 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/troupehq/troupe/config"
+	"github.com/troupehq/troupe/engine"
 )
 
 // runValidate is `troupe validate CONFIG`: it loads the file, reporting every problem at once
 // with its position, then builds every agent (without running any) to catch what only
-// building finds: a builtin the program does not have, an exec program that is not there.
+// building finds: a builtin the program does not have, an exec program that is not there. It
+// plans each of the file's examples, as troupe plan would, and warns of a file whose plain-text
+// queries its routing cannot plan (see planWarnings).
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	words, code, done := parseCommand("validate", fs, args, 1, 1, "one CONFIG (a file, or a directory holding troupe.yaml)", stdout, stderr)
@@ -24,19 +31,30 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if !ok {
 		return code
 	}
-	printWarnings(stderr, f)
+	for _, e := range byPosition(append(warnings(f), planWarnings(f)...)) {
+		fmt.Fprintf(stderr, "%s:%d:%d: warning: %s: %s\n", e.File, e.Line, e.Column, e.Path, e.Problem)
+	}
 	servers := newMCPServers()
 	defer servers.Close()
+	var buildErrs config.Errors
 	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories(servers)}); err != nil {
-		var es config.Errors
-		if errors.As(err, &es) {
-			for _, e := range es {
-				fmt.Fprintln(stderr, e)
-			}
-		} else {
+		if !errors.As(err, &buildErrs) {
 			fmt.Fprintln(stderr, err)
+			fmt.Fprintf(stderr, "troupe validate: %s: its agents cannot be built\n", f.Path)
+			return exitUsage
 		}
-		fmt.Fprintf(stderr, "troupe validate: %s: its agents cannot be built\n", f.Path)
+	}
+	unplanned := examples(ctx, f)
+	if len(buildErrs) > 0 || len(unplanned) > 0 {
+		for _, e := range byPosition(append(slices.Clone(buildErrs), unplanned...)) {
+			fmt.Fprintln(stderr, e)
+		}
+		if len(buildErrs) > 0 {
+			fmt.Fprintf(stderr, "troupe validate: %s: its agents cannot be built\n", f.Path)
+		}
+		if n := len(unplanned); n > 0 {
+			fmt.Fprintf(stderr, "troupe validate: %s: %s of %d cannot be planned\n", f.Path, count(n, "example"), len(f.Examples))
+		}
 		return exitUsage
 	}
 	how := "every agent, in the stages their declarations imply"
@@ -48,6 +66,92 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "%s: ok — %s, %s\n", f.Path, count(len(f.Order), "agent"), how)
 	return exitOK
+}
+
+// byPosition sorts problems by their place in the file.
+func byPosition(es []*config.Error) []*config.Error {
+	slices.SortStableFunc(es, func(a, b *config.Error) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	return es
+}
+
+// examples plans each of f's examples as troupe plan would — parsed by the file's parser, in
+// its session state — and returns a problem, at the example's query, for each that cannot be:
+// the file says it answers them, and troupe agents shows each as a troupe plan command to try.
+func examples(ctx context.Context, f *config.File) []*config.Error {
+	if len(f.Examples) == 0 {
+		return nil
+	}
+	cat, err := config.Catalog(f)
+	if err != nil {
+		return []*config.Error{f.Problem(err)}
+	}
+	eng, err := engine.New(engineConfig(f, cat))
+	if err != nil {
+		return []*config.Error{f.Problem(err)}
+	}
+	var out []*config.Error
+	for i, ex := range f.Examples {
+		req, _, err := request(f, ex.Query, "", ex.State, 0)
+		if err == nil {
+			_, err = planOf(ctx, f, cat, eng, req)
+		}
+		if err != nil {
+			err = fmt.Errorf("troupe plan cannot plan this example: %w", err)
+			out = append(out, f.Problem(&config.FieldError{Path: []string{"examples", strconv.Itoa(i), "query"}, Err: err}))
+		}
+	}
+	return out
+}
+
+// planWarnings are what makes plain-text queries of f unplannable but leaves the file usable
+// with parsed queries (troupe run --input, or a server's clients), so validate warns of them
+// without failing: routing, or a coordinator that routes only by intent and KPI, with no parser
+// to give a query its intent; a parser whose intents, its default one included, have no
+// routing rule to plan them.
+func planWarnings(f *config.File) []*config.Error {
+	var out []*config.Error
+	at := func(ptr, problem string) {
+		line, col := f.Position(ptr)
+		out = append(out, &config.Error{File: f.Path, Line: line, Column: col, Path: strings.ReplaceAll(strings.TrimPrefix(ptr, "/"), "/", "."), Problem: problem})
+	}
+	field := func(err error, path ...string) {
+		out = append(out, f.Problem(&config.FieldError{Path: path, Err: err}))
+	}
+	switch r, c := f.Routing, f.Coordinator; {
+	case r != nil && f.Parser == nil:
+		at("/routing", "routing plans a request by the intent of its parsed query, and with no parser a plain-text query has none, so none can be planned: add a parser, or pass parsed queries with --input")
+	case r != nil:
+		var intents []string
+		for _, ir := range r.Intents {
+			intents = append(intents, ir.Intent)
+		}
+		planned := "routing.intents has none"
+		if len(intents) > 0 {
+			planned = "routing.intents has rules for " + strings.Join(intents, ", ")
+		}
+		p := f.Parser
+		if !slices.Contains(intents, p.DefaultIntent) {
+			field(fmt.Errorf("a query none of parser.intents fires on gets intent %q, which no routing rule plans (%s): add a rule for %q under routing.intents, or make default_intent one of theirs", p.DefaultIntent, planned, p.DefaultIntent),
+				"parser", "default_intent")
+		}
+		for _, list := range []struct {
+			field string
+			rules []config.IntentKeywords
+			what  string
+		}{{"intents", p.Intents, "intent"}, {"secondary_intents", p.SecondaryIntents, "secondary intent"}} {
+			for i, ik := range list.rules {
+				if ik.Intent != "" && !slices.Contains(intents, ik.Intent) {
+					field(fmt.Errorf("a query this rule fires on gets %s %q, which no routing rule plans (%s): add a rule for %q under routing.intents", list.what, ik.Intent, planned, ik.Intent),
+						"parser", list.field, strconv.Itoa(i), "intent")
+				}
+			}
+		}
+	case c != nil && f.Parser == nil && len(c.Triggers) == 0 && c.Default == "":
+		at("/coordinator", "the coordinator has no triggers and no default, so it routes a request only by the intent or KPIs of its parsed query, and with no parser a plain-text query has neither: add a parser, a default or triggers, or pass parsed queries with --input")
+	}
+	return out
 }
 
 // printWarnings writes f's warnings to w, one a line, as file:line:column: warning: field:

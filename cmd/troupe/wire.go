@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/execagent"
@@ -576,6 +577,12 @@ func loadWithBuiltins(cmd, path string, stderr io.Writer) (f *config.File, b *tr
 // needQuery reports whether words (CONFIG, then the query) or --input give a request, saying
 // what is missing when they do not.
 func needQuery(cmd string, words []string, input string, stderr io.Writer) bool {
+	if len(words) > 1 {
+		if where := notUTF8(strings.Join(words[1:], " ")); where != "" {
+			fmt.Fprintf(stderr, "troupe %s: the query is not UTF-8 text: %s\n", cmd, where)
+			return false
+		}
+	}
 	if len(words) == 1 && input == "" {
 		fmt.Fprintf(stderr, "troupe %s: want a query after CONFIG, or --input FILE.json\n", cmd)
 		return false
@@ -610,9 +617,11 @@ func engineConfig(f *config.File, reg *troupe.Registry) engine.Config {
 }
 
 // request builds the request of a command line: the query (parsed by the file's parser),
-// or --input's request, with --state's session state and the seed.
-func request(f *config.File, query, input string, state map[string]any, seed uint64) (troupe.Request, error) {
-	var req troupe.Request
+// or --input's request, with --state's session state and the seed. It refuses a request the
+// engine would refuse at the start of a run, naming the field. in is where --input gave the
+// parsed query (nil when it gave none), so that a command can say where in the file a value
+// planning refuses is.
+func request(f *config.File, query, input string, state map[string]any, seed uint64) (req troupe.Request, in *inputQuery, err error) {
 	if input != "" {
 		b, err := os.ReadFile(input)
 		if err != nil {
@@ -620,17 +629,27 @@ func request(f *config.File, query, input string, state map[string]any, seed uin
 			if errors.As(err, &pe) {
 				err = pe.Err // "open x: no such file" names the file twice
 			}
-			return req, fmt.Errorf("--input %s: %w", input, err)
+			return req, nil, fmt.Errorf("--input %s: %w", input, err)
 		}
-		if req, err = decodeInput(b); err != nil {
-			return req, fmt.Errorf("--input %s: %w", filepath.Base(input), err)
+		var alone bool
+		if req, alone, err = decodeInput(b); err != nil {
+			return req, nil, fmt.Errorf("--input %s: %w", input, err)
 		}
 		if query != "" {
 			req.Query = query
 		}
 		if strings.TrimSpace(req.Query) == "" && len(req.ParsedQuery) == 0 {
 			// As an empty query argument is refused: there is nothing to plan.
-			return req, fmt.Errorf("--input %s: no query and no parsed query: want \"query\" or \"parsed_query\" in the file, or a query after CONFIG", filepath.Base(input))
+			return req, nil, fmt.Errorf("--input %s: no query and no parsed query: want \"query\" or \"parsed_query\" in the file, or a query after CONFIG", input)
+		}
+		if err := checkRequest(req, fileAgents{f}); err != nil {
+			return req, nil, fmt.Errorf("--input %s: %w", input, err)
+		}
+		if req.ParsedQuery != nil {
+			in = &inputQuery{path: input, prefix: "parsed_query."}
+			if alone {
+				in.prefix = ""
+			}
 		}
 	} else {
 		req.Query = query
@@ -649,7 +668,23 @@ func request(f *config.File, query, input string, state map[string]any, seed uin
 	if seed != 0 {
 		req.Seed = seed
 	}
-	return req, nil
+	return req, in, nil
+}
+
+// inputQuery is where --input gave a request's parsed query: the file, and the parsed query's
+// place in it ("parsed_query.", or "" in a file that is a parsed query alone).
+type inputQuery struct{ path, prefix string }
+
+// refused says, in the file's terms, why planning refused the parsed query pq of the file (a
+// value of the wrong JSON type), or returns nil when err is no such refusal or in is nil.
+func (in *inputQuery) refused(err error, pq map[string]any) error {
+	if in == nil {
+		return nil
+	}
+	if p := parsedProblem(err, pq, in.prefix); p != nil {
+		return fmt.Errorf("--input %s: %w", in.path, p)
+	}
+	return nil
 }
 
 // requestFields are the JSON names of troupe.Request's fields.
@@ -673,18 +708,30 @@ func requestFields() []string {
 // against a list; but a key a typo away from a request's field ("qeury") is far likelier a
 // misspelt request than a parsed query, which would be planned with no query at all. Such a
 // key is an error, and one that really belongs to a parsed query goes under "parsed_query".
-func decodeInput(b []byte) (troupe.Request, error) {
-	var req troupe.Request
+func decodeInput(b []byte) (req troupe.Request, alone bool, err error) {
 	var top any
 	if len(bytes.TrimSpace(b)) == 0 {
-		return req, errors.New("the file is empty: want a request {\"query\": ...} or a parsed query {\"intent\": ...}")
+		return req, false, errors.New("the file is empty: want a request {\"query\": ...} or a parsed query {\"intent\": ...}")
+	}
+	if !utf8.Valid(b) {
+		// encoding/json would read each such byte as U+FFFD, and the agents get another text.
+		off := 0
+		for off < len(b) {
+			r, n := utf8.DecodeRune(b[off:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			off += n
+		}
+		line, col := lineCol(b, off)
+		return req, false, fmt.Errorf("not UTF-8, at line %d, column %d: byte 0x%02x is not UTF-8; save the file as UTF-8", line, col, b[off])
 	}
 	if err := json.Unmarshal(b, &top); err != nil {
-		return req, jsonProblem(b, err)
+		return req, false, jsonProblem(b, err)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil {
-		return req, fmt.Errorf("got %s, want a JSON object: a request {\"query\": ...} or a parsed query {\"intent\": ...}", jsonKind(top))
+		return req, false, fmt.Errorf("got %s, want a JSON object: a request {\"query\": ...} or a parsed query {\"intent\": ...}", jsonvalue.KindOf(top))
 	}
 	fields := requestFields()
 	isRequest := false
@@ -703,26 +750,29 @@ func decodeInput(b []byte) (troupe.Request, error) {
 			if s := config.Closest(k, fields); s != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			return req, fmt.Errorf("unknown field %q%s: a request's fields are %s; a parsed query's keys go under \"parsed_query\"", k, hint, strings.Join(fields, ", "))
+			return req, false, fmt.Errorf("unknown field %q%s: a request's fields are %s; a parsed query's keys go under \"parsed_query\"", k, hint, strings.Join(fields, ", "))
+		}
+		if err := unknownField(b, reflect.TypeFor[troupe.Request](), ""); err != nil {
+			return req, false, err
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			return req, jsonProblem(b, err)
+			return req, false, jsonProblem(b, err)
 		}
-		return req, nil
+		return req, false, nil
 	}
 	for _, k := range others {
 		if s := config.Closest(k, fields); s != "" {
-			return req, fmt.Errorf("unknown field %q (did you mean %q?): with no request field the file is read as a parsed query alone; to give a parsed query with this key, put it under \"parsed_query\"", k, s)
+			return req, false, fmt.Errorf("unknown field %q (did you mean %q?): with no request field the file is read as a parsed query alone; to give a parsed query with this key, put it under \"parsed_query\"", k, s)
 		}
 	}
 	var pq map[string]any
 	if err := json.Unmarshal(b, &pq); err != nil {
-		return req, err
+		return req, true, err
 	}
 	req.ParsedQuery = pq
-	return req, nil
+	return req, true, nil
 }
 
 // jsonProblem says what is wrong with the JSON b, in its terms rather than Go's: where a
@@ -733,14 +783,7 @@ func jsonProblem(b []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		line, col := 1, 1
-		for _, c := range b[:min(int(se.Offset), len(b))] {
-			if c == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
-		}
+		line, col := lineCol(b, int(se.Offset))
 		// The offset is just past the byte at fault.
 		return fmt.Errorf("not JSON, at line %d, column %d: %s", line, max(col-1, 1), se)
 	case errors.As(err, &te):
@@ -750,47 +793,18 @@ func jsonProblem(b []byte, err error) error {
 		} else {
 			field = "field " + strconv.Quote(field)
 		}
-		return fmt.Errorf("%s: got %s, want %s", field, te.Value, goKind(te.Type))
+		got := te.Value // JSON's kind: "number", "string", "bool", "array", "object"
+		switch got {
+		case "bool":
+			got = "a boolean"
+		case "array", "object":
+			got = "an " + got
+		case "number", "string":
+			got = "a " + got
+		}
+		return fmt.Errorf("%s: got %s, want %s", field, got, jsonvalue.KindWanted(te.Type))
 	}
 	return err
-}
-
-// jsonKind names the JSON kind of a decoded value.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "null"
-}
-
-// goKind names the JSON kind a Go type decodes from.
-func goKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "a whole number"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number, 0 or more"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct, reflect.Pointer:
-		return "an object"
-	}
-	return t.String()
 }
 
 // stateFlag collects --state key=value pairs; a value is read as JSON when it is JSON
@@ -805,6 +819,9 @@ func (s stateFlag) Set(kv string) error {
 	k, v, ok := strings.Cut(kv, "=")
 	if !ok || k == "" {
 		return fmt.Errorf("want key=value, got %q", kv)
+	}
+	if where := notUTF8(kv); where != "" {
+		return fmt.Errorf("not UTF-8 text: %s", where)
 	}
 	var val any
 	switch {

@@ -301,13 +301,28 @@ func TestInputStrict(t *testing.T) {
 		{"any key under parsed_query", `{"parsed_query": {"intent": "causal", "qeury": "x"}}`, []string{"plan", "../../examples/e2i"}, exitOK, "qeury=x"},
 		// Wrong JSON is said in JSON's terms, not Go's ("cannot unmarshal … into Go struct field").
 		{"a field of the wrong type", `{"query": 5}`, []string{"plan", "testdata/one.yaml"}, exitUsage,
-			`troupe plan: --input in.json: field "query": got number, want a string`},
+			`troupe plan: --input in.json: field "query": got a number, want a string`},
 		{"a nested field of the wrong type", `{"query": "q", "budget": {"time_seconds": "1m"}}`, []string{"plan", "testdata/one.yaml"}, exitUsage,
-			`troupe plan: --input in.json: field "budget.time_seconds": got string, want a number`},
+			`troupe plan: --input in.json: field "budget.time_seconds": got a string, want a number`},
+		// A nested object's unknown field is named by its path, with the object's fields.
+		{"unknown nested field", `{"budget": {"max_dispatches": 1}}`, []string{"run", "testdata/one.yaml"}, exitUsage,
+			`troupe run: --input in.json: unknown field "budget.max_dispatches": budget's fields are time_seconds, max_cost_dollars, max_tokens`},
+		{"misspelt nested field", `{"query": "q", "policy": {"retry": {"max_attempt": 3}}}`, []string{"plan", "testdata/one.yaml"}, exitUsage,
+			`--input in.json: unknown field "policy.retry.max_attempt" (did you mean "max_attempts"?): policy.retry's fields are max_attempts, initial_backoff_ns, max_backoff_ns, multiplier, jitter`},
+		{"a list of the wrong type", `{"query": "q", "criteria": {"intent_type": "causal", "preferred_agents": 5}}`, []string{"plan", "testdata/one.yaml"}, exitUsage,
+			`--input in.json: field "criteria.preferred_agents": got a number, want a list of strings`},
+		// A parsed query's value of the wrong type, which planning refuses, is said in JSON's terms
+		// and where it is in the file, not in Go's (float64, []interface {}).
+		{"parsed query value of the wrong type", `{"intent": "causal", "kpis": 5}`, []string{"plan", "../../examples/e2i"}, exitUsage,
+			`troupe plan: --input in.json: field "kpis": got a number, want a string or a list of strings`},
+		{"parsed query value of the wrong type, run", `{"intent": "causal", "kpis": 5}`, []string{"run", "../../examples/e2i"}, exitUsage,
+			`troupe run: --input in.json: field "kpis": got a number, want a string or a list of strings`},
+		{"parsed query list of the wrong type", `{"query": "q", "parsed_query": {"intent": "causal", "kpis": ["NRx", 7]}}`, []string{"plan", "../../examples/e2i"}, exitUsage,
+			`--input in.json: field "parsed_query.kpis": got a list whose item 2 is a number, want a string or a list of strings`},
 		{"not JSON", "{\"query\": \"q\",\n \"state\": {x}}", []string{"plan", "testdata/one.yaml"}, exitUsage,
 			"troupe plan: --input in.json: not JSON, at line 2, column 12: invalid character 'x' looking for beginning of object key string"},
 		{"not an object", `["why"]`, []string{"plan", "testdata/one.yaml"}, exitUsage,
-			`troupe plan: --input in.json: got an array, want a JSON object: a request {"query": ...} or a parsed query {"intent": ...}`},
+			`troupe plan: --input in.json: got a list, want a JSON object: a request {"query": ...} or a parsed query {"intent": ...}`},
 		{"empty", "\n", []string{"plan", "testdata/one.yaml"}, exitUsage,
 			`troupe plan: --input in.json: the file is empty: want a request {"query": ...} or a parsed query {"intent": ...}`},
 	}
@@ -319,8 +334,9 @@ func TestInputStrict(t *testing.T) {
 			}
 			args := append([]string{tt.args[0], "--input", in}, tt.args[1:]...)
 			code, stdout, stderr := invoke(t, args...)
-			if code != tt.code || !strings.Contains(stdout+stderr, tt.says) {
-				t.Fatalf("exit %d (want %d); output lacks %q:\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.says, stdout, stderr)
+			says := strings.ReplaceAll(tt.says, "--input in.json", "--input "+in) // the path as given
+			if code != tt.code || !strings.Contains(stdout+stderr, says) {
+				t.Fatalf("exit %d (want %d); output lacks %q:\nstdout:\n%s\nstderr:\n%s", code, tt.code, says, stdout, stderr)
 			}
 			if code == exitUsage && stdout != "" {
 				t.Errorf("a refused input printed %q", stdout)
@@ -337,7 +353,7 @@ func FuzzDecodeInput(f *testing.F) {
 	}
 	fields := requestFields()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		req, err := decodeInput(b)
+		req, _, err := decodeInput(b)
 		if err != nil {
 			return
 		}

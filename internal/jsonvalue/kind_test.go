@@ -23,8 +23,10 @@ func TestKindWantedNamesJSONKinds(t *testing.T) {
 		{new(string), `7`, "a string"},
 		{new(int), `1.5`, "a whole number"},
 		{new(uint8), `-1`, "a whole number, 0 or more"},
-		{new(bool), `"yes"`, "true or false"},
-		{new([]string), `{}`, "an array"},
+		{new(bool), `"yes"`, "a boolean"},
+		{new([]string), `{}`, "a list of strings"},
+		{new(map[string][]int), `[]`, "an object of lists of whole numbers"},
+		{new([]any), `{}`, "a list"},
 		{new(net.IP), `5`, "a string"},
 	} {
 		err := json.Unmarshal([]byte(c.json), c.into)
@@ -35,6 +37,43 @@ func TestKindWantedNamesJSONKinds(t *testing.T) {
 		}
 		if got := KindWanted(te.Type); got != c.want {
 			t.Errorf("%T from %s: KindWanted(%v) = %q, want %q", c.into, c.json, te.Type, got, c.want)
+		}
+	}
+}
+
+func TestKindOfNamesJSONKinds(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{map[string]any{}, "an object"},
+		{map[string]int{"a": 1}, "an object"},
+		{[]any{1}, "a list"},
+		{[]string{"a"}, "a list"},
+		{"s", "a string"},
+		{7.0, "a number"},
+		{int64(7), "a number"},
+		{json.Number("7"), "a number"},
+		{true, "a boolean"},
+		{nil, "null"},
+		{map[string]any(nil), "null"},
+		{make(chan int), "a value JSON cannot hold (chan int)"},
+	} {
+		if got := KindOf(c.v); got != c.want {
+			t.Errorf("KindOf(%#v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{[]any{"a", 7.0}, "a list whose item 2 is a number"},
+		{[]any{"a", "b"}, "a list of strings"},
+		{[]string{"a"}, "a list of strings"},
+		{7.0, "a number"},
+	} {
+		if got := KindOfStrings(c.v); got != c.want {
+			t.Errorf("KindOfStrings(%#v) = %q, want %q", c.v, got, c.want)
 		}
 	}
 }
