@@ -32,6 +32,8 @@ var (
 	ErrRunNotFound = errors.New("troupe: run not found")
 	// ErrRunFinished: a run that already reached a terminal stage cannot be resumed.
 	ErrRunFinished = errors.New("troupe: run already finished")
+	// ErrRunExists: a new run was given the id of a run its store holds already.
+	ErrRunExists = errors.New("troupe: a run with this id is recorded already")
 	// ErrSeqConflict: an append's sequence number is not the next one of the run's log.
 	ErrSeqConflict = errors.New("troupe: event sequence conflict")
 	// ErrShutdown: the engine shut down (engine.Engine.Shutdown) and stopped the run without

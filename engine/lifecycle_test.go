@@ -20,6 +20,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
 )
 
@@ -769,5 +770,45 @@ func TestGuardrailNotesSurviveATimeout(t *testing.T) {
 	}
 	if !cmp.Equal(r.Warnings, []string{"query holds an e-mail address"}) || !cmp.Equal(r.Annotations, map[string]any{"audit": map[string]any{"pii": "email"}}) {
 		t.Errorf("timeout result: warnings %q, annotations %v; want the guardrail's", r.Warnings, r.Annotations)
+	}
+}
+
+// A new run given the id of a run its store holds is refused at the start, saying so, and its
+// events are not the old run's: Run yields the error alone. So is a run whose generated id an
+// engine with the same seed made before against the same store.
+func TestStartRefusesARecordedRunID(t *testing.T) {
+	reg := agents(t, "a", troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"query": d.Query}, Confidence: troupe.Ptr(1.0)}, nil
+	}))
+	st := memory.New()
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("a"), Store: st})
+	run(t, eng, troupe.Request{Query: "first", RunID: "run_fixed"})
+	var evs []troupe.Event
+	var gotErr error
+	for ev, err := range eng.Run(t.Context(), troupe.Request{Query: "second", RunID: "run_fixed"}) {
+		if err != nil {
+			gotErr = err
+			break
+		}
+		evs = append(evs, ev)
+	}
+	var oe *troupe.OrchestrationError
+	if len(evs) != 0 || !errors.Is(gotErr, troupe.ErrRunExists) || !errors.As(gotErr, &oe) || oe.Stage != troupe.StageInitialize ||
+		!strings.Contains(gotErr.Error(), "run run_fixed is in the store already (7 events, the last run_completed)") {
+		t.Errorf("second run with the id: %d events, error %v; want no event and an INITIALIZE error matching ErrRunExists that says what the store holds", len(evs), gotErr)
+	}
+	if logged, _ := st.Events(t.Context(), "run_fixed", 0); len(logged) != 7 {
+		t.Errorf("the store holds %d events of run_fixed, want the first run's 7", len(logged))
+	}
+
+	// Two engines of one seed make the same ids: the second's first run is refused, not
+	// mixed into the first's log.
+	seeded := func() *engine.Engine {
+		return newEngine(t, engine.Config{Registry: reg, Planner: chain("a"), Store: st, Seed: 99})
+	}
+	first := run(t, seeded(), troupe.Request{Query: "q"})
+	_, err := seeded().Start(t.Context(), troupe.Request{Query: "q"})
+	if !errors.Is(err, troupe.ErrRunExists) || !strings.Contains(err.Error(), first[0].RunID) {
+		t.Errorf("a second engine of the same seed: %v; want ErrRunExists naming %s", err, first[0].RunID)
 	}
 }

@@ -224,6 +224,7 @@ func (r *Run) fallbacksOf(d *troupe.RoutingDecision) []string {
 
 // newRun prepares a run: ids, context, policy, budgets. replay is nil for a new run.
 func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayIndex) (*Run, error) {
+	given, seeded := req.RunID != "", req.Seed != 0 || e.seed != 0
 	seed := req.Seed
 	if seed == 0 && e.seed != 0 {
 		// A fixed engine seed gives a fixed sequence of run seeds, not one seed for all runs
@@ -284,6 +285,15 @@ func (e *Engine) newRun(ctx context.Context, req troupe.Request, replay *replayI
 	r.guards = append(slices.Clip(req.Guardrails), e.guards...)
 	r.state = maps.Clone(req.State) // nil until written: reading a nil map is fine
 	r.parent = ctx
+	if replay == nil && (given || seeded) {
+		// The id may name a run recorded already: the caller's, or one an engine with the same
+		// seed made against the same store. Started, the run's log could not be written, and
+		// its events would be the old run's. (A fresh random id needs no look.)
+		if evs, err := e.store.Events(ctx, req.RunID, 0); err == nil && len(evs) > 0 {
+			return nil, &troupe.OrchestrationError{Stage: troupe.StageInitialize, Context: req.Context, Cause: troupe.ErrRunExists,
+				Message: fmt.Sprintf("run %s is in the store already (%d events, the last %s): resume it, or give the request another run id", req.RunID, len(evs), evs[len(evs)-1].Kind)}
+		}
+	}
 	e.mu.Lock()
 	if e.shut.Load() {
 		e.mu.Unlock()
