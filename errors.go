@@ -330,6 +330,11 @@ func ErrorInfoOf(err error) ErrorInfo {
 			// INVALID_OUTPUT message says it twice.
 			msg = strings.Replace(msg, ae.Message+": "+s.Error(), ae.Message, 1)
 		}
+		if pe, ok := ae.Cause.(*PanicError); ok && ae.Code == CodePanic {
+			// Nor a panic its message tells already ("guardrail pii panicked: v"), which would
+			// add that an agent panicked: the details hold the panic and its stack.
+			msg = strings.Replace(msg, ae.Message+": "+pe.Error(), ae.Message, 1)
+		}
 		return ErrorInfo{Code: ae.Code, Message: msg, Recoverable: ae.Recoverable, FallbackAction: ae.FallbackAction, Details: ae.Details}
 	}
 	var pe *PanicError

@@ -365,3 +365,17 @@ func TestCallSafely(t *testing.T) {
 		t.Errorf("CallSafely of a panic = %v, want a PanicError with the value and the stack", err)
 	}
 }
+
+// A PANIC AgentError whose message says who panicked keeps that message alone: its cause, the
+// *PanicError, would add "troupe: agent panicked" of a panic that was not an agent's.
+func TestErrorInfoOfNamedPanic(t *testing.T) {
+	pe := troupe.NewPanicError("bad regexp")
+	err := &troupe.AgentError{Code: troupe.CodePanic, Message: "guardrail pii panicked: bad regexp", Cause: pe, Details: troupe.ErrorInfoOf(pe).Details}
+	info := troupe.ErrorInfoOf(fmt.Errorf("step 2: %w", err))
+	if info.Code != troupe.CodePanic || info.Message != "step 2: guardrail pii panicked: bad regexp" {
+		t.Errorf("ErrorInfoOf = %s %q, want PANIC %q", info.Code, info.Message, "step 2: guardrail pii panicked: bad regexp")
+	}
+	if info.Details["stack"] == nil {
+		t.Errorf("details %v lack the stack", info.Details)
+	}
+}

@@ -130,7 +130,10 @@ func (c *call) prepare(ctx context.Context) error {
 		}
 	}
 	for _, g := range c.guards() {
-		v := g.CheckDispatch(ctx, c.d)
+		v, err := c.checkDispatch(ctx, g)
+		if err != nil {
+			return err
+		}
 		if len(v.Warnings) > 0 || len(v.Annotations) > 0 {
 			c.noteBefore(g.Name(), v)
 		}
@@ -139,6 +142,20 @@ func (c *call) prepare(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// checkDispatch asks guardrail g about the dispatch before it runs. A panic in the check fails
+// the dispatch (code PANIC, with the panic and its stack) naming the guardrail, as one in its
+// result check does: the agent did not run, and is not blamed.
+//
+//go:noinline
+func (c *call) checkDispatch(ctx context.Context, g troupe.Guardrail) (v troupe.Verdict, err error) {
+	var pe *troupe.PanicError
+	if errors.As(troupe.CallSafely(func() error { v = g.CheckDispatch(ctx, c.d); return nil }), &pe) {
+		return v, &troupe.AgentError{Code: troupe.CodePanic, Message: fmt.Sprintf("guardrail %s panicked: %v", g.Name(), pe.Value), Cause: pe,
+			Details: troupe.ErrorInfoOf(pe).Details}
+	}
+	return v, nil
 }
 
 // noteBefore keeps what a guardrail said of the dispatch before it ran (warnings,

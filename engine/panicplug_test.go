@@ -148,3 +148,34 @@ func TestPlannerWithoutPlanFailsTheRun(t *testing.T) {
 		t.Errorf("Plan with a panicking planner = %v, %v; want an error naming the panic", p, err)
 	}
 }
+
+// A guardrail whose dispatch check panics fails the dispatch before the agent runs, with code
+// PANIC and a message naming the guardrail, not the agent, as a panicking result check does.
+func TestDispatchGuardrailPanicNamesTheGuardrail(t *testing.T) {
+	var ran atomic.Bool
+	reg := agents(t, "a", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		ran.Store(true)
+		return &troupe.Result{AgentResult: map[string]any{"x": 1}}, nil
+	}))
+	g := troupe.GuardrailFuncs{ID: "pii", Before: func(context.Context, *troupe.Dispatch) troupe.Verdict { panic("bad regexp") }}
+	eng := newEngine(t, engine.Config{Registry: reg, Planner: chain("a")})
+	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "q", Guardrails: []troupe.Guardrail{g}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckFinishedLog(t, evs)
+	if ran.Load() {
+		t.Error("the agent ran although its dispatch check panicked")
+	}
+	rs := results(evs)["a"]
+	if len(rs) != 1 || len(rs[0].Errors) == 0 {
+		t.Fatalf("results of a: %+v", rs)
+	}
+	e := rs[0].Errors[0]
+	if e.Code != troupe.CodePanic || e.Message != "guardrail pii panicked: bad regexp" {
+		t.Errorf("error %s %q, want PANIC %q", e.Code, e.Message, "guardrail pii panicked: bad regexp")
+	}
+	if st, _ := e.Details["stack"].(string); !strings.Contains(st, "panicplug_test.go") {
+		t.Errorf("details %v lack the panicking frame's stack", e.Details)
+	}
+}
