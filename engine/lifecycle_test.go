@@ -812,3 +812,29 @@ func TestStartRefusesARecordedRunID(t *testing.T) {
 		t.Errorf("a second engine of the same seed: %v; want ErrRunExists naming %s", err, first[0].RunID)
 	}
 }
+
+// The request's criteria hold whichever planner plans it: the answer is held to its
+// confidence threshold (by the default planner, which plans every agent, and by a planner that
+// records no criteria in its plan), and the default planner leaves out its excluded agents.
+func TestRequestCriteriaHold(t *testing.T) {
+	reg := agents(t, "a", troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"x": 1}, Confidence: troupe.Ptr(0.8)}, nil
+	}), "b", troupe.AgentFunc(noop))
+	onlyA := troupe.PlannerFunc(func(*troupe.Request, troupe.Catalog) (*troupe.Plan, error) {
+		return &troupe.Plan{Stages: []troupe.PlanStage{{Tasks: []troupe.Task{{ID: "a", Agent: "a", Reason: "only a"}}}}}, nil
+	})
+	crit := &troupe.SelectionCriteria{IntentType: "x", ConfidenceThreshold: troupe.Ptr(0.9), ExcludedAgents: []string{"b"}}
+	for name, p := range map[string]troupe.Planner{"default": nil, "no criteria in its plan": onlyA} {
+		t.Run(name, func(t *testing.T) {
+			evs := run(t, newEngine(t, engine.Config{Registry: reg, Planner: p}), troupe.Request{Query: "q", Criteria: crit})
+			if n := len(troupetest.Find(evs, troupe.KindDispatchStarted, "b")); n != 0 {
+				t.Errorf("excluded agent b dispatched %d times", n)
+			}
+			agg := troupetest.Find(evs, troupe.KindRunAggregated, "")[0].Data.(*troupe.Aggregation)
+			const want = "overall confidence 0.80 is under the confidence threshold 0.90"
+			if !slices.ContainsFunc(agg.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+				t.Errorf("warnings %q, want one beginning %q", agg.Warnings, want)
+			}
+		})
+	}
+}

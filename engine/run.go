@@ -2312,8 +2312,8 @@ func (r *Run) aggregateLocked() {
 		r.warnLocked("aggregation: " + err.Error())
 		return
 	}
-	if r.plan != nil && r.plan.Criteria != nil && len(results) > 0 {
-		lowConfidence(agg, results, r.plan.Criteria.Threshold())
+	if c := r.criteria(); c != nil && len(results) > 0 {
+		lowConfidence(agg, results, c.Threshold())
 	}
 	x := r.rareOr()
 	agg.Warnings = append(agg.Warnings, x.warnings...)
@@ -2333,6 +2333,16 @@ func (r *Run) aggregateLocked() {
 	}
 	r.agg = agg
 	r.emitLocked(troupe.Event{Stage: troupe.StageAggregate, Kind: troupe.KindRunAggregated, Data: agg})
+}
+
+// criteria are the run's selection criteria: the plan's (the planner's reading of the
+// request), else the request's own, which a planner that records none still planned for; nil
+// when neither has any.
+func (r *Run) criteria() *troupe.SelectionCriteria {
+	if r.plan != nil && r.plan.Criteria != nil {
+		return r.plan.Criteria
+	}
+	return r.rec.req.Criteria
 }
 
 // lowConfidence warns when the answer's overall confidence is under the request's confidence
