@@ -838,3 +838,79 @@ func TestRequestCriteriaHold(t *testing.T) {
 		})
 	}
 }
+
+// The aggregation's totals are what the run spent, as its budgets counted it: the attempts a
+// retry superseded and a failed primary a fallback replaced count with the final results.
+func TestAggregationTotalsCountEveryAttempt(t *testing.T) {
+	var n atomic.Int32
+	flaky := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		res := &troupe.Result{TokensUsed: troupe.Ptr[int64](10), CostDollars: troupe.Ptr(0.01)}
+		if n.Add(1) <= 2 {
+			return res, &troupe.AgentError{Code: "UPSTREAM", Message: "try again", Recoverable: true}
+		}
+		res.AgentResult, res.Confidence = map[string]any{"x": 1}, troupe.Ptr(0.9)
+		return res, nil
+	})
+	broken := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{TokensUsed: troupe.Ptr[int64](7), CostDollars: troupe.Ptr(0.5)}, &troupe.AgentError{Code: "DOWN", Message: "down"}
+	})
+	stand := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"y": 1}, TokensUsed: troupe.Ptr[int64](3), CostDollars: troupe.Ptr(0.25)}, nil
+	})
+	for _, tc := range []struct {
+		name   string
+		pol    troupe.ErrorPolicy
+		plan   troupe.Planner
+		tokens int64
+		cost   float64
+	}{
+		{"retried", troupe.ErrorPolicy{OnError: troupe.Retry, Retry: troupe.RetryPolicy{MaxAttempts: 3, Initial: time.Microsecond}}, chain("flaky"), 30, 0.03},
+		{"fallen back", troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{"broken": {"stand"}}}, chain("broken"), 10, 0.75},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n.Store(0)
+			eng := newEngine(t, engine.Config{Registry: agents(t, "flaky", flaky, "broken", broken, "stand", stand), Planner: tc.plan, Policy: tc.pol})
+			evs := run(t, eng, troupe.Request{Query: "q"})
+			agg := troupetest.Find(evs, troupe.KindRunAggregated, "")[0].Data.(*troupe.Aggregation)
+			if agg.TotalTokensUsed == nil || *agg.TotalTokensUsed != tc.tokens || agg.TotalCostDollars == nil || math.Abs(*agg.TotalCostDollars-tc.cost) > 1e-9 {
+				t.Errorf("totals %v tokens, $%v; want %d tokens, $%v", ptrText(agg.TotalTokensUsed), ptrText(agg.TotalCostDollars), tc.tokens, tc.cost)
+			}
+		})
+	}
+}
+
+func ptrText[T any](p *T) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
+
+// Two agents of one stage that write different values to a session state key leave the value
+// of whichever finished last: the run says so, naming both and the values. Equal writes are
+// no conflict.
+func TestSameStageWritesWarn(t *testing.T) {
+	w := func(v string) troupe.Agent {
+		return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"k": v}, Confidence: troupe.Ptr(0.9)}, nil
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		b    string
+		warn bool
+	}{{"different", "B", true}, {"equal", "A", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := agents(t, "a", opt(w("A"), troupe.Writes("k")), "b", opt(w(tc.b), troupe.Writes("k")))
+			evs := run(t, newEngine(t, engine.Config{Registry: reg, Planner: group(1, "a", "b")}), troupe.Request{Query: "q"})
+			agg := troupetest.Find(evs, troupe.KindRunAggregated, "")[0].Data.(*troupe.Aggregation)
+			deltas := troupetest.Find(evs, troupe.KindStateDelta, "")
+			first, last := deltas[0].Agent, deltas[len(deltas)-1].Agent
+			want := fmt.Sprintf(`%s and %s, in one stage, wrote different values to session state "k"`, first, last)
+			got := slices.ContainsFunc(agg.Warnings, func(s string) bool { return strings.HasPrefix(s, want) })
+			if got != tc.warn {
+				t.Errorf("warnings %q; want one beginning %q: %v", agg.Warnings, want, tc.warn)
+			}
+		})
+	}
+}

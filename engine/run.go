@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/aggregate"
 	"github.com/troupehq/troupe/executor/local"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 	"github.com/troupehq/troupe/policy"
 	"github.com/troupehq/troupe/store/memory"
 )
@@ -116,6 +118,10 @@ type runRare struct {
 	// write, so what they see does not depend on who finished first.
 	stageState map[string]any
 	stageSnap  bool
+	// stageWriters names, for each session state key an agent of the current stage of
+	// several wrote, the agent that wrote it last: two of one stage that write different
+	// values to a key leave the later one, whichever finished last, and the run warns of it.
+	stageWriters map[string]string
 	// The upstream results a stage's dispatches get are those of the stages before it, in plan
 	// order, whatever order a group's agents finished in (r.upstream's). upSet says visible is
 	// them for the current stage; otherwise they are r.upstream as it is when a dispatch is
@@ -1046,7 +1052,7 @@ func (r *Run) advanceStagesLocked() {
 	for !r.stopping() && r.stage < len(r.stages) {
 		if !r.routed {
 			if x := r.rare; x != nil {
-				x.stageState, x.stageSnap = nil, false // a new stage reads the state as it is now
+				x.stageState, x.stageSnap, x.stageWriters = nil, false, nil // a new stage reads the state as it is now
 			}
 			r.stageUpstreamLocked()
 			for _, t := range r.stages[r.stage] {
@@ -1929,9 +1935,11 @@ func (r *Run) writeStateLocked(c *call) {
 		case len(r.stages[t.step-1]) > 1:
 			// Others of this stage may still read the state: they keep reading it as the stage
 			// began, and the write goes to a copy.
-			if x := r.more(); !x.stageSnap {
+			x := r.more()
+			if !x.stageSnap {
 				x.stageState, x.stageSnap = r.state, true
 			}
+			r.sameStageWritesLocked(x, res.AgentName, delta)
 			next := make(map[string]any, len(r.state)+len(delta))
 			maps.Copy(next, r.state)
 			r.state = next
@@ -1941,6 +1949,35 @@ func (r *Run) writeStateLocked(c *call) {
 		maps.Copy(r.state, delta)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindStateDelta, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Data: &troupe.StateDelta{Set: delta}})
 	}
+}
+
+// sameStageWritesLocked warns of each key of delta, agent's session state writes, that
+// another agent of the current stage wrote a different value to before: the write that
+// finished last stands, an order the plan does not set (a plan that needs one puts the
+// writers in stages one after the other, or declares after).
+func (r *Run) sameStageWritesLocked(x *runRare, agent string, delta map[string]any) {
+	if x.stageWriters == nil {
+		x.stageWriters = make(map[string]string, len(delta))
+	}
+	for _, k := range slices.Sorted(maps.Keys(delta)) {
+		if w, ok := x.stageWriters[k]; ok && w != agent && !jsonvalue.Equal(r.state[k], delta[k]) {
+			r.warnLocked(fmt.Sprintf("%s and %s, in one stage, wrote different values to session state %q (%s, then %s): %s's, finished last, stands",
+				w, agent, k, brief(r.state[k]), brief(delta[k]), agent))
+		}
+		x.stageWriters[k] = agent
+	}
+}
+
+// brief is a value as JSON, cut to 40 bytes, for a warning.
+func brief(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	if len(b) > 40 {
+		return string(b[:37]) + "…"
+	}
+	return string(b)
 }
 
 // failLocked marks the run failed: nothing new starts and in-flight dispatches are cancelled.
@@ -2317,19 +2354,35 @@ func (r *Run) aggregateLocked() {
 	}
 	x := r.rareOr()
 	agg.Warnings = append(agg.Warnings, x.warnings...)
-	if x.routeTokens > 0 { // the run's totals: its results' and its routing's
-		n := x.routeTokens
-		if agg.TotalTokensUsed != nil {
-			n += *agg.TotalTokensUsed
+	// The run's totals are what it spent: its final results' (Combine's), the attempts a retry
+	// or a fallback superseded, and its routing's.
+	tokens, cost := x.routeTokens, x.routeCost
+	tokSeen, costSeen := tokens > 0, cost > 0
+	for _, st := range r.stages {
+		for _, t := range st {
+			for c := t.last; c != nil; c = c.prev {
+				if res := c.res; res != nil && res != t.final {
+					if res.TokensUsed != nil {
+						tokens, tokSeen = tokens+*res.TokensUsed, true
+					}
+					if res.CostDollars != nil {
+						cost, costSeen = cost+*res.CostDollars, true
+					}
+				}
+			}
 		}
-		agg.TotalTokensUsed = &n
 	}
-	if x.routeCost > 0 {
-		c := x.routeCost
-		if agg.TotalCostDollars != nil {
-			c += *agg.TotalCostDollars
+	if tokSeen {
+		if agg.TotalTokensUsed != nil {
+			tokens += *agg.TotalTokensUsed
 		}
-		agg.TotalCostDollars = &c
+		agg.TotalTokensUsed = &tokens
+	}
+	if costSeen {
+		if agg.TotalCostDollars != nil {
+			cost += *agg.TotalCostDollars
+		}
+		agg.TotalCostDollars = &cost
 	}
 	r.agg = agg
 	r.emitLocked(troupe.Event{Stage: troupe.StageAggregate, Kind: troupe.KindRunAggregated, Data: agg})
