@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,7 @@ const (
 	EventReplicateStarted  = "replicate_started"  // replicate, seed
 	EventReplicateDone     = "replicate_done"     // replicate, seed, status, valid, usage, errors
 	EventReplicateProgress = "replicate_progress" // replicate, kind, data: a sub-agent's own progress
-	EventPartialSummary    = "partial_summary"    // after the first two: distance, confidence, early_stop
+	EventPartialSummary    = "partial_summary"    // after the first two: distance, confidence, early_stop; reason when both failed
 	EventBundleReady       = "bundle_ready"       // k, confidence, early_stop, truncated, bytes
 	EventWarning           = "warning"            // message (validation errors, truncation, budget, lint findings)
 	EventCancelled         = "cancelled"          // replicate, reason: a straggler cancelled
@@ -146,6 +147,7 @@ type run struct {
 	cancels []context.CancelCauseFunc
 	causes  []error // why we cancelled replicate i, if we did
 	in      []bundle.Input
+	fails   []troupe.ErrorInfo // why replicate i did not complete, as its sub-agent or the bundle says; zero when it did
 	ran     []bool
 	done    []bool
 	pending int
@@ -206,7 +208,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		results: make(chan outcome, s.K),
 		lints:   make(chan finding, s.K*len(s.Lints)),
 		cancels: make([]context.CancelCauseFunc, s.K), causes: make([]error, s.K),
-		in: make([]bundle.Input, s.K), ran: make([]bool, s.K), done: make([]bool, s.K), models: make([]string, s.K),
+		in: make([]bundle.Input, s.K), fails: make([]troupe.ErrorInfo, s.K), ran: make([]bool, s.K), done: make([]bool, s.K), models: make([]string, s.K),
 		rctxs: make([]context.Context, s.K), exits: make([]chan struct{}, s.K), abandoned: make([]bool, s.K),
 		expired: make(chan int, s.K), abandon: make(chan int, s.K),
 		costCap: s.Budget.CostDollars, budget: budget}
@@ -248,7 +250,8 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		r.stopAfter = t.C
 	}
 
-	// Replicate-and-decide: two first, then the rest unless they agree within epsilon.
+	// Replicate-and-decide: two first, then the rest unless they agree within epsilon, or both
+	// failed on the input itself (bothFailed).
 	r.launch(0)
 	r.launch(1)
 	r.collect(2)
@@ -261,12 +264,24 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		dist := partial.PairwiseDistance[0][1]
 		both := r.in[0].Valid() && r.in[1].Valid()
 		earlyStop = both && dist <= s.Epsilon
-		r.emit(EventPartialSummary, map[string]any{"replicates": []string{"r1", "r2"}, "distance": dist,
-			"confidence": partial.Confidence, "epsilon": s.Epsilon, "early_stop": earlyStop})
+		ps := map[string]any{"replicates": []string{"r1", "r2"}, "distance": dist,
+			"confidence": partial.Confidence, "epsilon": s.Epsilon, "early_stop": earlyStop}
+		failed, futile, why := r.bothFailed()
+		if failed {
+			// Failed, they neither agree nor disagree, whatever their distance: the event says what
+			// happened instead.
+			ps["reason"] = why
+		}
+		r.emit(EventPartialSummary, ps)
 		if !earlyStop {
 			r.recordPartial()
 		}
-		if !earlyStop && r.bctxLive() {
+		if futile && s.K > 2 {
+			// The result says why it holds fewer replicates than k; partial_summary has
+			// said so as it happened, so no warning event repeats it.
+			r.warnings = append(r.warnings, s.red.String(why))
+		}
+		if !earlyStop && !futile && r.bctxLive() {
 			for i := 2; i < s.K; i++ {
 				if err := d.Admit(); err != nil { // the run's own budgets, beyond the bundle's
 					r.warn(fmt.Sprintf("%v: not starting replicates r%d to r%d", err, i+1, s.K))
@@ -287,6 +302,49 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 	}
 	return r.finish(earlyStop)
 }
+
+// bothFailed says whether the first two replicates both failed — neither completed, so neither
+// has an answer whose distance from the other means anything — and, when they did, why
+// (partial_summary's reason) and whether the rest are futile.
+//
+// They are futile when both failed with the same error code and neither failure is
+// recoverable (seed 003's contract: a retry cannot help), as INVALID_INPUT is: every
+// replicate gets a copy of the same dispatch, differing only in its seed, so the rest would
+// fail on the same input the same way, spending their share of the budget and the run's time
+// to say so again. The bundle then runs no more, and, having no output, fails with that code
+// (see finish). A recoverable failure (a timeout, a transient error, a sub-agent's plain
+// error), or two failures that differ, may not repeat with another seed, so the rest still
+// run, as when the two disagree: they may yet produce evidence.
+func (r *run) bothFailed() (failed, futile bool, why string) {
+	a, b := r.in[0], r.in[1]
+	if a.Status == "completed" || b.Status == "completed" {
+		return false, false, ""
+	}
+	fa, fb := r.failure(0), r.failure(1)
+	what := fa
+	if fa != fb {
+		what = a.ID + " " + fa + "; " + b.ID + " " + fb
+	}
+	ea, eb := r.fails[0], r.fails[1]
+	futile = ea.Code != "" && ea.Code == eb.Code && !ea.Recoverable && !eb.Recoverable
+	var next string
+	switch {
+	case r.s.K <= 2:
+		next = fmt.Sprintf("k = %d, none left to run", r.s.K)
+	case futile:
+		next = fmt.Sprintf("not running the rest: %s is not recoverable, and every replicate gets the same input", ea.Code)
+	case !r.bctxLive():
+		next = fmt.Sprintf("not running the rest: %v", context.Cause(r.ctx))
+	case ea.Code != eb.Code:
+		next = "running the rest: they failed differently, so another seed may succeed"
+	default:
+		next = fmt.Sprintf("running the rest: %s is recoverable, so another seed may succeed", ea.Code)
+	}
+	return true, futile, fmt.Sprintf("the first two replicates both failed (%s): %s", what, next)
+}
+
+// failure describes why replicate i did not complete: its code and message.
+func (r *run) failure(i int) string { return r.fails[i].Code + ": " + r.fails[i].Message }
 
 // recordPartial hands the run the bundle of the first two replicates, so that a dispatch
 // that times out under on_timeout=use_partial still yields evidence.
@@ -336,12 +394,15 @@ func (r *run) launch(i int) {
 	r.ran[i] = true
 	if err := r.ctx.Err(); err != nil {
 		r.in[i].Status, r.in[i].Errors = "timeout", []string{"bundle budget spent before the replicate started"}
+		r.fails[i] = troupe.ErrorInfo{Code: troupe.CodeTimeout, Message: r.in[i].Errors[0], Recoverable: true}
 		r.done[i] = true
 		return
 	}
 	sub, err := r.replicaDispatch(i, id, seed)
 	if err != nil {
+		// Every replicate's copy of the dispatch fails the same way: not recoverable.
 		r.in[i].Status, r.in[i].Errors = "failed", []string{err.Error()}
+		r.fails[i] = troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: r.in[i].Errors[0]}
 		r.done[i] = true
 		return
 	}
@@ -581,19 +642,29 @@ func (r *run) record(o outcome) {
 		}
 		return r.s.red.String(s)
 	}
+	// fails[o.i] keeps the failure's code and recoverability, which the bundle's own
+	// decisions read (bothFailed, finish); what the bundle did to the replicate (cancelled it,
+	// timed it out) says nothing against the input, and is recoverable.
+	fail := &r.fails[o.i]
 	switch {
 	case r.causes[o.i] != nil:
 		in.Status, in.Errors = "cancelled", []string{r.causes[o.i].Error()}
+		*fail = troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: in.Errors[0], Recoverable: true}
 	case o.err != nil && errors.Is(o.err, errReplTime):
 		in.Status, in.Errors = "timeout", []string{fmt.Sprintf("timed out after %v", r.s.Replicate.Timeout)}
+		*fail = troupe.ErrorInfo{Code: troupe.CodeTimeout, Message: in.Errors[0], Recoverable: true}
 		r.emit(EventTimeout, map[string]any{"replicate": in.ID, "timeout_seconds": r.s.Replicate.Timeout.Seconds()})
 	case o.err != nil && errors.Is(o.err, errBudget):
 		in.Status, in.Errors = "timeout", []string{fmt.Sprintf("bundle budget of %v spent", r.budget)}
+		*fail = troupe.ErrorInfo{Code: troupe.CodeTimeout, Message: in.Errors[0], Recoverable: true}
 		r.emit(EventTimeout, map[string]any{"replicate": in.ID, "timeout_seconds": r.budget.Seconds(), "budget": true})
 	case o.err != nil:
 		in.Status, in.Errors = "failed", []string{redactErr(o.err.Error())}
+		info := troupe.ErrorInfoOf(o.err)
+		*fail = troupe.ErrorInfo{Code: info.Code, Message: redactErr(info.Message), Recoverable: info.Recoverable}
 	case o.res == nil:
 		in.Status, in.Errors = "failed", []string{"sub-agent returned neither a result nor an error"}
+		*fail = troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: in.Errors[0], Recoverable: true}
 	case o.res.Status != "" && o.res.Status != troupe.StatusCompleted:
 		in.Status = string(o.res.Status)
 		for _, e := range o.res.Errors {
@@ -601,6 +672,11 @@ func (r *run) record(o outcome) {
 		}
 		if len(in.Errors) == 0 {
 			in.Errors = []string{"sub-agent ended " + string(o.res.Status)}
+		}
+		*fail = troupe.ErrorInfo{Code: troupe.CodeAgentError, Message: in.Errors[0], Recoverable: true}
+		if len(o.res.Errors) > 0 {
+			e := o.res.Errors[0]
+			*fail = troupe.ErrorInfo{Code: e.Code, Message: redactErr(e.Message), Recoverable: e.Recoverable}
 		}
 		// What it handed back anyway is evidence too: an invalid replicate's data, shown in the
 		// bundle and its disagreements (seed 004), never in consensus.
@@ -679,11 +755,36 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 		anyData = anyData || in[i].Data != nil
 	}
 	if !anyData {
+		// Each failure once, with the replicates that failed so ("r1, r2: …"): every replicate
+		// gets the same input, and most often fails the same way.
 		msg := "no replicate produced output"
+		var texts []string
+		who := map[string][]string{}
 		for i := range in {
-			msg += "; " + in[i].ID + ": " + fmt.Sprint(in[i].Errors)
+			text := strings.Join(in[i].Errors, "; ")
+			if text == "" {
+				text = cmp.Or(in[i].Status, "completed with no output")
+			}
+			if _, seen := who[text]; !seen {
+				texts = append(texts, text)
+			}
+			who[text] = append(who[text], in[i].ID)
 		}
-		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: r.s.red.String(msg), Recoverable: true}
+		for _, text := range texts {
+			msg += "; " + strings.Join(who[text], ", ") + ": " + text
+		}
+		// Replicates that all failed on one error that is not recoverable failed on the input
+		// (bothFailed): the bundle's own error says so, so that nobody retries it either.
+		code, recoverable := troupe.CodeAgentError, true
+		if c := r.fails[0].Code; c != "" && r.ran[0] && !r.fails[0].Recoverable {
+			code, recoverable = c, false
+			for i := range r.in {
+				if r.ran[i] && (r.fails[i].Code != c || r.fails[i].Recoverable) {
+					code, recoverable = troupe.CodeAgentError, true
+				}
+			}
+		}
+		return nil, &troupe.AgentError{Code: code, Message: r.s.red.String(msg), Recoverable: recoverable}
 	}
 	b, out, err := bundle.Build(r.meta(earlyStop), in, s.bundleOptions())
 	if err != nil {

@@ -18,7 +18,11 @@
 // # Replicate-and-decide
 //
 // Bundle starts two replicates in parallel. When both are valid and their distance is at most
-// epsilon, it stops there (meta.early_stop); otherwise it starts the rest, up to k, in
+// epsilon, it stops there (meta.early_stop). When both failed on the same error that is not
+// recoverable — INVALID_INPUT, say — it stops there too: every replicate gets the same input,
+// so the rest would fail the same way; its partial_summary event says so in its reason, and
+// a bundle left without output fails with that error's code, not recoverable. Otherwise —
+// including two recoverable failures, or two different ones — it starts the rest, up to k, in
 // parallel. Stragglers still running are cancelled once a stop rule holds — the valid
 // replicates finished so far reach Stop.Confidence, or Stop.After has passed with two valid —
 // or once the token or cost budget is spent. Each replicate has its own timeout and token

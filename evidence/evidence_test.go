@@ -1121,3 +1121,90 @@ func TestTeardownWaitsForStragglersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFirstTwoReplicatesFailed: when r1 and r2 both fail, partial_summary says so — their
+// distance of 1 is no disagreement — and the bundle runs the rest only when that may help.
+// Two that fail on the same error that is not recoverable (INVALID_INPUT) failed on the input
+// every replicate gets: the bundle stops at two and fails with that code, not recoverable. A
+// recoverable failure, or two different ones, may not repeat: the rest run. Before, the
+// bundle reported the two as differing by more than ε and ran r3 to fail the same way.
+func TestFirstTwoReplicatesFailed(t *testing.T) {
+	invalid := &troupe.AgentError{Code: troupe.CodeInvalidInput, Message: "no proposal"}
+	blocked := &troupe.AgentError{Code: troupe.CodeBlocked, Message: "guardrail pii"}
+	flaky := &troupe.AgentError{Code: troupe.CodeRAGEmpty, Message: "index warming up", Recoverable: true}
+	tests := []struct {
+		name        string
+		errs        map[int64]error // by seed; nil answers
+		ran3        bool
+		code        string // the bundle's error's code; "" when it succeeds
+		recoverable bool
+		reason      string
+	}{
+		{"same error, not recoverable: stop at two", map[int64]error{11: invalid, 23: invalid, 47: invalid}, false,
+			troupe.CodeInvalidInput, false,
+			"the first two replicates both failed (INVALID_INPUT: no proposal): not running the rest: INVALID_INPUT is not recoverable, and every replicate gets the same input"},
+		{"recoverable: run the rest", map[int64]error{11: flaky, 23: flaky, 47: flaky}, true,
+			troupe.CodeAgentError, true,
+			"the first two replicates both failed (RAG_EMPTY: index warming up): running the rest: RAG_EMPTY is recoverable, so another seed may succeed"},
+		{"different errors: run the rest", map[int64]error{11: invalid, 23: blocked, 47: invalid}, true,
+			troupe.CodeAgentError, true,
+			"the first two replicates both failed (r1 INVALID_INPUT: no proposal; r2 BLOCKED: guardrail pii): running the rest: they failed differently, so another seed may succeed"},
+		{"recoverable, then an answer", map[int64]error{11: flaky, 23: flaky}, true, "", false,
+			"the first two replicates both failed (RAG_EMPTY: index warming up): running the rest: RAG_EMPTY is recoverable, so another seed may succeed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := &bySeed{out: func(_ context.Context, seed int64) (*troupe.Result, error) {
+				if err := tt.errs[seed]; err != nil {
+					return nil, err
+				}
+				return ok(map[string]any{"score": 0.7, "verdict": "go"}, 1, 0), nil
+			}}
+			rec := &recorder{}
+			_, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema)}).Run(t.Context(), dispatch(rec))
+			if got := sub.called(47) == 1; got != tt.ran3 {
+				t.Errorf("r3 ran: %v, want %v", got, tt.ran3)
+			}
+			switch {
+			case tt.code == "" && err != nil:
+				t.Errorf("err = %v, want a bundle", err)
+			case tt.code != "" && err == nil:
+				t.Errorf("no error, want %s", tt.code)
+			case err != nil:
+				info := troupe.ErrorInfoOf(err)
+				if info.Code != tt.code || info.Recoverable != tt.recoverable {
+					t.Errorf("err = %v (recoverable %v), want code %s, recoverable %v", err, info.Recoverable, tt.code, tt.recoverable)
+				}
+				// Each failure once, with the replicates that failed so.
+				if first := tt.errs[11].Error(); tt.errs[23] == tt.errs[11] && (!strings.Contains(info.Message, "; r1, r2") || strings.Count(info.Message, first) != 1) {
+					t.Errorf("message %q, want %q once, after \"r1, r2\"", info.Message, first)
+				}
+			}
+			ps := rec.find(evidence.EventPartialSummary)
+			if len(ps) != 1 {
+				t.Fatalf("%d partial_summary events, want 1", len(ps))
+			}
+			if ps[0]["early_stop"] != false || ps[0]["reason"] != tt.reason {
+				t.Errorf("partial_summary early_stop %v, reason %q; want false, %q", ps[0]["early_stop"], ps[0]["reason"], tt.reason)
+			}
+		})
+	}
+
+	// Two that failed the same way but handed back an answer anyway: the bundle is built from
+	// them, and its result says why it holds two replicates of three.
+	sub := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{Status: troupe.StatusFailed, AgentResult: map[string]any{"score": 2.0},
+			Errors: []troupe.ErrorInfo{{Code: troupe.CodeInvalidInput, Message: "no proposal"}}}, nil
+	})
+	res, err := evidence.Bundle(sub, evidence.Config{Schema: []byte(scoreSchema)}).Run(t.Context(), dispatch(&recorder{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bundleOf(t, res); b.Meta.K != 2 || b.Meta.EarlyStop {
+		t.Errorf("meta %+v, want k 2, no early stop (they did not agree)", b.Meta)
+	}
+	want := "the first two replicates both failed (INVALID_INPUT: no proposal): not running the rest: INVALID_INPUT is not recoverable, and every replicate gets the same input"
+	if !slices.Contains(res.Warnings, want) {
+		t.Errorf("warnings %q, want %q", res.Warnings, want)
+	}
+}

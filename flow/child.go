@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/aggregate"
 	"github.com/troupehq/troupe/internal/jsonvalue"
 	"github.com/troupehq/troupe/internal/schema"
 	"github.com/troupehq/troupe/internal/stray"
@@ -1032,6 +1033,27 @@ func warnUnfinished(r *troupe.Result, rs []*troupe.Result) {
 		}
 		r.Warnings = append(r.Warnings, w)
 	}
+}
+
+// leastConfidence is seed 000's conservative rule (aggregate.CombineConfidence, the one the
+// run's overall_confidence follows) over the results rs[i] with counted(i) true that completed
+// and report a confidence: their minimum, or nil when none does. A composite's confidence is
+// then never above its weakest counted member's, so a composite does not lift the run's
+// overall_confidence above what its members vouch for, and a composite whose members report
+// none reports none either: the run's aggregate then says so, rather than counting a 0. A
+// member that did not complete is left out whatever confidence it carried: its result is not
+// what the composite answers with.
+func leastConfidence(rs []*troupe.Result, counted func(i int) bool) *float64 {
+	var cs []float64
+	for i, r := range rs {
+		if r != nil && r.Status == troupe.StatusCompleted && r.Confidence != nil && counted(i) {
+			cs = append(cs, *r.Confidence)
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	return troupe.Ptr(aggregate.CombineConfidence(cs))
 }
 
 // usage adds the tokens and cost of the members' results to r, so a composite's result

@@ -352,3 +352,48 @@ func TestNestedResultsCarryTheTraceID(t *testing.T) {
 		t.Fatalf("%d completed dispatches", n)
 	}
 }
+
+// A composite the engine runs counts in the run's overall_confidence by seed 000's
+// conservative rule: a sequence whose draft is unsure makes the run unsure however sure its
+// last step is, and a collect_all group counts, at its least sure branch, rather than being
+// left out as an agent that reported none.
+func TestCompositeConfidenceInARun(t *testing.T) {
+	tests := []struct {
+		name  string
+		agent troupe.Agent
+		want  float64
+	}{
+		{"sequence", flow.Sequential(flow.SequentialConfig{}, sure("draft", troupe.Ptr(0.2), "", false), sure("polish", troupe.Ptr(0.95), "", false)), 0.2},
+		{"collect all", flow.Parallel(flow.ParallelConfig{}, sure("a", troupe.Ptr(0.9), "", false), sure("b", troupe.Ptr(0.4), "", false)), 0.4},
+		{"majority vote", flow.Parallel(flow.ParallelConfig{Strategy: flow.MajorityVote, Answer: output},
+			sure("x", troupe.Ptr(0.9), "A", false), sure("y", troupe.Ptr(0.6), "A", false), sure("z", troupe.Ptr(0.1), "B", false)), 0.6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := newEngine(t, "team", tt.agent)
+			evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "q"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			aggs := troupetest.Find(evs, troupe.KindRunAggregated, "")
+			if len(aggs) != 1 {
+				t.Fatalf("%d aggregations, want 1", len(aggs))
+			}
+			agg := aggs[0].Data.(*troupe.Aggregation)
+			if agg.OverallConfidence != tt.want {
+				t.Errorf("overall_confidence %v, want %v", agg.OverallConfidence, tt.want)
+			}
+			// Under the default threshold (0.7) the run now says so, and it leaves no one out.
+			var under bool
+			for _, w := range agg.Warnings {
+				under = under || strings.Contains(w, "under the confidence threshold")
+				if strings.Contains(w, "no confidence") {
+					t.Errorf("warning %q: the composite's confidence is left out", w)
+				}
+			}
+			if !under {
+				t.Errorf("warnings %q do not say the run is under its confidence threshold", agg.Warnings)
+			}
+		})
+	}
+}

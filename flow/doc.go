@@ -45,6 +45,15 @@
 // problems (no agents, duplicate names, a bad schema) are reported by the first run, as errors
 // starting "flow: ".
 //
+// A composite's confidence follows seed 000's conservative rule, by which the run combines its
+// agents' (aggregate.CombineConfidence): a sequence reports the minimum over its completed
+// steps, a parallel group the minimum over the branches its answer rests on (every completed
+// one under CollectAll, the winner under FirstSuccess, the winning answer's voters under
+// MajorityVote), each over the members that report a confidence, and nil when none does. A
+// loop reports its last completed cycle's, since that cycle's output replaced the earlier
+// ones'. A member that did not complete never counts. So a composite never lifts the run's
+// overall_confidence above what its members vouch for.
+//
 // Usage is counted once. A composite's result carries the tokens_used and cost_dollars of all
 // its members' results. An agent tool returns only its agent's answer, so what that agent
 // spends reaches its caller through the context instead: the caller opens a Usage with

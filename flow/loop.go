@@ -131,6 +131,17 @@ func or(s, def string) string {
 
 // Run runs the loop as an agent. Its agent_result is the last cycle's plus "total_cycles",
 // "escalated", "condition_met" and "escalation_reason"; tokens and cost are every cycle's.
+//
+// Its confidence is the last completed cycle's, nil when that one reports none — not the
+// minimum over the cycles that a sequence or a parallel group reports. Those answer with what
+// all their counted members produced, so their answer is no surer than the least sure of
+// them; a loop answers with its last cycle's output alone, which replaced the earlier ones'
+// (each cycle sees the previous ones in its upstream_results and refines them). An early,
+// unsure attempt is what the loop ran on to fix, and its confidence vouches for nothing the
+// loop returns: the minimum would report a loop that went from 0.3 to 0.95 and stopped
+// because it had mastered the task as 0.3, below the very result that stopped it. A cycle that
+// failed answers nothing, so a loop ended by one reports the confidence of the cycle before it
+// (nil when there is none), with the *StepError.
 func (l *LoopAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	out, err := l.Execute(ctx, d)
 	if out == nil {
@@ -144,9 +155,12 @@ func (l *LoopAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result
 	res.AgentResult["escalated"] = out.Escalated
 	res.AgentResult["condition_met"] = out.ConditionMet
 	res.AgentResult["escalation_reason"] = out.Reason
-	res.AnalysisSummary, res.Confidence, res.Handoff = out.Final.AnalysisSummary, out.Final.Confidence, out.Final.Handoff
+	res.AnalysisSummary, res.Handoff = out.Final.AnalysisSummary, out.Final.Handoff
 	for _, r := range out.Results {
 		res.Warnings = append(res.Warnings, r.Warnings...)
+		if r.Status == troupe.StatusCompleted {
+			res.Confidence = r.Confidence
+		}
 	}
 	usage(res, out.Results)
 	return res, err

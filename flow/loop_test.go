@@ -178,3 +178,42 @@ func TestMasteryLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopConfidence: a loop answers with its last cycle's output, which refined the earlier
+// ones', so it reports that cycle's confidence, not the least of them; a failed cycle answers
+// nothing, and a loop it ended reports the last completed cycle's.
+func TestLoopConfidence(t *testing.T) {
+	tests := []struct {
+		name  string
+		cycle []*float64 // each cycle's confidence; the last one fails when fail is set
+		fail  bool
+		want  *float64
+	}{
+		{"refined until sure", []*float64{troupe.Ptr(0.3), troupe.Ptr(0.6), troupe.Ptr(0.95)}, false, troupe.Ptr(0.95)},
+		{"the last cycle reports none", []*float64{troupe.Ptr(0.3), nil}, false, nil},
+		{"ended by a failed cycle", []*float64{troupe.Ptr(0.3), troupe.Ptr(0.6), troupe.Ptr(0.1)}, true, troupe.Ptr(0.6)},
+		{"the first cycle failed", []*float64{troupe.Ptr(0.1)}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			attempt := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+				n := d.UserContext["loop_cycle"].(int)
+				res := &troupe.Result{AgentResult: map[string]any{"attempt": n}, Confidence: tt.cycle[n-1]}
+				if tt.fail && n == len(tt.cycle) {
+					return res, errors.New("attempt broke")
+				}
+				return res, nil
+			})
+			loop := flow.Loop(flow.LoopConfig{MaxIterations: len(tt.cycle), Until: func(it flow.Iteration) bool {
+				return it.Result.Confidence != nil && *it.Result.Confidence >= 0.9
+			}}, flow.Named("attempt", attempt))
+			res, err := loop.Run(t.Context(), troupe.NewDispatch())
+			if (err != nil) != tt.fail {
+				t.Fatalf("err = %v, want an error: %v", err, tt.fail)
+			}
+			if diff := cmp.Diff(tt.want, res.Confidence); diff != "" {
+				t.Errorf("confidence (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -185,20 +185,29 @@ func (p *ParallelAgent) Execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	return out, err
 }
 
-// execute is Execute, also returning which branches wrote each key of the outcome's State.
-func (p *ParallelAgent) execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, map[string][]string, error) {
+// counting is what execute knows beside the outcome: which branches' results count — the
+// answer rests on them, and the outcome's State is their writes — and which of them wrote each
+// key of that State.
+type counting struct {
+	counted []bool // by branch, as ParallelOutcome.Results
+	writers map[string][]string
+}
+
+// execute is Execute, also returning which branches count and which wrote each key of the
+// outcome's State.
+func (p *ParallelAgent) execute(ctx context.Context, d *troupe.Dispatch) (*ParallelOutcome, counting, error) {
 	ms, err := p.lazy.get("parallel", p.agents)
 	if err != nil {
-		return nil, nil, err
+		return nil, counting{}, err
 	}
 	if p.cfg.Strategy > MajorityVote {
-		return nil, nil, fmt.Errorf("flow: parallel: unknown strategy %d", p.cfg.Strategy)
+		return nil, counting{}, fmt.Errorf("flow: parallel: unknown strategy %d", p.cfg.Strategy)
 	}
 	if p.cfg.Strategy == MajorityVote && p.cfg.Answer == nil {
-		return nil, nil, errors.New("flow: parallel: MajorityVote needs an Answer extractor")
+		return nil, counting{}, errors.New("flow: parallel: MajorityVote needs an Answer extractor")
 	}
 	if p.cfg.MaxConcurrent < 0 {
-		return nil, nil, fmt.Errorf("flow: parallel: negative MaxConcurrent %d", p.cfg.MaxConcurrent)
+		return nil, counting{}, fmt.Errorf("flow: parallel: negative MaxConcurrent %d", p.cfg.MaxConcurrent)
 	}
 	if d == nil {
 		d = troupe.NewDispatch()
@@ -385,8 +394,8 @@ launch:
 			counted[i] = counted[i] && slices.Contains(out.Vote.Voters[out.Vote.Answer], ms[i].spec.Name)
 		}
 	}
-	var writers map[string][]string
-	out.State, out.Conflicts, writers = merge(ms, views, counted)
+	c := counting{counted: counted}
+	out.State, out.Conflicts, c.writers = merge(ms, views, counted)
 	var conflict error
 	if len(out.Conflicts) > 0 {
 		conflict = &ConflictError{Conflicts: out.Conflicts}
@@ -395,18 +404,18 @@ launch:
 	case paused != nil && out.Winner < 0:
 		// The run pauses for a human; resumed, the group runs again. Under FirstSuccess a
 		// winner makes the question moot: the group is done.
-		return out, writers, paused
+		return out, c, paused
 	case !slices.Contains(counted, true):
-		return out, writers, noSuccess(ctx, out.Results, causes)
+		return out, c, noSuccess(ctx, out.Results, causes)
 	case out.Vote != nil && out.Vote.Tie && conflict != nil:
 		// The tie is reported, not hidden behind the tied branches' conflicting writes.
-		return out, writers, errors.Join(&TieError{Vote: out.Vote}, conflict)
+		return out, c, errors.Join(&TieError{Vote: out.Vote}, conflict)
 	case out.Vote != nil && out.Vote.Tie:
-		return out, writers, &TieError{Vote: out.Vote}
+		return out, c, &TieError{Vote: out.Vote}
 	case conflict != nil:
-		return out, writers, conflict
+		return out, c, conflict
 	}
-	return out, writers, nil
+	return out, c, nil
 }
 
 // refusedBeforeStop returns, for a group a resumed run made again that stopped starting
@@ -587,10 +596,22 @@ func noSuccess(ctx context.Context, rs []*troupe.Result, causes []error) error {
 // the branches, the key and the value, e.g. `voter1, voter2: state write "answer" = "42" is
 // shadowed by the majority_vote group's own "answer"`.
 //
+// Its confidence follows seed 000's conservative rule, which the run's overall_confidence
+// follows too: the minimum over the branches whose results the answer rests on that report
+// one, nil when none does —
+//
+//   - CollectAll: every completed branch;
+//   - FirstSuccess: the winner (its confidence, as its agent_result);
+//   - MajorityVote: the winning answer's voters; on a tie, every completed branch, as the
+//     merged state is.
+//
+// A branch that failed, was cancelled or was outvoted answers nothing, and its confidence is
+// left out.
+//
 // Tokens and cost are the sum of every branch's. Conflicts, ties and a group without a
 // success return the partial result with Execute's error.
 func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-	out, writers, err := p.execute(ctx, d)
+	out, c, err := p.execute(ctx, d)
 	if out == nil {
 		return nil, err
 	}
@@ -598,14 +619,14 @@ func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Re
 	for _, k := range p.cfg.Strategy.ownKeys() {
 		if v, ok := out.State[k]; ok {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: state write %q = %s is shadowed by the %s group's own %q",
-				strings.Join(writers[k], ", "), k, truncate(jsonText(v), 80), p.cfg.Strategy, k))
+				strings.Join(c.writers[k], ", "), k, truncate(jsonText(v), 80), p.cfg.Strategy, k))
 		}
 	}
 	switch p.cfg.Strategy {
 	case FirstSuccess:
 		if out.Winner >= 0 {
 			w := out.Results[out.Winner]
-			res.AgentResult, res.AnalysisSummary, res.Confidence, res.Handoff = maps.Clone(w.AgentResult), w.AnalysisSummary, w.Confidence, w.Handoff
+			res.AgentResult, res.AnalysisSummary, res.Handoff = maps.Clone(w.AgentResult), w.AnalysisSummary, w.Handoff
 		}
 	case CollectAll:
 		res.AgentResult = maps.Clone(out.State)
@@ -628,6 +649,7 @@ func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Re
 		res.AgentResult["votes"] = out.Vote.Counts
 		res.AgentResult["voters"] = out.Vote.Voters
 	}
+	res.Confidence = leastConfidence(out.Results, func(i int) bool { return c.counted[i] })
 	for _, r := range out.Results {
 		if r != nil {
 			res.Warnings = append(res.Warnings, r.Warnings...)

@@ -487,3 +487,46 @@ func TestFirstSuccessReportsRefusalAtWin(t *testing.T) {
 		}
 	})
 }
+
+// TestParallelConfidence: a group reports the least confidence of the branches its answer
+// rests on (seed 000's conservative rule, which the run's overall_confidence follows) —
+// CollectAll's completed branches, MajorityVote's winning voters (every completed branch on a
+// tie), FirstSuccess's winner — over those that report one; none when none does. Failed and
+// outvoted branches never count.
+func TestParallelConfidence(t *testing.T) {
+	tests := []struct {
+		name     string
+		strategy flow.Strategy
+		branches []*troupe.AgentSpec
+		want     *float64
+		err      bool
+	}{
+		{"collect all: the least sure branch", flow.CollectAll,
+			[]*troupe.AgentSpec{sure("a", troupe.Ptr(0.9), "", false), sure("b", troupe.Ptr(0.4), "", false), sure("c", nil, "", false)}, troupe.Ptr(0.4), false},
+		{"collect all: a failed branch's is ignored", flow.CollectAll,
+			[]*troupe.AgentSpec{sure("a", troupe.Ptr(0.9), "", false), sure("bad", troupe.Ptr(0.1), "", true), sure("c", troupe.Ptr(0.7), "", false)}, troupe.Ptr(0.7), false},
+		{"collect all: no branch reports one", flow.CollectAll,
+			[]*troupe.AgentSpec{sure("a", nil, "", false), sure("b", nil, "", false)}, nil, false},
+		{"majority vote: the winning voters, not the outvoted", flow.MajorityVote,
+			[]*troupe.AgentSpec{sure("x", troupe.Ptr(0.9), "A", false), sure("y", troupe.Ptr(0.8), "A", false), sure("z", troupe.Ptr(0.1), "B", false)}, troupe.Ptr(0.8), false},
+		{"majority vote: a failed branch's is ignored", flow.MajorityVote,
+			[]*troupe.AgentSpec{sure("x", troupe.Ptr(0.9), "A", false), sure("y", nil, "A", false), sure("bad", troupe.Ptr(0.05), "A", true)}, troupe.Ptr(0.9), false},
+		{"majority vote: no voter reports one", flow.MajorityVote,
+			[]*troupe.AgentSpec{sure("x", nil, "A", false), sure("y", nil, "A", false), sure("z", troupe.Ptr(0.1), "B", false)}, nil, false},
+		{"majority vote tied: every completed branch", flow.MajorityVote,
+			[]*troupe.AgentSpec{sure("x", troupe.Ptr(0.9), "A", false), sure("z", troupe.Ptr(0.3), "B", false), sure("bad", troupe.Ptr(0.05), "C", true)}, troupe.Ptr(0.3), true},
+		{"first success: the winner's", flow.FirstSuccess,
+			[]*troupe.AgentSpec{sure("bad", troupe.Ptr(0.1), "", true), sure("w", troupe.Ptr(0.7), "", false)}, troupe.Ptr(0.7), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := flow.Parallel(flow.ParallelConfig{Strategy: tt.strategy, Answer: output}, tt.branches...).Run(t.Context(), troupe.NewDispatch())
+			if (err != nil) != tt.err {
+				t.Fatalf("err = %v, want an error: %v", err, tt.err)
+			}
+			if diff := cmp.Diff(tt.want, res.Confidence); diff != "" {
+				t.Errorf("confidence (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

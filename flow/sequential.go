@@ -153,7 +153,11 @@ func (s *SequentialAgent) execute(ctx context.Context, d *troupe.Dispatch) (_ *S
 
 // Run runs the sequence as an agent. Its agent_result is the agent_results of the completed
 // steps merged in order (a later step's field replaces an earlier one's: the sequence's
-// blackboard), its handoff the last step's, its tokens and cost the sum of the steps'. A
+// blackboard), its analysis summary the last completed step's, its handoff the last step's,
+// its tokens and cost the sum of the steps'. Its confidence is the minimum over the completed
+// steps that report one, nil when none does (seed 000's conservative rule, which the run's
+// overall_confidence follows): the answer rests on every step, so it is no surer than the
+// least sure of them; a step that failed answers nothing and its confidence is left out. A
 // failure under StopOnError returns that partial result with the *StepError; so does a
 // sequence under ContinueOnError none of whose steps completed, with the first step's failure.
 func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
@@ -168,10 +172,11 @@ func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.
 				res.AgentResult = make(map[string]any)
 			}
 			maps.Copy(res.AgentResult, r.AgentResult)
-			res.AnalysisSummary, res.Confidence = r.AnalysisSummary, r.Confidence
+			res.AnalysisSummary = r.AnalysisSummary
 		}
 		res.Warnings = append(res.Warnings, r.Warnings...)
 	}
+	res.Confidence = leastConfidence(out.Results, func(int) bool { return true })
 	if n := len(out.Handoffs); n > 0 {
 		res.Handoff = out.Handoffs[n-1].Map()
 	}

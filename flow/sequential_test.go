@@ -344,3 +344,60 @@ func TestHandoffOfACompositeMember(t *testing.T) {
 		t.Errorf("reviewer's upstream handoff has tools_used %v, want [write_file]", tools)
 	}
 }
+
+// sure is a member that answers answer with confidence c (nil: none), or, with fail, returns
+// that result with an error, so its failed result carries the confidence too.
+func sure(name string, c *float64, answer string, fail bool) *troupe.AgentSpec {
+	return flow.Named(name, troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		res := &troupe.Result{AgentResult: map[string]any{"output": answer, name: true}, Confidence: c}
+		if fail {
+			return res, errors.New(name + " broke")
+		}
+		return res, nil
+	}))
+}
+
+// TestSequentialConfidence: a sequence reports the least confidence of its completed steps
+// (seed 000's conservative rule, which the run's overall_confidence follows), not its last
+// step's: steps at 0.2 and 0.95 make 0.2. Steps without one are left out, a sequence none of
+// whose steps reports one reports none, and a failed step's confidence never counts.
+func TestSequentialConfidence(t *testing.T) {
+	tests := []struct {
+		name  string
+		mode  flow.ErrorMode
+		steps []*troupe.AgentSpec
+		want  *float64
+		err   bool
+	}{
+		{"the least sure step, not the last", flow.StopOnError,
+			[]*troupe.AgentSpec{sure("draft", troupe.Ptr(0.2), "", false), sure("polish", troupe.Ptr(0.95), "", false)}, troupe.Ptr(0.2), false},
+		{"steps reporting none are left out", flow.StopOnError,
+			[]*troupe.AgentSpec{sure("a", troupe.Ptr(0.8), "", false), sure("b", nil, "", false), sure("c", troupe.Ptr(0.6), "", false)}, troupe.Ptr(0.6), false},
+		{"no step reports one: none", flow.StopOnError,
+			[]*troupe.AgentSpec{sure("a", nil, "", false), sure("b", nil, "", false)}, nil, false},
+		{"a failed step's is ignored", flow.ContinueOnError,
+			[]*troupe.AgentSpec{sure("a", troupe.Ptr(0.9), "", false), sure("bad", troupe.Ptr(0.1), "", true), sure("c", troupe.Ptr(0.7), "", false)}, troupe.Ptr(0.7), false},
+		{"stopped: the steps before the failure", flow.StopOnError,
+			[]*troupe.AgentSpec{sure("a", troupe.Ptr(0.9), "", false), sure("bad", troupe.Ptr(0.1), "", true), sure("c", troupe.Ptr(0.3), "", false)}, troupe.Ptr(0.9), true},
+		{"every step failed: none", flow.ContinueOnError,
+			[]*troupe.AgentSpec{sure("bad", troupe.Ptr(0.1), "", true)}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seq := flow.Sequential(flow.SequentialConfig{OnError: tt.mode}, tt.steps...)
+			res, err := seq.Run(t.Context(), troupe.NewDispatch())
+			if (err != nil) != tt.err {
+				t.Fatalf("err = %v, want an error: %v", err, tt.err)
+			}
+			if diff := cmp.Diff(tt.want, res.Confidence); diff != "" {
+				t.Errorf("confidence (-want +got):\n%s", diff)
+			}
+			out, _ := seq.Execute(t.Context(), troupe.NewDispatch())
+			for _, r := range out.Results {
+				if r.Status != troupe.StatusCompleted && r.Confidence == nil {
+					t.Errorf("%s failed without its confidence: the case tests nothing", r.AgentName)
+				}
+			}
+		})
+	}
+}

@@ -439,6 +439,9 @@ func progressLine(d *troupe.Progress) string {
 		b, _ := json.Marshal(inner)
 		return fmt.Sprintf("replicate %s: %s %s", get("replicate"), get("kind"), cut(string(b), 80))
 	case "partial_summary":
+		if why, ok := m["reason"].(string); ok && why != "" {
+			return why // the bundle's own account of a case the distance does not decide
+		}
 		agreed, _ := m["early_stop"].(bool)
 		what := fmt.Sprintf("(distance %s, confidence %s)", short(m["distance"], "%.3f"), short(m["confidence"], "%.2f"))
 		eps := short(m["epsilon"], "%g")

@@ -189,6 +189,41 @@ func TestOwnProposal(t *testing.T) {
 	}
 }
 
+// TestNoProposal: a request naming no proposal fails with INVALID_INPUT after two judges,
+// and the bundle says why it runs no third: every judge gets the same request, so a third
+// would fail the same way. Before, it reported the two failed judges as differing by more
+// than ε and ran the third.
+func TestNoProposal(t *testing.T) {
+	evs, err := troupetest.Collect(newEngine(t).Run(t.Context(), troupe.Request{Query: "hello"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started int
+	var reason any
+	for _, ev := range troupetest.Find(evs, troupe.KindAgentProgress, feasibility.BundleAgent) {
+		switch p := ev.Data.(*troupe.Progress); p.Kind {
+		case "replicate_started":
+			started++
+		case "partial_summary":
+			reason = p.Data.(map[string]any)["reason"]
+		}
+	}
+	if started != 2 {
+		t.Errorf("%d judges started, want 2", started)
+	}
+	if s, _ := reason.(string); !strings.HasPrefix(s, "the first two replicates both failed (INVALID_INPUT: feasibility: no proposal") ||
+		!strings.HasSuffix(s, "not running the rest: INVALID_INPUT is not recoverable, and every replicate gets the same input") {
+		t.Errorf("partial_summary reason %q", reason)
+	}
+	failed := troupetest.Find(evs, troupe.KindDispatchFailed, feasibility.BundleAgent)
+	if len(failed) != 1 {
+		t.Fatalf("%d failed bundle dispatches, want 1", len(failed))
+	}
+	if e := failed[0].Data.(*troupe.Result).Errors[0]; e.Code != troupe.CodeInvalidInput || e.Recoverable {
+		t.Errorf("bundle error %+v, want INVALID_INPUT, not recoverable", e)
+	}
+}
+
 // TestAggregationCitesWithoutConflict: the orchestrator cites the bundle without repeating
 // any of its fields under the same key, so the run's aggregation finds no conflict between
 // the two (its consistency is 1, nothing being held by both) — whether the judges agree or
