@@ -117,9 +117,13 @@ func (c *call) prepare(ctx context.Context) error {
 				missing = append(missing, k)
 			}
 		}
+		var silent string
+		if missing != nil {
+			silent = r.silentWritersLocked(missing)
+		}
 		r.mu.Unlock()
 		if missing != nil {
-			return &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads", missing, c.d.TargetAgent),
+			return &troupe.AgentError{Code: troupe.CodeStateMissing, Message: fmt.Sprintf("session state lacks %v, which %s reads%s", missing, c.d.TargetAgent, silent),
 				FallbackAction: r.e.writersOf(missing)}
 		}
 	}

@@ -914,3 +914,18 @@ func TestSameStageWritesWarn(t *testing.T) {
 		})
 	}
 }
+
+// A reader that fails for a state key its declared writer completed without says so: the
+// fault is the writer's.
+func TestStateMissingNamesSilentWriter(t *testing.T) {
+	w := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"other": 1}}, nil
+	})
+	reg := agents(t, "w", opt(w, troupe.Writes("k")), "r", opt(troupe.AgentFunc(noop), troupe.Reads("k")))
+	evs := run(t, newEngine(t, engine.Config{Registry: reg, Planner: chain("w", "r"), Policy: troupe.ErrorPolicy{OnError: troupe.Continue}}), troupe.Request{Query: "q"})
+	rs := results(evs)["r"]
+	const want = "session state lacks [k], which r reads (w completed without k, which it declares it writes)"
+	if len(rs) != 1 || len(rs[0].Errors) == 0 || rs[0].Errors[0].Code != troupe.CodeStateMissing || rs[0].Errors[0].Message != want {
+		t.Fatalf("r's results %+v; want STATE_MISSING %q", rs, want)
+	}
+}

@@ -1951,6 +1951,35 @@ func (r *Run) writeStateLocked(c *call) {
 	}
 }
 
+// silentWritersLocked names, for a STATE_MISSING failure, the agents of the run that
+// completed declaring they write one of the missing keys without writing it: the reader is
+// the one that fails, but the fault is theirs. It returns "" when there are none (the writers
+// have not run, or there are none).
+//
+//go:noinline
+func (r *Run) silentWritersLocked(missing []string) string {
+	var out []string
+	for _, u := range r.upstream {
+		spec, ok := r.e.reg.Spec(u.Agent)
+		if !ok {
+			continue
+		}
+		var lacked []string
+		for _, k := range missing {
+			if _, wrote := u.Result[k]; slices.Contains(spec.Writes, k) && !wrote {
+				lacked = append(lacked, k)
+			}
+		}
+		if lacked != nil {
+			out = append(out, fmt.Sprintf("%s completed without %s, which it declares it writes", u.Agent, strings.Join(lacked, ", ")))
+		}
+	}
+	if out == nil {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
+}
+
 // sameStageWritesLocked warns of each key of delta, agent's session state writes, that
 // another agent of the current stage wrote a different value to before: the write that
 // finished last stands, an order the plan does not set (a plan that needs one puts the
