@@ -41,7 +41,8 @@
 // fails). Every Config.Env value of at least 4 bytes, whatever its key, is replaced by
 // "[redacted]" in every spelling — as it is, JSON-escaped, Go-quoted, percent-encoded — in
 // the progress events, the stderr tail, errors and their details, also where a bound cuts it
-// in two. Values are scrubbed without looking at names, as httpagent scrubs every value it
+// in two, and in what a result the program prints says besides a valid answer (its errors,
+// warnings and summary; the agent_result of a failure). Values are scrubbed without looking at names, as httpagent scrubs every value it
 // reads from the environment: a rule on names would miss DATABASE_URL=postgres://app:pw@db.
 // Values under 4 bytes would blank unrelated text and are left alone, as are the variables
 // inherited from the parent's environment. A valid result's agent_result is the program's

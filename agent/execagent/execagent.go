@@ -127,6 +127,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		// error quotes of its output is quoted again from the scrubbed output.
 		return nil, a.secrets.Error(err, out.buf.Bytes())
 	}
+	a.secrets.Result(res) // a failure it reports on stdout may quote one too
 	return res, nil
 }
 

@@ -696,3 +696,23 @@ func TestStoppedNamesTheBoundThatFiredFirst(t *testing.T) {
 		t.Errorf("error %q, want it to name its own timeout of 200ms, which fired first", err)
 	}
 }
+
+// A failure the program reports on stdout, quoting a value of Config.Env, is recorded with the
+// value redacted, as the same words on stderr are; so are its warnings and summary.
+func TestEnvValuesScrubbedFromReportedFailure(t *testing.T) {
+	a, err := execagent.New(execagent.Config{Env: []string{"DB_URL=postgres://app:s3cretpw@db/x"},
+		Command: []string{"sh", "-c", `cat >/dev/null; printf '{"status":"failed","agent_result":{"dsn":"%s"},"analysis_summary":"tried %s","warnings":["slow %s"],"errors":[{"code":"AGENT_ERROR","message":"cannot connect to %s","recoverable":false,"details":{"dsn":"%s"}}]}' "$DB_URL" "$DB_URL" "$DB_URL" "$DB_URL" "$DB_URL"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := troupe.NewDispatch()
+	d.DispatchID, d.SessionID, d.QueryID, d.TargetAgent = troupe.NewDispatchID(1), "s", "q", "db"
+	res, err := a.Run(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(res.Errors, res.Warnings, *res.AnalysisSummary, res.AgentResult)
+	if strings.Contains(got, "s3cretpw") || strings.Count(got, "[redacted]") != 5 {
+		t.Errorf("the reported failure records %s; want the DB_URL value redacted in all five places", got)
+	}
+}

@@ -31,7 +31,10 @@ const (
 // are named by environment variable and read once, by New. Nor do they appear in errors: a
 // service that echoes one back (a 401 quoting the token) has it replaced by "[redacted]" in
 // what the error quotes — as it was sent, JSON-escaped (by encoding/json or an ASCII-only
-// encoder), Go-quoted or percent-encoded.
+// encoder), Go-quoted or percent-encoded — and in what a result the service sends says besides
+// a valid answer (its errors, warnings and summary; the agent_result of a failure). A password
+// in URL, and the value of a query parameter that names a secret (api_key, token, sig), are
+// masked where errors and details quote the URL, and scrubbed as those values are.
 type Config struct {
 	// URL is where each dispatch is POSTed; http or https.
 	URL string
@@ -71,6 +74,7 @@ type Config struct {
 // value is not usable; build one with New.
 type Agent struct {
 	url     string
+	shown   string // url as errors and details quote it: a password and secret query values masked
 	header  http.Header
 	timeout time.Duration
 	max     int64
@@ -79,11 +83,55 @@ type Agent struct {
 	secrets *wire.Secrets // the values read from the environment, scrubbed from what errors quote
 }
 
+// shownURL returns u as errors and details quote it, with a password in it and the values of
+// query parameters that name a secret (a key, token, signature, password) masked, and those
+// values, which the agent scrubs from whatever a service echoes back.
+func shownURL(u *url.URL) (string, []string) {
+	var secrets []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		secrets = append(secrets, pw)
+	}
+	shown := *u
+	if q := u.Query(); len(q) > 0 {
+		masked := false
+		for k, vs := range q {
+			if !secretParam(k) {
+				continue
+			}
+			for i, v := range vs {
+				if v != "" {
+					secrets, vs[i], masked = append(secrets, v), "xxxxx", true
+				}
+			}
+		}
+		if masked {
+			shown.RawQuery = q.Encode()
+		}
+	}
+	return shown.Redacted(), secrets
+}
+
+// secretParam says whether a query parameter's name names a secret.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"key", "token", "secret", "password", "passwd", "pwd", "sig", "auth", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // New validates cfg, reads the secrets it names from the environment and returns the agent.
 func New(cfg Config) (*Agent, error) {
 	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("httpagent: Config.URL %q is not an http or https URL", cfg.URL)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		// Not ue itself, which quotes the URL, and a password in it.
+		return nil, fmt.Errorf("httpagent: Config.URL is not a URL: %w", ue.Err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		shown, _ := shownURL(u)
+		return nil, fmt.Errorf("httpagent: Config.URL %q is not an http or https URL", shown)
 	}
 	if cfg.Timeout < 0 || cfg.MaxResponseBytes < 0 {
 		return nil, errors.New("httpagent: Config.Timeout and Config.MaxResponseBytes cannot be negative")
@@ -96,6 +144,8 @@ func New(cfg Config) (*Agent, error) {
 		lookup = os.LookupEnv
 	}
 	a := &Agent{url: u.String(), header: make(http.Header), timeout: cfg.Timeout, max: cfg.MaxResponseBytes, client: cfg.Client, agents: cfg.Agents}
+	var secrets []string
+	a.shown, secrets = shownURL(u)
 	if a.timeout == 0 {
 		a.timeout = DefaultTimeout
 	}
@@ -113,7 +163,6 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.header.Set(k, cfg.Headers[k])
 	}
-	var secrets []string
 	env := func(what, name string) (string, error) {
 		v, ok := lookup(name)
 		if !ok || v == "" {
@@ -244,7 +293,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	if err != nil && (!failed || ctx.Err() != nil) {
 		return nil, a.transportError(ctx, err, resp)
 	}
-	details := map[string]any{"url": a.url, "http_status": resp.StatusCode}
+	details := map[string]any{"url": a.shown, "http_status": resp.StatusCode}
 	// The status first: a 503's error page over the bound, or cut short by a lost connection,
 	// is still a 503, recoverable (a 400's, permanent), and its excerpt needs only the start
 	// of the body.
@@ -255,12 +304,13 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	}
 	if int64(len(data)) > a.max {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
-			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes (max_response_bytes)", a.url, a.max)}
+			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes (max_response_bytes)", a.shown, a.max)}
 	}
-	res, err := wire.DecodeResult("httpagent: POST "+a.url, data, d, a.agents, details)
+	res, err := wire.DecodeResult("httpagent: POST "+a.shown, data, d, a.agents, details)
 	if err != nil {
 		return nil, a.secrets.Error(err, data)
 	}
+	a.secrets.Result(res) // a failure it reports may quote what it was sent
 	return res, nil
 }
 
@@ -288,7 +338,7 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 		errCode = troupe.CodeTimeout
 	}
 	return &troupe.AgentError{Code: errCode, Recoverable: wire.Recoverable(code), Cause: se, Details: details,
-		Message: "httpagent: POST " + a.url}
+		Message: "httpagent: POST " + a.shown}
 }
 
 // transportError classifies a failure to get a response, or, when resp is not nil, to read its
@@ -296,8 +346,14 @@ func (a *Agent) statusError(resp *http.Response, data []byte, details map[string
 // permanent, anything else (refused, reset) recoverable. The status of a response whose body
 // was lost is kept, in the message and the details.
 func (a *Agent) transportError(ctx context.Context, err error, resp *http.Response) error {
-	msg := "httpagent: POST " + a.url
-	details := map[string]any{"url": a.url}
+	msg := "httpagent: POST " + a.shown
+	details := map[string]any{"url": a.shown}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		// net/http quotes the URL it was asked for, a secret query parameter and all.
+		cp := *ue
+		cp.URL = a.shown
+		err = &cp
+	}
 	if resp != nil {
 		msg += fmt.Sprintf(": reading the body of a %s response", strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))))
 		details["http_status"] = resp.StatusCode

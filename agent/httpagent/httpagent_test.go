@@ -520,3 +520,40 @@ func TestNewAcceptsHeadersHTTPSends(t *testing.T) {
 		t.Errorf("headers %v", h)
 	}
 }
+
+// A password in the URL, and a secret query parameter's value, appear in no error or detail:
+// errors quote the URL masked, and a failure the service reports quoting either is scrubbed.
+func TestURLSecretsMasked(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Query().Get("api_key")
+		fmt.Fprintf(w, `{"status":"failed","errors":[{"code":"AGENT_ERROR","message":"key %s refused","recoverable":false}],"warnings":["used %s"]}`, key, key)
+	}))
+	defer srv.Close()
+	d := troupe.NewDispatch()
+	d.DispatchID, d.SessionID, d.QueryID, d.TargetAgent = troupe.NewDispatchID(1), "s", "q", "search"
+
+	a, err := httpagent.New(httpagent.Config{URL: "http://bob:hunter2pass@127.0.0.1:9/dispatch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Run(t.Context(), d)
+	info := troupe.ErrorInfoOf(err)
+	if s := err.Error() + fmt.Sprint(info.Details); strings.Contains(s, "hunter2pass") || !strings.Contains(s, "bob:xxxxx@127.0.0.1:9") {
+		t.Errorf("a connection error says %s; want the URL with its password masked", s)
+	}
+
+	a, err = httpagent.New(httpagent.Config{URL: srv.URL + "/dispatch?api_key=k3y-s3cret&region=eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(res.Errors, res.Warnings); strings.Contains(s, "k3y-s3cret") || !strings.Contains(s, "[redacted]") {
+		t.Errorf("the failed result says %s; want the key redacted", s)
+	}
+	if _, err := httpagent.New(httpagent.Config{URL: "ftp://bob:hunter2pass@host/x?token=t0k3n-value"}); err == nil || strings.Contains(err.Error(), "hunter2pass") || strings.Contains(err.Error(), "t0k3n-value") {
+		t.Errorf("New with a bad scheme: %v; want an error without the password", err)
+	}
+}

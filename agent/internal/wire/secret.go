@@ -222,3 +222,33 @@ type wrapped struct {
 
 func (w *wrapped) Error() string { return w.msg }
 func (w *wrapped) Unwrap() error { return w.ae }
+
+// Result scrubs the secrets from res, a result an agent decoded from its program's or
+// service's answer, in place: what the run records of it besides a valid answer — its errors
+// (message, fallback action, details), warnings and analysis summary, and the agent_result of
+// a result that did not complete (a failure quoting a connection string). A completed
+// result's agent_result is the answer, passed on unchanged.
+func (s *Secrets) Result(res *troupe.Result) {
+	if s.Empty() || res == nil {
+		return
+	}
+	for i := range res.Errors {
+		e := &res.Errors[i]
+		e.Message, e.FallbackAction = s.String(e.Message), s.String(e.FallbackAction)
+		if e.Details != nil {
+			e.Details = s.value(e.Details).(map[string]any)
+		}
+		if e.Extra != nil {
+			e.Extra = s.value(e.Extra).(map[string]any)
+		}
+	}
+	for i, w := range res.Warnings {
+		res.Warnings[i] = s.String(w)
+	}
+	if res.AnalysisSummary != nil {
+		res.AnalysisSummary = troupe.Ptr(s.String(*res.AnalysisSummary))
+	}
+	if res.Status != "" && res.Status != troupe.StatusCompleted && res.AgentResult != nil {
+		res.AgentResult = s.value(res.AgentResult).(map[string]any)
+	}
+}
