@@ -2402,16 +2402,18 @@ func (r *Run) aggregateLocked() {
 		}
 	}
 	if tokSeen {
+		n := tokens // not tokens' own address, which would put it on the heap in every run
 		if agg.TotalTokensUsed != nil {
-			tokens += *agg.TotalTokensUsed
+			n += *agg.TotalTokensUsed
 		}
-		agg.TotalTokensUsed = &tokens
+		agg.TotalTokensUsed = &n
 	}
 	if costSeen {
+		c := cost
 		if agg.TotalCostDollars != nil {
-			cost += *agg.TotalCostDollars
+			c += *agg.TotalCostDollars
 		}
-		agg.TotalCostDollars = &cost
+		agg.TotalCostDollars = &c
 	}
 	r.agg = agg
 	r.emitLocked(troupe.Event{Stage: troupe.StageAggregate, Kind: troupe.KindRunAggregated, Data: agg})
