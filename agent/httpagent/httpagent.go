@@ -83,45 +83,6 @@ type Agent struct {
 	secrets *wire.Secrets // the values read from the environment, scrubbed from what errors quote
 }
 
-// shownURL returns u as errors and details quote it, with a password in it and the values of
-// query parameters that name a secret (a key, token, signature, password) masked, and those
-// values, which the agent scrubs from whatever a service echoes back.
-func shownURL(u *url.URL) (string, []string) {
-	var secrets []string
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		secrets = append(secrets, pw)
-	}
-	shown := *u
-	if q := u.Query(); len(q) > 0 {
-		masked := false
-		for k, vs := range q {
-			if !secretParam(k) {
-				continue
-			}
-			for i, v := range vs {
-				if v != "" {
-					secrets, vs[i], masked = append(secrets, v), "xxxxx", true
-				}
-			}
-		}
-		if masked {
-			shown.RawQuery = q.Encode()
-		}
-	}
-	return shown.Redacted(), secrets
-}
-
-// secretParam says whether a query parameter's name names a secret.
-func secretParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "secret", "password", "passwd", "pwd", "sig", "auth", "credential"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // New validates cfg, reads the secrets it names from the environment and returns the agent.
 func New(cfg Config) (*Agent, error) {
 	u, err := url.Parse(cfg.URL)
@@ -130,7 +91,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("httpagent: Config.URL is not a URL: %w", ue.Err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		shown, _ := shownURL(u)
+		shown, _ := wire.ShownURL(u)
 		return nil, fmt.Errorf("httpagent: Config.URL %q is not an http or https URL", shown)
 	}
 	if cfg.Timeout < 0 || cfg.MaxResponseBytes < 0 {
@@ -145,7 +106,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{url: u.String(), header: make(http.Header), timeout: cfg.Timeout, max: cfg.MaxResponseBytes, client: cfg.Client, agents: cfg.Agents}
 	var secrets []string
-	a.shown, secrets = shownURL(u)
+	a.shown, secrets = wire.ShownURL(u)
 	if a.timeout == 0 {
 		a.timeout = DefaultTimeout
 	}

@@ -74,8 +74,8 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 	c := a.c
 	key := os.Getenv(c.cfg.APIKeyEnv)
 	// A server may echo the key back, in any spelling (a 401 quoting it): it is scrubbed from
-	// every error the calls return.
-	secrets := wire.NewSecrets(key)
+	// every error the calls return, as are the base URL's password and key-like query values.
+	secrets := wire.NewSecrets(append([]string{key}, c.masked...)...)
 	data := c.promptData(d)
 	system, err := render(c.system, data)
 	if err != nil {
@@ -380,8 +380,9 @@ func limitBody(max int64) option.Middleware {
 // judges them: wire.Recoverable) and lost connections are recoverable (the error policy may
 // retry later), other statuses are not. res is the last response, if any: the status decides even when the SDK could not decode the body (Ollama's
 // {"error": "…"} is a string), and the body is quoted as the server sent it when it is not
-// OpenAI's error object. The status and Retry-After go into the details, so the run's error
-// policy waits as long as the server asked. The API key (secrets) is scrubbed from the body
+// OpenAI's error object. The message names the model and the endpoint (BaseURL, masked), since
+// one file's agents may reach several. The status and Retry-After go into the details, so the
+// run's error policy waits as long as the server asked. The API key (secrets) is scrubbed from the body
 // before the body is cut to length: cut first, a key echoed across the cut would leave its start.
 // A timeout says which bound it was, call_timeout or ctx's deadline (the dispatch's). A
 // failure while a successful response's body or stream was read keeps that response's status,
@@ -403,7 +404,8 @@ func (a *Agent) apiError(ctx context.Context, secrets *wire.Secrets, err error, 
 			b, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
 			body = string(b)
 		}
-		msg := fmt.Sprintf("llmagent: %s: HTTP %d", model, status)
+		// Several endpoints may serve one file's agents: the message says which refused.
+		msg := fmt.Sprintf("llmagent: %s at %s: HTTP %d", model, a.c.endpoint, status)
 		if body = strings.TrimSpace(secrets.String(body)); body != "" {
 			msg += ": " + cut(body, 500)
 		}

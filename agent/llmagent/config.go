@@ -2,10 +2,12 @@ package llmagent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"text/template"
@@ -14,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/internal/wire"
 	"github.com/troupehq/troupe/internal/schema"
 )
 
@@ -52,7 +55,9 @@ type Config struct {
 	Name string
 
 	// BaseURL of an OpenAI-compatible API ("http://127.0.0.1:11434/v1/" for Ollama); empty
-	// means DefaultBaseURL.
+	// means DefaultBaseURL. An error status names it, a password in it and the values of
+	// query parameters that look like keys masked; those values are scrubbed, as the API key
+	// is, from what errors quote of the server's answers.
 	BaseURL string
 	// APIKeyEnv is the NAME of the environment variable holding the API key, read on every
 	// call so a rotated key is picked up; empty means OPENAI_API_KEY. The key itself is never
@@ -138,15 +143,17 @@ type Config struct {
 
 // compiled is a validated Config, immutable and safe for concurrent use.
 type compiled struct {
-	cfg     Config
-	system  *template.Template
-	prompt  *template.Template
-	schema  *schema.Schema
-	rawSch  map[string]any
-	tools   map[string]troupe.Tool
-	toolDef []troupe.ToolInfo
-	held    []troupe.Tool // the tools with Setup or Teardown, in order
-	base    openai.ChatCompletionNewParams
+	cfg      Config
+	endpoint string   // BaseURL as errors quote it: a password and key-like query values masked
+	masked   []string // those values, scrubbed from what errors quote
+	system   *template.Template
+	prompt   *template.Template
+	schema   *schema.Schema
+	rawSch   map[string]any
+	tools    map[string]troupe.Tool
+	toolDef  []troupe.ToolInfo
+	held     []troupe.Tool // the tools with Setup or Teardown, in order
+	base     openai.ChatCompletionNewParams
 }
 
 func compile(cfg Config) (*compiled, error) {
@@ -158,8 +165,11 @@ func compile(cfg Config) (*compiled, error) {
 	if !strings.HasSuffix(cfg.BaseURL, "/") {
 		cfg.BaseURL += "/"
 	}
-	if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
-		bad("base_url: %q is not an http or https URL", cfg.BaseURL)
+	endpoint, masked, err := shownURL(cfg.BaseURL)
+	if err != nil {
+		bad("base_url: %v", err)
+	} else if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
+		bad("base_url: %q is not an http or https URL", endpoint)
 	}
 	if cfg.APIKeyEnv == "" {
 		cfg.APIKeyEnv = DefaultAPIKeyEnv
@@ -191,8 +201,7 @@ func compile(cfg Config) (*compiled, error) {
 	if cfg.Prompt == "" {
 		cfg.Prompt = DefaultPrompt
 	}
-	c := &compiled{cfg: cfg, tools: make(map[string]troupe.Tool, len(cfg.Tools))}
-	var err error
+	c := &compiled{cfg: cfg, endpoint: endpoint, masked: masked, tools: make(map[string]troupe.Tool, len(cfg.Tools))}
 	if c.system, err = template.New("system").Funcs(templateFuncs).Option("missingkey=error").Parse(cfg.System); err != nil {
 		bad("system: %v", err)
 	}
@@ -231,6 +240,21 @@ func compile(cfg Config) (*compiled, error) {
 	c.base = c.params()
 	c.held = held(cfg.Tools)
 	return c, nil
+}
+
+// shownURL returns raw as errors quote it, and the values it masks (wire.ShownURL); a URL that
+// does not parse is refused without quoting it.
+func shownURL(raw string) (string, []string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Not a *url.Error itself, which quotes the URL, and a password in it.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", nil, fmt.Errorf("not a URL: %w", err)
+	}
+	shown, secrets := wire.ShownURL(u)
+	return shown, secrets, nil
 }
 
 // positive sets a zero bound to its default and reports a negative one.

@@ -542,6 +542,43 @@ func TestErrorStatusesWhateverTheBodyShape(t *testing.T) {
 	}
 }
 
+// An error status names the endpoint that refused, for a file whose agents reach several:
+// the base URL, with a password in it and the values of query parameters that look like keys
+// (by name or by shape) masked, and those values scrubbed from the body the error quotes.
+func TestErrorStatusNamesTheEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		baseURL string // URL stands for the test server's http://HOST, HOST for its host:port/v1
+		body    string
+		want    string // the message
+		never   []string
+	}{
+		{"a plain URL", "URL", `{"error":{"message":"rate limited"}}`,
+			`llmagent: gpt-test at URL/: HTTP 429: {"message":"rate limited"}`, nil},
+		{"a password and keys", "http://troupe:pw-8c1f2e9d@HOST/?api-version=2024-06-01&api_key=sk-abc123def&code=Zx81Kq29aLmPp7wQ3Fh2",
+			`{"error":{"message":"no key sk-abc123def for troupe:pw-8c1f2e9d"}}`,
+			`llmagent: gpt-test at http://troupe:xxxxx@HOST/?api-version=2024-06-01&api_key=xxxxx&code=xxxxx: HTTP 429: {"message":"no key [redacted] for troupe:[redacted]"}`,
+			[]string{"pw-8c1f2e9d", "sk-abc123def", "Zx81Kq29aLmPp7wQ3Fh2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCompletionServer(t, reply{status: 429, body: tc.body})
+			r := strings.NewReplacer("URL", srv.URL(), "HOST", strings.TrimPrefix(srv.URL(), "http://"))
+			want := r.Replace(tc.want)
+			a := newAgent(t, llmagent.Config{BaseURL: r.Replace(tc.baseURL), MaxRetries: -1})
+			_, err := a.Run(t.Context(), dispatch("hi", nil))
+			ae := agentError(t, err)
+			if diff := cmp.Diff(want, ae.Message); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+			for _, n := range tc.never {
+				if strings.Contains(err.Error(), n) {
+					t.Errorf("error %q says %q", err, n)
+				}
+			}
+		})
+	}
+}
+
 func TestServerErrorThenSuccess(t *testing.T) {
 	srv := newCompletionServer(t,
 		reply{status: 500, body: `{"error":{"message":"boom"}}`},

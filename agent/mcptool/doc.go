@@ -30,4 +30,10 @@
 // server again. Close does not wait for such a server to answer: it aborts the reconnect and
 // stops what it started. A call in flight as the Client closes, or made after, fails with
 // ErrClosed (for Agent, an AGENT_ERROR that is not recoverable: no retry can pass).
+//
+// A stdio server's stderr is kept, its last 4 KiB, for errors only: a server that exits
+// before it answers, or dies during a call, fails Connect or the call with an error that
+// names the command, says how the process ended ("exited with status 1", "was killed by
+// signal 9 (killed)") and quotes the last lines of its stderr, the values of Config.Env
+// redacted. A call that fails while the server is still up (a timeout) says neither.
 package mcptool

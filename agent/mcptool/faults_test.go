@@ -19,10 +19,11 @@ import (
 )
 
 // flakyServer is an MCP server over stdio, in Python: pid answers its process id; crash
-// writes the start of its answer and exits 3, as a server dying mid-call does; mute fails
-// (isError) without a word.
+// writes why on stderr and the start of its answer, and exits 3, as a server dying mid-call
+// does; killed kills itself with SIGKILL, as the OOM killer would; sleep never answers; mute
+// fails (isError) without a word.
 const flakyServer = `
-import json, os, sys
+import json, os, signal, sys, time
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n")
     sys.stdout.flush()
@@ -33,15 +34,21 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": m["params"]["protocolVersion"],
               "capabilities": {"tools": {}}, "serverInfo": {"name": "flaky", "version": "1"}}})
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("pid", "crash", "mute")]}})
+        send({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("pid", "crash", "killed", "sleep", "mute")]}})
     elif method == "tools/call":
         name = m["params"]["name"]
         if name == "pid":
             send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": str(os.getpid())}]}})
         elif name == "crash":
+            sys.stderr.write("flaky: the charger caught fire\n")
+            sys.stderr.flush()
             sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "res' % id)
             sys.stdout.flush()
             sys.exit(3)
+        elif name == "killed":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif name == "sleep":
+            time.sleep(1000)
         elif name == "mute":
             send({"jsonrpc": "2.0", "id": id, "result": {"content": [], "isError": True}})
     elif id is not None:

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,7 +29,11 @@ const DefaultMaxResultBytes = 16 << 20
 type Config struct {
 	// Command runs the server as a subprocess speaking MCP over stdin and stdout: the program
 	// and its arguments. Env is added to the inherited environment; Dir is its working
-	// directory.
+	// directory. A server that exits before it answers, or dies during a call, fails Connect or
+	// the call with an error that names the command, says its exit status (or signal) and
+	// quotes the end of its stderr, which is read for that only. Every value of Env of at
+	// least 4 bytes may be a secret (a token): it is replaced by "[redacted]" where errors
+	// quote the command or its stderr.
 	Command []string
 	Env     []string
 	Dir     string
@@ -98,6 +100,7 @@ type Client struct {
 // session is one connection to the server.
 type session struct {
 	cs   *mcp.ClientSession
+	conn *stdioConn  // a stdio server's connection, which knows how its process ended; nil for others
 	lost atomic.Bool // a call found it closed
 }
 
@@ -126,15 +129,16 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.MaxResultBytes = DefaultMaxResultBytes
 	}
 	cfg.Command, cfg.Env, cfg.Include = slices.Clone(cfg.Command), slices.Clone(cfg.Env), slices.Clone(cfg.Include)
-	cs, err := dial(ctx, cfg)
+	s, err := dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, sess: &session{cs: cs}, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	cs := s.cs
+	c := &Client{cfg: cfg, sess: s, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			cs.Close()
-			return nil, fmt.Errorf("mcptool: %s: list tools: %w", describe(cfg), err)
+			return nil, fmt.Errorf("mcptool: %s: list tools: %w%s", describe(cfg), err, s.news())
 		}
 		if len(cfg.Include) > 0 && !slices.Contains(cfg.Include, tool.Name) {
 			continue
@@ -158,8 +162,10 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// dial starts or dials the server and initializes a session; ctx bounds that only.
-func dial(ctx context.Context, cfg Config) (*mcp.ClientSession, error) {
+// dial starts or dials the server and initializes a session; ctx bounds that only. A stdio
+// server that fails to is stopped, and the error says how it ended, if it exited of itself,
+// and what its stderr ended with.
+func dial(ctx context.Context, cfg Config) (*session, error) {
 	t, err := transport(cfg)
 	if err != nil {
 		return nil, err
@@ -169,11 +175,30 @@ func dial(ctx context.Context, cfg Config) (*mcp.ClientSession, error) {
 		name = "troupe"
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	session, err := client.Connect(ctx, t, nil)
-	if err != nil {
-		return nil, fmt.Errorf("mcptool: connect to %s: %w", describe(cfg), err)
+	cs, err := client.Connect(ctx, t, nil)
+	var conn *stdioConn
+	if st, ok := t.(*stdioTransport); ok {
+		conn = st.conn // nil if the command did not start
 	}
-	return session, nil
+	s := &session{cs: cs, conn: conn}
+	if err != nil {
+		if conn != nil {
+			_ = conn.Close() // the go-sdk has closed it, or is closing it: this waits for that
+		}
+		return nil, fmt.Errorf("mcptool: connect to %s: %w%s", describe(cfg), err, s.news())
+	}
+	return s, nil
+}
+
+// news is what an error of a closed session adds of its stdio server: how it ended, when it
+// exited of itself, and what its stderr ended with ("; the server exited with status 1;
+// stderr: …"); "" for other transports.
+func (s *session) news() string {
+	if s.conn == nil {
+		return ""
+	}
+	status, stderr := s.conn.ending(0)
+	return news("the server", status, stderr)
 }
 
 // current returns the session calls go to: the open one, or, once a call found it lost, a new
@@ -215,8 +240,7 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 	// What is left of the lost session goes first: its process waited for, its group killed.
 	// Its error (the exit status of a server that crashed) was the failed call's news.
 	_ = s.cs.Close()
-	cs, err := dial(ctx, c.cfg)
-	n := &session{cs: cs}
+	n, err := dial(ctx, c.cfg)
 	c.mu.Lock()
 	c.abort = nil
 	closed = c.closed
@@ -229,7 +253,7 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 		// Close came first, and waits for swap: a server that answered after all is stopped
 		// before it returns.
 		if err == nil {
-			_ = cs.Close()
+			_ = n.cs.Close()
 		}
 		return nil, ErrClosed
 	case err != nil:
@@ -250,13 +274,7 @@ func transport(cfg Config) (mcp.Transport, error) {
 	}
 	switch {
 	case len(cfg.Command) > 0:
-		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-		cmd.Env = append(os.Environ(), cfg.Env...)
-		cmd.Dir = cfg.Dir
-		// Its own process group, so that stopping it reaches whatever it started (npx's node,
-		// a wrapper script's child).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return &groupTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: cfg.StopTimeout}}, nil
+		return newStdioTransport(cfg), nil
 	case cfg.URL != "":
 		if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
 			return nil, fmt.Errorf("mcptool: config: url %q is not an http or https URL", cfg.URL)
@@ -267,40 +285,10 @@ func transport(cfg Config) (mcp.Transport, error) {
 	}
 }
 
-// groupTransport is a CommandTransport whose connection, once closed (the server's stdin
-// closed, the server exited or was terminated), kills what is left of the server's process
-// group: a server that is a wrapper may leave a child that never read its stdin.
-type groupTransport struct{ *mcp.CommandTransport }
-
-func (t *groupTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.CommandTransport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &groupConn{Connection: conn, pid: t.Command.Process.Pid}, nil
-}
-
-type groupConn struct {
-	mcp.Connection
-	pid  int
-	once sync.Once
-	err  error
-}
-
-// Close may be called several times, concurrently: the group is killed once, after the first
-// Close has stopped the server itself.
-func (c *groupConn) Close() error {
-	c.once.Do(func() {
-		c.err = c.Connection.Close()
-		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
-	})
-	return c.err
-}
-
 func describe(cfg Config) string {
 	switch {
 	case len(cfg.Command) > 0:
-		return "command " + cfg.Command[0]
+		return "command " + commandName(cfg.Command, newSecrets(cfg.Env))
 	case cfg.URL != "":
 		return cfg.URL
 	default:
@@ -385,7 +373,7 @@ func (c *Client) stop() error {
 		return nil // a server that ignored its closed stdin was terminated, as Close promises
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("mcptool: close: %w", err)
+		return fmt.Errorf("mcptool: close %s: %w%s", describe(c.cfg), err, s.news())
 	}
 	return nil
 }
@@ -522,7 +510,10 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 			}
 		}
 		if err != nil {
-			return nil, err
+			if s.conn != nil && s.conn.hungUp.Load() {
+				s.lost.Store(true) // the server is gone: the next call starts it again
+			}
+			return nil, s.explain(err)
 		}
 		break
 	}

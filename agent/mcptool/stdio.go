@@ -1,0 +1,338 @@
+package mcptool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// stderrTail is how many trailing bytes of a stdio server's stderr its errors quote.
+	stderrTail = 4 << 10
+	// exitWait bounds how long a call that failed because its stdio server hung up waits for
+	// the process to be waited for and its stderr read to the end, to say how it ended.
+	exitWait = 2 * time.Second
+	// drainWait bounds how long stopping a stdio server waits, once its process group is
+	// killed, for its stderr to end: a process that left the group may hold it open.
+	drainWait = time.Second
+	// minSecret is the shortest value of Config.Env that is redacted; shorter ones would blank
+	// unrelated text.
+	minSecret = 4
+	// redacted replaces a value of Config.Env in what errors quote.
+	redacted = "[redacted]"
+)
+
+// stdioTransport runs a server as a subprocess with the go-sdk's CommandTransport, in its own
+// process group, so that stopping it reaches whatever it started (npx's node, a wrapper
+// script's child), and keeps the end of its stderr for errors. It is connected once: dial
+// makes one per connection and finds, in conn, the connection it made.
+type stdioTransport struct {
+	cmd     *exec.Cmd
+	stop    time.Duration // how long Close waits for the server to exit before it is terminated
+	name    string        // "command npx -y …", for messages
+	secrets secrets
+	conn    *stdioConn
+}
+
+func newStdioTransport(cfg Config) *stdioTransport {
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	cmd.Env = append(os.Environ(), cfg.Env...)
+	cmd.Dir = cfg.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stop := cfg.StopTimeout
+	if stop <= 0 {
+		stop = 5 * time.Second // the go-sdk's default
+	}
+	return &stdioTransport{cmd: cmd, stop: stop, name: describe(cfg), secrets: newSecrets(cfg.Env)}
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	// A pipe of our own: not cmd.StderrPipe, which Wait closes as soon as the process exits,
+	// maybe before the last of what it wrote is read, nor an io.Writer, whose copying Wait
+	// waits for as long as a child of the server holds the pipe.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	t.cmd.Stderr = w
+	conn, err := (&mcp.CommandTransport{Command: t.cmd, TerminateDuration: t.stop}).Connect(ctx)
+	w.Close() // the server has its copy, or never will
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	c := &stdioConn{Connection: conn, t: t, pid: t.cmd.Process.Pid, stderr: r, tail: tail{max: stderrTail},
+		drained: make(chan struct{}), stopped: make(chan struct{})}
+	go func() { // Close waits for it
+		defer close(c.drained)
+		_, _ = io.Copy(&c.tail, r)
+	}()
+	t.conn = c
+	return c, nil
+}
+
+// stdioConn is the connection to a stdio server. Once closed (the server's stdin closed, the
+// server exited or was terminated), it kills what is left of the server's process group — a
+// server that is a wrapper may leave a child that never read its stdin — and reads its stderr
+// to the end. It notes whether the server hung up (closed its stdout or stdin) before it was
+// closed: then how the process ended is news, and errors say it.
+type stdioConn struct {
+	mcp.Connection
+	t      *stdioTransport
+	pid    int
+	stderr *os.File // the read end, which Close closes
+	tail   tail     // the end of what the server wrote to stderr
+
+	closing atomic.Bool // Close has begun: an EOF from now on is its doing
+	hungUp  atomic.Bool // the server hung up before Close began
+
+	once    sync.Once
+	err     error
+	drained chan struct{} // closed once stderr is read to its end, or closed
+	// stopped is closed when Close has returned; state and terminated, written before, say
+	// how the process ended (state nil: it was not waited for).
+	stopped    chan struct{}
+	state      *os.ProcessState
+	terminated bool // Close had to signal the process
+}
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.note(err)
+	}
+	return m, err
+}
+
+func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, m)
+	if err != nil {
+		c.note(err)
+	}
+	return err
+}
+
+// note marks the server hung up when err, of a read or a write, says it closed its end of a
+// pipe before Close closed ours.
+func (c *stdioConn) note(err error) {
+	if !c.closing.Load() && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE)) {
+		c.hungUp.Store(true)
+	}
+}
+
+// Close may be called several times, concurrently: the first call stops the server (closes
+// its stdin, waits for it to exit, terminates it if it does not), kills its group and reads
+// its stderr to the end; the others wait for it and return its result.
+func (c *stdioConn) Close() error {
+	c.once.Do(func() {
+		c.closing.Store(true)
+		start := time.Now()
+		c.err = c.Connection.Close()
+		took := time.Since(start)
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		timer := time.NewTimer(drainWait)
+		select {
+		case <-c.drained:
+		case <-timer.C:
+		}
+		timer.Stop()
+		c.stderr.Close() // ends the copy, if a process outside the group still holds the pipe
+		<-c.drained
+		// The process was waited for unless stopping it failed before (closing its stdin) or
+		// gave up after SIGKILL, when the go-sdk's Wait may still run.
+		var ee *exec.ExitError
+		if c.err == nil || errors.As(c.err, &ee) {
+			c.state = c.t.cmd.ProcessState
+		}
+		// The go-sdk signals a server that has not exited StopTimeout after its stdin closed.
+		c.terminated = took >= c.t.stop
+		close(c.stopped)
+	})
+	return c.err
+}
+
+// ending says how the server's process ended, when it ended of itself ("exited with status
+// 1", "was killed by signal 9 (killed)"; "" when that is not known or it was Close that ended
+// it), and what its stderr ended with (redacted, "" for nothing). It waits up to wait for
+// Close to have stopped the server.
+func (c *stdioConn) ending(wait time.Duration) (status, stderr string) {
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-c.stopped:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+	select {
+	case <-c.stopped:
+		if c.state != nil && c.hungUp.Load() {
+			status = exitStatus(c.state, c.terminated)
+		}
+	default:
+	}
+	return status, c.tail.text(c.t.secrets)
+}
+
+// exitStatus words how a process ended as execagent does; "" for a signal that may have been
+// Close's (terminated: it signalled the process).
+func exitStatus(ps *os.ProcessState, terminated bool) string {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if terminated && (ws.Signal() == syscall.SIGTERM || ws.Signal() == syscall.SIGKILL) {
+			return ""
+		}
+		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+	}
+	if !ps.Exited() {
+		return ""
+	}
+	return "exited with status " + strconv.Itoa(ps.ExitCode())
+}
+
+// news is what errors add of a stdio server: subject and how it ended, then the end of its
+// stderr ("; the server exited with status 1; stderr: …"); "" when nothing is known.
+func news(subject, status, stderr string) string {
+	var b strings.Builder
+	if status != "" {
+		b.WriteString("; " + subject + " " + status)
+	}
+	if stderr != "" {
+		b.WriteString("; stderr: " + stderr)
+	}
+	return b.String()
+}
+
+// explain adds to err, the error of a call on a session whose stdio server hung up (the process
+// died), the command, how it ended and the end of its stderr. Other errors are left as they
+// are: a server that is still up (a call that timed out) is not news.
+func (s *session) explain(err error) error {
+	c := s.conn
+	if c == nil || !c.hungUp.Load() {
+		return err
+	}
+	status, stderr := c.ending(exitWait)
+	if status == "" {
+		status = "closed the connection"
+	}
+	return fmt.Errorf("%w%s", err, news(c.t.name, status, stderr))
+}
+
+// tail keeps the last max bytes written to it. It is safe for concurrent use: the goroutine
+// that reads the server's stderr writes it, while an error may quote it.
+type tail struct {
+	mu   sync.Mutex
+	max  int
+	buf  []byte
+	seen int64
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seen += int64(len(p))
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return len(p), nil
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return len(p), nil
+}
+
+// text returns what is kept, secrets redacted, trimmed and, when earlier bytes were dropped,
+// from the first whole line kept (or rune, for a line longer than all), with "…" before it.
+func (t *tail) text(s secrets) string {
+	t.mu.Lock()
+	kept, cut := string(t.buf), t.seen > int64(len(t.buf))
+	t.mu.Unlock()
+	kept = s.tail(kept, cut)
+	if i := strings.IndexByte(kept, '\n'); cut && i >= 0 && strings.TrimSpace(kept[i+1:]) != "" {
+		kept = kept[i+1:]
+	}
+	for len(kept) > 0 && !utf8.RuneStart(kept[0]) {
+		kept = kept[1:]
+	}
+	kept = strings.TrimSpace(strings.ToValidUTF8(kept, "\uFFFD"))
+	if cut && kept != "" {
+		kept = "…" + kept
+	}
+	return kept
+}
+
+// secrets are the values of Config.Env — where a server's key or token goes — longest first,
+// so that one holding another is replaced whole. What errors quote of a server's stderr and
+// command has them replaced by "[redacted]": a failing server may print its token.
+type secrets []string
+
+func newSecrets(env []string) secrets {
+	var s secrets
+	add := func(v string) {
+		if len(v) >= minSecret && !slices.Contains(s, v) {
+			s = append(s, v)
+		}
+	}
+	for _, e := range env {
+		_, v, _ := strings.Cut(e, "=")
+		add(v)
+		// A value of several lines (a PEM key) is a secret line by line too.
+		for _, line := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			add(line)
+		}
+	}
+	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
+	return s
+}
+
+func (s secrets) redact(text string) string {
+	for _, v := range s {
+		text = strings.ReplaceAll(text, v, redacted)
+	}
+	return text
+}
+
+// tail redacts text, the end of a longer text when cut: then a start that may be the end of a
+// secret the cut split (a proper suffix of one) is dropped first, since redacting cannot
+// recognise it.
+func (s secrets) tail(text string, cut bool) string {
+	if cut {
+		longest := 0
+		for _, v := range s {
+			for n := min(len(v)-1, len(text)); n > longest; n-- {
+				if strings.HasPrefix(text, v[len(v)-n:]) {
+					longest = n
+					break
+				}
+			}
+		}
+		text = text[longest:]
+	}
+	return s.redact(text)
+}
+
+// commandName names a command in messages: its words, secrets redacted, cut after about 64
+// characters (a "sh -c" script can be a page long).
+func commandName(command []string, s secrets) string {
+	const limit = 64
+	name := s.redact(strings.Join(command, " "))
+	if utf8.RuneCountInString(name) <= limit {
+		return name
+	}
+	r := []rune(name)
+	return strings.TrimRight(string(r[:limit]), " ") + "…"
+}
