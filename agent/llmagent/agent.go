@@ -380,15 +380,15 @@ func limitBody(max int64) option.Middleware {
 // judges them: wire.Recoverable) and lost connections are recoverable (the error policy may
 // retry later), other statuses are not. res is the last response, if any: the status decides even when the SDK could not decode the body (Ollama's
 // {"error": "…"} is a string), and the body is quoted as the server sent it when it is not
-// OpenAI's error object. The message names the model and the endpoint (BaseURL, masked), since
-// one file's agents may reach several. The status and Retry-After go into the details, so the
+// OpenAI's error object. Every message names the model and the endpoint (BaseURL, masked),
+// since one file's agents may reach several. The status and Retry-After go into the details, so the
 // run's error policy waits as long as the server asked. The API key (secrets) is scrubbed from the body
 // before the body is cut to length: cut first, a key echoed across the cut would leave its start.
 // A timeout says which bound it was, call_timeout or ctx's deadline (the dispatch's). A
 // failure while a successful response's body or stream was read keeps that response's status,
 // in the message and in http_status.
 func (a *Agent) apiError(ctx context.Context, secrets *wire.Secrets, err error, res *http.Response) error {
-	model, callTimeout := a.c.cfg.Model, a.c.cfg.CallTimeout
+	callTimeout := a.c.cfg.CallTimeout
 	status, body := 0, ""
 	var ae *openai.Error
 	if errors.As(err, &ae) {
@@ -405,7 +405,7 @@ func (a *Agent) apiError(ctx context.Context, secrets *wire.Secrets, err error, 
 			body = string(b)
 		}
 		// Several endpoints may serve one file's agents: the message says which refused.
-		msg := fmt.Sprintf("llmagent: %s at %s: HTTP %d", model, a.c.endpoint, status)
+		msg := fmt.Sprintf("llmagent: %s: HTTP %d", a.server(), status)
 		if body = strings.TrimSpace(secrets.String(body)); body != "" {
 			msg += ": " + cut(body, 500)
 		}
@@ -429,9 +429,9 @@ func (a *Agent) apiError(ctx context.Context, secrets *wire.Secrets, err error, 
 			details = map[string]any{"http_status": res.StatusCode}
 		}
 		return &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
-			Message: fmt.Sprintf("llmagent: %s: the response is over %d bytes (max_response_bytes)", model, tooBig.Limit)}
+			Message: fmt.Sprintf("llmagent: %s: the response is over %d bytes (max_response_bytes)", a.server(), tooBig.Limit)}
 	}
-	msg := "llmagent: " + model + ": "
+	msg := "llmagent: " + a.server() + ": "
 	var details map[string]any
 	if res != nil {
 		// A response came, and reading it failed (the connection lost, a stall past a
@@ -454,12 +454,17 @@ func (a *Agent) apiError(ctx context.Context, secrets *wire.Secrets, err error, 
 		return err
 	}
 	// The SDK says "error reading response body: " before what went wrong: the message says so already.
-	cause := err.Error()
+	// The secrets too: net/http quotes the request's URL, its query (a key in it) and all.
+	cause := secrets.String(err.Error())
 	if res != nil {
 		cause = strings.TrimPrefix(cause, "error reading response body: ")
 	}
 	return &troupe.AgentError{Code: troupe.CodeAgentError, Message: msg + cause, Recoverable: true, Details: details}
 }
+
+// server names the model and the endpoint that serves it (BaseURL, masked), as errors about
+// what the server did say it: one file's agents may reach several endpoints.
+func (a *Agent) server() string { return a.c.cfg.Model + " at " + a.c.endpoint }
 
 // dispatchSeed is the seed the dispatch asks for in user_context["seed"] — an evidence bundle
 // gives each replicate its own there — which takes precedence over Config.Seed: replicates

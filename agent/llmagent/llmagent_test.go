@@ -650,8 +650,8 @@ func TestTimeoutSaysWhichBound(t *testing.T) {
 			if ae.Code != troupe.CodeTimeout || !ae.Recoverable || !errors.Is(err, troupe.ErrTimeout) {
 				t.Errorf("error %v: code %s recoverable %v; want a recoverable TIMEOUT", err, ae.Code, ae.Recoverable)
 			}
-			if ae.Message != tc.want {
-				t.Errorf("message %q, want %q", ae.Message, tc.want)
+			if got := sansEndpoint(t, ae.Message, srv.URL()); got != tc.want {
+				t.Errorf("message %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -675,7 +675,7 @@ func TestCallTimeoutMidStream(t *testing.T) {
 	if ae.Code != troupe.CodeTimeout || !ae.Recoverable || !errors.Is(err, troupe.ErrTimeout) {
 		t.Errorf("error = %v", err)
 	}
-	if want := "llmagent: gpt-test: reading the stream of a 200 OK response: the call did not finish within call_timeout 100ms"; ae.Message != want {
+	if want := "llmagent: gpt-test: reading the stream of a 200 OK response: the call did not finish within call_timeout 100ms"; sansEndpoint(t, ae.Message, srv.URL) != want {
 		t.Errorf("message %q, want %q", ae.Message, want)
 	}
 	if diff := cmp.Diff(map[string]any{"http_status": 200}, ae.Details); diff != "" {
@@ -1012,4 +1012,18 @@ func TestResponseOverMaxResponseBytes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sansEndpoint returns msg, an error message of an agent whose BaseURL is on server base, without
+// the endpoint it names after the model ("llmagent: gpt-test at http://…/v1/: …"), and fails
+// the test when it names none.
+func sansEndpoint(t *testing.T, msg, base string) string {
+	t.Helper()
+	model, rest, ok := strings.Cut(msg, " at "+strings.TrimSuffix(base, "/v1"))
+	if !ok {
+		t.Errorf("message %q does not name the endpoint %s", msg, base)
+		return msg
+	}
+	_, rest, _ = strings.Cut(rest, ": ")
+	return model + ": " + rest
 }

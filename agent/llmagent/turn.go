@@ -58,14 +58,14 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	var resp wireCompletion
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Recoverable: true,
-			Message: fmt.Sprintf("llmagent: %s: the response is not a chat completion: %v: %s", a.c.cfg.Model, err, excerpt(secrets, string(raw), 200))}
+			Message: fmt.Sprintf("llmagent: %s: the response is not a chat completion: %v: %s", a.server(), err, excerpt(secrets, string(raw), 200))}
 	}
 	t := &turn{model: resp.Model, promptTokens: resp.Usage.PromptTokens, completionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
-		if err := reportedError(a.c.cfg.Model, secrets, resp.Error); err != nil {
+		if err := reportedError(a.server(), secrets, resp.Error); err != nil {
 			return t, err
 		}
-		return t, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: "llmagent: " + a.c.cfg.Model + ": response has no choices"}
+		return t, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Message: "llmagent: " + a.server() + ": response has no choices"}
 	}
 	msg := &resp.Choices[0].Message
 	t.content, t.refusal, t.finishReason = msg.Content, msg.Refusal, resp.Choices[0].FinishReason
@@ -204,7 +204,7 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 			ct = res.Header.Get("Content-Type")
 		}
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: map[string]any{"content_type": ct},
-			Message: fmt.Sprintf("llmagent: %s: asked for a stream, the server sent no stream chunks (Content-Type %q); if it does not stream, set stream to false", a.c.cfg.Model, ct)}
+			Message: fmt.Sprintf("llmagent: %s: asked for a stream, the server sent no stream chunks (Content-Type %q); if it does not stream, set stream to false", a.server(), ct)}
 	}
 	return t, nil
 }
