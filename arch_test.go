@@ -76,7 +76,7 @@ func TestArchImportArrows(t *testing.T) {
 		"agent/execagent":     {"", "agent/internal/wire"},
 		"agent/httpagent":     {"", "agent/internal/wire"},
 		"agent/llmagent":      {"", "agent/internal/wire", "flow", "internal/schema"},
-		"agent/mcptool":       {""},
+		"agent/mcptool":       {"", "agent/internal/wire"},
 		"route/llmroute":      {"", "agent/llmagent"},
 		// The config turns a file into specs; concrete adapters are wired by cmd/troupe.
 		"config": {"", "internal/schema", "plan", "route"},

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/agent/internal/wire"
@@ -104,7 +103,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg.MaxProgress = or(cfg.MaxProgress, DefaultMaxProgress)
 	cfg.MaxLineBytes = or(cfg.MaxLineBytes, DefaultMaxLineBytes)
 	secrets := wire.NewSecrets(values...)
-	return &Agent{cfg: cfg, name: commandName(cfg.Command, secrets), secrets: secrets}, nil
+	return &Agent{cfg: cfg, name: wire.CommandName(cfg.Command, secrets, 48), secrets: secrets}, nil
 }
 
 func or[T comparable](v, def T) T {
@@ -351,16 +350,4 @@ func (s *stderr) flush() {
 	if s.dropped > 0 {
 		s.d.Progress("stderr_dropped", s.dropped)
 	}
-}
-
-// commandName names a command in messages: its words, cut after about 48 characters (a
-// "sh -c" script can be a page long). The whole command is in the error's details.
-func commandName(command []string, secrets *wire.Secrets) string {
-	const limit = 48
-	name := secrets.String(strings.Join(command, " ")) // before the cut, which would hide a secret's end
-	if utf8.RuneCountInString(name) <= limit {
-		return name
-	}
-	r := []rune(name)
-	return strings.TrimRight(string(r[:limit]), " ") + "…"
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/troupehq/troupe"
+	"github.com/troupehq/troupe/agent/internal/wire"
 )
 
 // DefaultCallTimeout bounds a tool call when Config.CallTimeout is zero.
@@ -288,7 +289,7 @@ func transport(cfg Config) (mcp.Transport, error) {
 func describe(cfg Config) string {
 	switch {
 	case len(cfg.Command) > 0:
-		return "command " + commandName(cfg.Command, newSecrets(cfg.Env))
+		return "command " + wire.CommandName(cfg.Command, wire.EnvSecrets(cfg.Env), 64)
 	case cfg.URL != "":
 		return cfg.URL
 	default:

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/troupehq/troupe/agent/internal/wire"
 )
 
 const (
@@ -29,11 +30,6 @@ const (
 	// drainWait bounds how long stopping a stdio server waits, once its process group is
 	// killed, for its stderr to end: a process that left the group may hold it open.
 	drainWait = time.Second
-	// minSecret is the shortest value of Config.Env that is redacted; shorter ones would blank
-	// unrelated text.
-	minSecret = 4
-	// redacted replaces a value of Config.Env in what errors quote.
-	redacted = "[redacted]"
 )
 
 // stdioTransport runs a server as a subprocess with the go-sdk's CommandTransport, in its own
@@ -44,7 +40,7 @@ type stdioTransport struct {
 	cmd     *exec.Cmd
 	stop    time.Duration // how long Close waits for the server to exit before it is terminated
 	name    string        // "command npx -y …", for messages
-	secrets secrets
+	secrets *wire.Secrets
 	conn    *stdioConn
 }
 
@@ -57,7 +53,7 @@ func newStdioTransport(cfg Config) *stdioTransport {
 	if stop <= 0 {
 		stop = 5 * time.Second // the go-sdk's default
 	}
-	return &stdioTransport{cmd: cmd, stop: stop, name: describe(cfg), secrets: newSecrets(cfg.Env)}
+	return &stdioTransport{cmd: cmd, stop: stop, name: describe(cfg), secrets: wire.EnvSecrets(cfg.Env)}
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -75,7 +71,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		r.Close()
 		return nil, err
 	}
-	c := &stdioConn{Connection: conn, t: t, pid: t.cmd.Process.Pid, stderr: r, tail: tail{max: stderrTail},
+	c := &stdioConn{Connection: conn, t: t, pid: t.cmd.Process.Pid, stderr: r, tail: tail{t: wire.Tail{Max: stderrTail, Scrub: t.secrets.Tail}},
 		drained: make(chan struct{}), stopped: make(chan struct{})}
 	go func() { // Close waits for it
 		defer close(c.drained)
@@ -185,7 +181,7 @@ func (c *stdioConn) ending(wait time.Duration) (status, stderr string) {
 		}
 	default:
 	}
-	return status, c.tail.text(c.t.secrets)
+	return status, c.tail.text()
 }
 
 // exitStatus words how a process ended as execagent does; "" for a signal that may have been
@@ -231,37 +227,29 @@ func (s *session) explain(err error) error {
 	return fmt.Errorf("%w%s", err, news(c.t.name, status, stderr))
 }
 
-// tail keeps the last max bytes written to it. It is safe for concurrent use: the goroutine
-// that reads the server's stderr writes it, while an error may quote it.
+// tail keeps the end of what the server writes to its stderr (wire.Tail). It is safe for
+// concurrent use: the goroutine that reads the server's stderr writes it, while an error may
+// quote it.
 type tail struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	seen int64
+	mu sync.Mutex
+	t  wire.Tail
 }
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.seen += int64(len(p))
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return len(p), nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return len(p), nil
+	return t.t.Write(p)
 }
 
-// text returns what is kept, secrets redacted, trimmed and, when earlier bytes were dropped,
-// from the first whole line kept (or rune, for a line longer than all), with "…" before it.
-func (t *tail) text(s secrets) string {
+// text returns what is kept, secrets scrubbed (the tail's Scrub), trimmed and, when earlier
+// bytes were dropped, from the first whole line kept (or rune, for a line longer than all),
+// with "…" before it.
+func (t *tail) text() string {
 	t.mu.Lock()
-	kept, cut := string(t.buf), t.seen > int64(len(t.buf))
+	kept := t.t.String()
 	t.mu.Unlock()
-	kept = s.tail(kept, cut)
+	cut := strings.HasPrefix(kept, "…")
+	kept = strings.TrimPrefix(kept, "…")
 	if i := strings.IndexByte(kept, '\n'); cut && i >= 0 && strings.TrimSpace(kept[i+1:]) != "" {
 		kept = kept[i+1:]
 	}
@@ -273,66 +261,4 @@ func (t *tail) text(s secrets) string {
 		kept = "…" + kept
 	}
 	return kept
-}
-
-// secrets are the values of Config.Env — where a server's key or token goes — longest first,
-// so that one holding another is replaced whole. What errors quote of a server's stderr and
-// command has them replaced by "[redacted]": a failing server may print its token.
-type secrets []string
-
-func newSecrets(env []string) secrets {
-	var s secrets
-	add := func(v string) {
-		if len(v) >= minSecret && !slices.Contains(s, v) {
-			s = append(s, v)
-		}
-	}
-	for _, e := range env {
-		_, v, _ := strings.Cut(e, "=")
-		add(v)
-		// A value of several lines (a PEM key) is a secret line by line too.
-		for _, line := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' }) {
-			add(line)
-		}
-	}
-	slices.SortStableFunc(s, func(a, b string) int { return len(b) - len(a) })
-	return s
-}
-
-func (s secrets) redact(text string) string {
-	for _, v := range s {
-		text = strings.ReplaceAll(text, v, redacted)
-	}
-	return text
-}
-
-// tail redacts text, the end of a longer text when cut: then a start that may be the end of a
-// secret the cut split (a proper suffix of one) is dropped first, since redacting cannot
-// recognise it.
-func (s secrets) tail(text string, cut bool) string {
-	if cut {
-		longest := 0
-		for _, v := range s {
-			for n := min(len(v)-1, len(text)); n > longest; n-- {
-				if strings.HasPrefix(text, v[len(v)-n:]) {
-					longest = n
-					break
-				}
-			}
-		}
-		text = text[longest:]
-	}
-	return s.redact(text)
-}
-
-// commandName names a command in messages: its words, secrets redacted, cut after about 64
-// characters (a "sh -c" script can be a page long).
-func commandName(command []string, s secrets) string {
-	const limit = 64
-	name := s.redact(strings.Join(command, " "))
-	if utf8.RuneCountInString(name) <= limit {
-		return name
-	}
-	r := []rune(name)
-	return strings.TrimRight(string(r[:limit]), " ") + "…"
 }

@@ -252,3 +252,25 @@ func (s *Secrets) Result(res *troupe.Result) {
 		res.AgentResult = s.value(res.AgentResult).(map[string]any)
 	}
 }
+
+// EnvSecrets returns the secrets of a subprocess's environment, KEY=value entries: every value,
+// whatever its key (a rule on names would miss DATABASE_URL=postgres://app:pw@db).
+func EnvSecrets(env []string) *Secrets {
+	values := make([]string, 0, len(env))
+	for _, e := range env {
+		_, v, _ := strings.Cut(e, "=")
+		values = append(values, v)
+	}
+	return NewSecrets(values...)
+}
+
+// CommandName names a command in messages: its words, secrets scrubbed (before the cut, which
+// would hide a secret's end), cut after limit characters (a "sh -c" script can be a page long).
+func CommandName(command []string, secrets *Secrets, limit int) string {
+	name := secrets.String(strings.Join(command, " "))
+	if utf8.RuneCountInString(name) <= limit {
+		return name
+	}
+	r := []rune(name)
+	return strings.TrimRight(string(r[:limit]), " ") + "…"
+}
