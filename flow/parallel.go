@@ -223,10 +223,11 @@ func (p *ParallelAgent) execute(ctx context.Context, d *troupe.Dispatch) (*Paral
 	gctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex // guards out.Winner and paused
-		paused error      // a branch's troupe.ErrPaused
-		sem    = make(chan struct{}, limit)
+		wg       sync.WaitGroup
+		mu       sync.Mutex // guards out.Winner, paused and pausedAt
+		paused   error      // the first branch's troupe.ErrPaused, in agent order
+		pausedAt = -1       // which branch that is: the group's error does not depend on which paused last
+		sem      = make(chan struct{}, limit)
 	)
 	upstream := d.UpstreamResults[:len(d.UpstreamResults):len(d.UpstreamResults)]
 	inputOf := func(i int) input {
@@ -304,7 +305,9 @@ launch:
 			out.Results[i], causes[i] = res, cause // each goroutine writes its own elements; wg.Wait publishes them
 			if errors.Is(cause, troupe.ErrPaused) {
 				mu.Lock()
-				paused = cause
+				if pausedAt < 0 || i < pausedAt {
+					paused, pausedAt = cause, i
+				}
 				mu.Unlock()
 			}
 			if p.cfg.Strategy == FirstSuccess && res.Status == troupe.StatusCompleted {
@@ -363,7 +366,9 @@ launch:
 			if errors.Is(err, troupe.ErrPaused) {
 				// It waits still, reported as the log shows it paused, with what it used
 				// then, as the group reported it then (see runNew).
-				paused = err
+				if pausedAt < 0 || i < pausedAt {
+					paused, pausedAt = err, i
+				}
 				if pr, ok := f.pausedAgain(&dsp); ok {
 					out.Results[i], causes[i] = pr, err
 				}

@@ -173,6 +173,30 @@ func TestParallelResultsInAgentOrder(t *testing.T) {
 	}
 }
 
+// TestParallelPausedErrorInAgentOrder: a group whose branches all pause for a human returns
+// the first branch's pause, in agent order, whichever paused last: a run resumed from its log,
+// whose branches pause in another order, reports the same error as the run that made it.
+func TestParallelPausedErrorInAgentOrder(t *testing.T) {
+	for _, strategy := range []flow.Strategy{flow.CollectAll, flow.FirstSuccess} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			// a0 pauses first; a1 only once a0 has returned.
+			a0Done := make(chan struct{})
+			a0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+				defer close(a0Done)
+				return nil, fmt.Errorf("%w: a0's question", troupe.ErrPaused)
+			})
+			a1 := troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
+				<-a0Done
+				return nil, fmt.Errorf("delegate: %w: a1's question", troupe.ErrPaused)
+			})
+			_, err := flow.Parallel(flow.ParallelConfig{Strategy: strategy}, flow.Named("a0", a0), flow.Named("a1", a1)).Execute(t.Context(), troupe.NewDispatch())
+			if !errors.Is(err, troupe.ErrPaused) || !strings.Contains(err.Error(), "a0's question") {
+				t.Errorf("err = %v; want a0's pause, the first branch's", err)
+			}
+		})
+	}
+}
+
 // TestParallelResultNamesFailedBranches: a group that succeeds although a branch failed says
 // so in its own result, not only in the branch's nested events.
 func TestParallelResultNamesFailedBranches(t *testing.T) {
