@@ -118,10 +118,11 @@ type runRare struct {
 	// write, so what they see does not depend on who finished first.
 	stageState map[string]any
 	stageSnap  bool
-	// stageWriters names, for each session state key an agent of the current stage of
-	// several wrote, the agent that wrote it last: two of one stage that write different
-	// values to a key leave the later one, whichever finished last, and the run warns of it.
-	stageWriters map[string]string
+	// stageWriters holds, for each session state key agents of the current stage of several
+	// wrote, their writes in the order they finished: of two that write different values, the
+	// later in the plan stands, whichever finished last, and the run warns of it as the stage
+	// ends (stageWritesWarnLocked).
+	stageWriters map[string][]stageWrite
 	// The upstream results a stage's dispatches get are those of the stages before it, in plan
 	// order, whatever order a group's agents finished in (r.upstream's). upSet says visible is
 	// them for the current stage; otherwise they are r.upstream as it is when a dispatch is
@@ -1052,7 +1053,8 @@ func (r *Run) advanceStagesLocked() {
 	for !r.stopping() && r.stage < len(r.stages) {
 		if !r.routed {
 			if x := r.rare; x != nil {
-				x.stageState, x.stageSnap, x.stageWriters = nil, false, nil // a new stage reads the state as it is now
+				r.stageWritesWarnLocked()
+				x.stageState, x.stageSnap = nil, false // a new stage reads the state as it is now
 			}
 			r.stageUpstreamLocked()
 			for _, t := range r.stages[r.stage] {
@@ -1939,14 +1941,17 @@ func (r *Run) writeStateLocked(c *call) {
 			if !x.stageSnap {
 				x.stageState, x.stageSnap = r.state, true
 			}
-			r.sameStageWritesLocked(x, res.AgentName, delta)
+			apply := r.sameStageWritesLocked(x, t.index, res.AgentName, delta)
 			next := make(map[string]any, len(r.state)+len(delta))
 			maps.Copy(next, r.state)
+			maps.Copy(next, apply)
 			r.state = next
 		case r.state == nil:
 			r.state = make(map[string]any, len(delta))
+			maps.Copy(r.state, delta)
+		default:
+			maps.Copy(r.state, delta)
 		}
-		maps.Copy(r.state, delta)
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindStateDelta, Step: t.step, DispatchID: res.DispatchID, Agent: res.AgentName, Data: &troupe.StateDelta{Set: delta}})
 	}
 }
@@ -1980,21 +1985,61 @@ func (r *Run) silentWritersLocked(missing []string) string {
 	return " (" + strings.Join(out, "; ") + ")"
 }
 
-// sameStageWritesLocked warns of each key of delta, agent's session state writes, that
-// another agent of the current stage wrote a different value to before: the write that
-// finished last stands, an order the plan does not set (a plan that needs one puts the
-// writers in stages one after the other, or declares after).
-func (r *Run) sameStageWritesLocked(x *runRare, agent string, delta map[string]any) {
+// stageWrite is a session state write of an agent of a stage of several.
+type stageWrite struct {
+	agent string
+	index int // the task's place in the plan
+	value any
+}
+
+// sameStageWritesLocked notes delta, the session state writes of the agent of task index in
+// the current stage of several, and returns those of them to apply: all but the keys a task
+// later in the plan has written already. So, of the writes of one stage to a key, the one
+// later in the plan stands, whichever finished last, as it does on resume.
+func (r *Run) sameStageWritesLocked(x *runRare, index int, agent string, delta map[string]any) map[string]any {
 	if x.stageWriters == nil {
-		x.stageWriters = make(map[string]string, len(delta))
+		x.stageWriters = make(map[string][]stageWrite, len(delta))
 	}
-	for _, k := range slices.Sorted(maps.Keys(delta)) {
-		if w, ok := x.stageWriters[k]; ok && w != agent && !jsonvalue.Equal(r.state[k], delta[k]) {
-			r.warnLocked(fmt.Sprintf("%s and %s, in one stage, wrote different values to session state %q (%s, then %s): %s's, finished last, stands",
-				w, agent, k, brief(r.state[k]), brief(delta[k]), agent))
+	apply := delta
+	for k, v := range delta {
+		ws := x.stageWriters[k]
+		if slices.ContainsFunc(ws, func(w stageWrite) bool { return w.index > index }) {
+			if len(apply) == len(delta) {
+				apply = maps.Clone(delta)
+			}
+			delete(apply, k)
 		}
-		x.stageWriters[k] = agent
+		x.stageWriters[k] = append(ws, stageWrite{agent: agent, index: index, value: v})
 	}
+	return apply
+}
+
+// stageWritesWarnLocked warns, as a stage ends, of each key agents of it wrote different
+// values to, naming them in plan order with their values and the one that stands (the last in
+// the plan), and forgets the stage's writes. What it says does not depend on the order the
+// agents finished in. A plan that needs another order puts the writers in stages one after
+// the other, or declares after.
+//
+//go:noinline
+func (r *Run) stageWritesWarnLocked() {
+	x := r.rare
+	if x == nil || len(x.stageWriters) == 0 {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(x.stageWriters)) {
+		ws := slices.SortedStableFunc(slices.Values(x.stageWriters[k]), func(a, b stageWrite) int { return a.index - b.index })
+		if !slices.ContainsFunc(ws[1:], func(w stageWrite) bool { return !jsonvalue.Equal(ws[0].value, w.value) }) {
+			continue
+		}
+		names, values := make([]string, len(ws)), make([]string, len(ws))
+		for i, w := range ws {
+			names[i], values[i] = w.agent, brief(w.value)
+		}
+		who := strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+		r.warnLocked(fmt.Sprintf("%s, in one stage, wrote different values to session state %q (%s): %s's, the last in the plan, stands",
+			who, k, strings.Join(values, ", "), names[len(names)-1]))
+	}
+	x.stageWriters = nil
 }
 
 // brief is a value as JSON, cut to 40 bytes, for a warning.
@@ -2340,6 +2385,7 @@ func (r *Run) judgedFailedLocked(reason string) {
 }
 
 func (r *Run) aggregateLocked() {
+	r.stageWritesWarnLocked()  // the last stage's, which no next stage followed
 	var buf [16]*troupe.Result // Combine does not keep the slice
 	results := buf[:0]
 	if len(r.upstream) > len(buf) {
