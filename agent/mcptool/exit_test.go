@@ -1,6 +1,8 @@
 package mcptool_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,5 +120,22 @@ func TestCallTimeoutOfALiveServerSaysNoMore(t *testing.T) {
 		if strings.Contains(err.Error(), n) {
 			t.Errorf("error %q says %q", err, n)
 		}
+	}
+}
+
+// An HTTP server's URL is quoted with its password and secret query values masked, and the
+// go-sdk's own error, which quotes the URL it posted to, is scrubbed of them.
+func TestHTTPServerURLSecretsMasked(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://bob:hunter2pass@", 1) + "/mcp?token=t0k3n-s3cret-value"
+	_, err := mcptool.Connect(t.Context(), mcptool.Config{URL: u, CallTimeout: 5 * time.Second})
+	if err == nil {
+		t.Fatal("connected to a server that refuses everything")
+	}
+	if msg := err.Error(); strings.Contains(msg, "hunter2pass") || strings.Contains(msg, "t0k3n-s3cret-value") || !strings.Contains(msg, "bob:xxxxx@") {
+		t.Errorf("error %q; want the URL's password and token masked", msg)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -139,7 +140,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			cs.Close()
-			return nil, fmt.Errorf("mcptool: %s: list tools: %w%s", describe(cfg), err, s.news())
+			return nil, fmt.Errorf("mcptool: %s: list tools: %w%s", describe(cfg), scrub(cfg, err), s.news())
 		}
 		if len(cfg.Include) > 0 && !slices.Contains(cfg.Include, tool.Name) {
 			continue
@@ -186,7 +187,7 @@ func dial(ctx context.Context, cfg Config) (*session, error) {
 		if conn != nil {
 			_ = conn.Close() // the go-sdk has closed it, or is closing it: this waits for that
 		}
-		return nil, fmt.Errorf("mcptool: connect to %s: %w%s", describe(cfg), err, s.news())
+		return nil, fmt.Errorf("mcptool: connect to %s: %w%s", describe(cfg), scrub(cfg, err), s.news())
 	}
 	return s, nil
 }
@@ -278,7 +279,7 @@ func transport(cfg Config) (mcp.Transport, error) {
 		return newStdioTransport(cfg), nil
 	case cfg.URL != "":
 		if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
-			return nil, fmt.Errorf("mcptool: config: url %q is not an http or https URL", cfg.URL)
+			return nil, fmt.Errorf("mcptool: config: url %q is not an http or https URL", describe(cfg))
 		}
 		return httpTransport(cfg), nil
 	default:
@@ -291,11 +292,48 @@ func describe(cfg Config) string {
 	case len(cfg.Command) > 0:
 		return "command " + wire.CommandName(cfg.Command, wire.EnvSecrets(cfg.Env), 64)
 	case cfg.URL != "":
-		return cfg.URL
+		shown, _ := shownURL(cfg.URL)
+		return shown
 	default:
 		return "transport"
 	}
 }
+
+// shownURL returns an HTTP server's URL as messages quote it, a password and secret query
+// values masked (wire.ShownURL), and those values, which the go-sdk's errors may quote as it
+// sent them. A URL that does not parse is quoted as "the url".
+func shownURL(raw string) (string, *wire.Secrets) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the url", nil
+	}
+	shown, secrets := wire.ShownURL(u)
+	return shown, wire.NewSecrets(secrets...)
+}
+
+// scrub returns err with the secrets of an HTTP server's URL scrubbed from its text (the
+// go-sdk's errors quote the URL it posted to); err itself when it quotes none.
+func scrub(cfg Config, err error) error {
+	if cfg.URL == "" || err == nil {
+		return err
+	}
+	_, secrets := shownURL(cfg.URL)
+	if msg := secrets.String(err.Error()); msg != err.Error() {
+		return &scrubbed{msg: msg, err: err}
+	}
+	return err
+}
+
+// scrubbed is an error whose text had secrets scrubbed from it. It unwraps to the error it
+// was made of, so errors.Is and errors.As still find a deadline or ErrClosed in it; what a run
+// records of it is its text.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
 
 // Names returns the names the server calls its tools (without Config.Prefix), in the order
 // it listed them: the names Tool takes.
@@ -374,7 +412,7 @@ func (c *Client) stop() error {
 		return nil // a server that ignored its closed stdin was terminated, as Close promises
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("mcptool: close %s: %w%s", describe(c.cfg), err, s.news())
+		return fmt.Errorf("mcptool: close %s: %w%s", describe(c.cfg), scrub(c.cfg, err), s.news())
 	}
 	return nil
 }
@@ -437,7 +475,7 @@ func (t *Tool) Call(ctx context.Context, _ *troupe.Dispatch, args json.RawMessag
 		if errors.As(err, &te) || errors.As(err, &big) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("mcptool: %s: %w", t.info.Name, err)
+		return nil, fmt.Errorf("mcptool: %s: %w", t.info.Name, scrub(t.c.cfg, err))
 	}
 	var out json.RawMessage
 	switch text, ok := textOf(res); {
