@@ -65,7 +65,8 @@ type Option func(*AgentSpec)
 func Reads(keys ...string) Option { return func(s *AgentSpec) { s.Reads = append(s.Reads, keys...) } }
 
 // Writes declares session state keys the agent writes: after it completes, the values under
-// these keys of its agent_result are written to session state.
+// these keys of its agent_result are written to session state. Of two agents of one stage
+// that write different values to a key, the one later in the plan stands, with a warning.
 func Writes(keys ...string) Option {
 	return func(s *AgentSpec) { s.Writes = append(s.Writes, keys...) }
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -2033,25 +2032,13 @@ func (r *Run) stageWritesWarnLocked() {
 		}
 		names, values := make([]string, len(ws)), make([]string, len(ws))
 		for i, w := range ws {
-			names[i], values[i] = w.agent, brief(w.value)
+			names[i], values[i] = w.agent, jsonvalue.Brief(w.value, 40)
 		}
 		who := strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 		r.warnLocked(fmt.Sprintf("%s, in one stage, wrote different values to session state %q (%s): %s's, the last in the plan, stands",
 			who, k, strings.Join(values, ", "), names[len(names)-1]))
 	}
 	x.stageWriters = nil
-}
-
-// brief is a value as JSON, cut to 40 bytes, for a warning.
-func brief(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%v", v)
-	}
-	if len(b) > 40 {
-		return string(b[:37]) + "…"
-	}
-	return string(b)
 }
 
 // failLocked marks the run failed: nothing new starts and in-flight dispatches are cancelled.

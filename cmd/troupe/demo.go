@@ -18,6 +18,7 @@ import (
 	"github.com/troupehq/troupe/config"
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/examples/e2i"
+	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
 // defaultQuery is seed 000's example question.
@@ -487,13 +488,7 @@ func (t *textWriter) shownWhole(msg string) bool {
 }
 
 // brief renders a value as JSON, cut to a few words: conflicting values can be whole results.
-func brief(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return cut(fmt.Sprint(v), 40)
-	}
-	return cut(string(b), 40)
-}
+func brief(v any) string { return jsonvalue.Brief(v, 40) }
 
 // offset formats the time since the run's first event: +0.4ms, +12ms, +1.3s.
 func offset(d time.Duration) string {

@@ -1,6 +1,12 @@
 package jsonvalue
 
-import "slices"
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
 
 // Strings reads a list of strings as Go code writes one ([]string) or encoding/json decodes
 // one ([]any holding only strings), into a new slice the caller owns. ok is false for
@@ -34,4 +40,18 @@ func StringOrStrings(v any) (_ []string, ok bool) {
 	default:
 		return []string{s}, true
 	}
+}
+
+// Brief is v as JSON, or as fmt prints it when it has none, cut to n characters (runes), the
+// last of them "…" when cut: a value quoted in a message, which may be a whole result.
+func Brief(v any, n int) string {
+	s := fmt.Sprint(v)
+	if b, err := json.Marshal(v); err == nil {
+		s = string(b)
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }

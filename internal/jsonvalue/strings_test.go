@@ -1,7 +1,9 @@
 package jsonvalue_test
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/troupehq/troupe/internal/jsonvalue"
@@ -51,6 +53,31 @@ func TestStringOrStrings(t *testing.T) {
 		got, ok := jsonvalue.StringOrStrings(tc.in)
 		if ok != tc.ok || !cmp.Equal(got, tc.want) {
 			t.Errorf("StringOrStrings(%v) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Brief cuts by characters, never inside one, and marks the cut.
+func TestBrief(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		n    int
+		want string
+	}{
+		{"short", 40, `"short"`},
+		{map[string]int{"a": 1}, 40, `{"a":1}`},
+		{strings.Repeat("é", 50), 10, `"éééééééé…`},
+		{make(chan int), 4, "0x…"},
+	} {
+		got := jsonvalue.Brief(c.v, c.n)
+		if c.want == "0x…" {
+			if !strings.HasPrefix(got, "0x") || utf8.RuneCountInString(got) != c.n {
+				t.Errorf("Brief(chan) = %q, want fmt's text cut to %d", got, c.n)
+			}
+			continue
+		}
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("Brief(%v, %d) = %q, want %q", c.v, c.n, got, c.want)
 		}
 	}
 }
