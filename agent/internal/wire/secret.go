@@ -266,10 +266,21 @@ func EnvSecrets(env []string) *Secrets {
 
 // CommandName names a command in messages: its words, secrets scrubbed (before the cut, which
 // would hide a secret's end), cut after limit characters (a "sh -c" script can be a page long).
+// A long name first loses its program's directory, shown as "…/", so that the program's own name
+// survives a deep install path (node_modules/.bin/…) and the cut falls on the arguments.
 func CommandName(command []string, secrets *Secrets, limit int) string {
 	name := secrets.String(strings.Join(command, " "))
 	if utf8.RuneCountInString(name) <= limit {
 		return name
+	}
+	if len(command) > 0 {
+		if i := strings.LastIndexByte(command[0], '/'); i >= 0 && i < len(command[0])-1 {
+			short := append([]string{"…/" + command[0][i+1:]}, command[1:]...)
+			name = secrets.String(strings.Join(short, " "))
+			if utf8.RuneCountInString(name) <= limit {
+				return name
+			}
+		}
 	}
 	r := []rune(name)
 	return strings.TrimRight(string(r[:limit]), " ") + "…"

@@ -87,3 +87,31 @@ func TestSecretsError(t *testing.T) {
 		t.Errorf("an error without secrets became %v", got)
 	}
 }
+
+// A command too long for messages loses its program's directory before any of its words, so
+// the program's name survives a deep install path; past that the arguments are cut.
+func TestCommandName(t *testing.T) {
+	deep := "/check/work/main/.ci/peers/node_modules/.bin/mcp-server-filesystem"
+	for _, tc := range []struct {
+		name    string
+		command []string
+		secrets *wire.Secrets
+		want    string
+	}{
+		{"short, as it is", []string{"/usr/bin/python3", "tool.py"}, nil, "/usr/bin/python3 tool.py"},
+		{"deep path loses its directory", []string{deep, "/tmp/TestX/001/missing"}, nil, "…/mcp-server-filesystem /tmp/TestX/001/missing"},
+		{"then the arguments are cut", []string{deep, "/tmp/a-very-long-directory-name/that/goes/on/and/on"}, nil, "…/mcp-server-filesystem /tmp/a-very-long-directory-name/that/goe…"},
+		{"no directory: cut", []string{"sh", "-c", "echo one two three four five six seven eight nine ten eleven twelve"}, nil, "sh -c echo one two three four five six seven eight nine ten elev…"},
+		{"secret scrubbed before the cut", []string{deep, "--token=s3cr3t-value"}, wire.NewSecrets("s3cr3t-value"), "…/mcp-server-filesystem --token=[redacted]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secrets := tc.secrets
+			if secrets == nil {
+				secrets = wire.NewSecrets()
+			}
+			if got := wire.CommandName(tc.command, secrets, 64); got != tc.want {
+				t.Errorf("CommandName = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
