@@ -53,8 +53,9 @@ type Options struct {
 //
 // Slices and maps are never nil, so the JSON encoding is stable. Combine returns an error for
 // an unknown strategy (matching ErrUnknownStrategy), and for a completed result's confidence
-// outside [0, 1] or a negative or non-finite cost (matching troupe.ErrInvalidResult), which
-// would make the aggregate out of seed 000's bounds or unencodable. Failed and nil results
+// outside [0, 1], a negative or non-finite cost, or costs whose sum overflows (matching
+// troupe.ErrInvalidResult), which would make the aggregate out of seed 000's bounds or
+// unencodable. Failed and nil results
 // are never an error: they are what warnings are for.
 func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 	s, err := o.Strategy.normalize()
@@ -148,6 +149,10 @@ func Combine(results []*troupe.Result, o Options) (*troupe.Aggregation, error) {
 	if haveTokens {
 		t := tokens // escapes only when there is a total to point at
 		a.TotalTokensUsed = &t
+	}
+	if math.IsInf(cost, 1) {
+		// Each cost is finite (check), but their sum is not: JSON could not encode it.
+		return nil, fmt.Errorf("aggregate: the results' cost_dollars add up to more than a float64 holds: %w", troupe.ErrInvalidResult)
 	}
 	if haveCost {
 		c := cost

@@ -343,6 +343,8 @@ func TestCombineErrors(t *testing.T) {
 		{"confidence above 1", []*troupe.Result{result("a", map[string]any{"x": 1}, conf(1.5))}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"confidence NaN", []*troupe.Result{result("a", map[string]any{"x": 1}, conf(math.NaN()))}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"cost infinite", []*troupe.Result{result("a", map[string]any{"x": 1}, cost(math.Inf(1)))}, aggregate.Options{}, troupe.ErrInvalidResult},
+		// Each is finite; their sum is not, and JSON could not encode it.
+		{"costs adding up to infinity", []*troupe.Result{result("a", map[string]any{"x": 1}, cost(1e308)), result("b", nil, status(troupe.StatusFailed), cost(1e308))}, aggregate.Options{}, troupe.ErrInvalidResult},
 		{"cost negative on a failed result", []*troupe.Result{result("a", nil, status(troupe.StatusFailed), cost(-1))}, aggregate.Options{}, troupe.ErrInvalidResult},
 		// JSON has no NaN: the aggregation could not be encoded.
 		{"NaN in agent_result", []*troupe.Result{result("a", map[string]any{"x": map[string]any{"y": []any{1, math.NaN()}}})}, aggregate.Options{}, troupe.ErrInvalidResult},
