@@ -74,7 +74,6 @@ func Build(meta Meta, in []Input, opts Options) (*Bundle, []byte, error) {
 		}
 		b.Replicates[i] = Replicate{ID: r.ID, Seed: r.Seed, Status: status, Data: data, Quality: q}
 	}
-	b.Meta.Usage.CostDollars = round(b.Meta.Usage.CostDollars)
 
 	diffed := false
 	if opts.DiffEncode {

@@ -265,6 +265,24 @@ func TestValidateThroughRef(t *testing.T) {
 	}
 }
 
+// The bundle's cost is the replicates' costs added up, not rounded as statistics are: a cheap
+// model's fractions of a cent add up to what was spent, not to $0.
+func TestBuildCostIsTheReplicatesSum(t *testing.T) {
+	in := inputs(`{"x":1}`, `{"x":1}`, `{"x":1}`)
+	var want float64
+	for i := range in {
+		in[i].Usage = bundle.Usage{Tokens: 1, CostDollars: 4e-7}
+		want += 4e-7
+	}
+	b, _, err := bundle.Build(bundle.Meta{Task: "t"}, in, bundle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Meta.Usage.CostDollars; got != want {
+		t.Errorf("meta.usage.cost_dollars = %v, want %v, the sum of the replicates' costs", got, want)
+	}
+}
+
 func TestBuild(t *testing.T) {
 	in := inputs(`{"score":0.6,"verdict":"go","notes":{"a":"same","b":"same"}}`,
 		`{"score":0.8,"verdict":"go","notes":{"a":"same","b":"same"}}`)

@@ -49,7 +49,8 @@
 //     of categorical fields the valid replicates do not all agree on.
 //
 // Distances, means, deviations and confidence are rounded to six decimals; means and
-// deviations under 0.001 in magnitude to six significant digits instead.
+// deviations under 0.001 in magnitude to six significant digits instead. Usage is not rounded:
+// meta.usage.cost_dollars is the replicates' costs added up, however small each is.
 //
 // # Caps and encoding
 //
