@@ -105,6 +105,26 @@ func (d *Dispatch) RunGuardrails() []Guardrail {
 	return nil
 }
 
+// Encloser is an optional capability of a DispatchRuntime: it names the agents whose
+// dispatches enclose the runtime's dispatch, outermost first. An agent called as a tool
+// refuses a call to any of them, which would run a composite inside itself, before it runs
+// again; composites bound how deep they nest by them. A runtime that passes a dispatch on
+// (an evidence bundle's replicates run under the bundle's dispatch) passes its chain on too,
+// or a cycle through it is found only a level deeper. The engine's runtime encloses nothing:
+// its dispatches are the ones the run planned.
+type Encloser interface {
+	Enclosing() []string
+}
+
+// Enclosing returns the agents whose dispatches enclose d, outermost first (see Encloser);
+// nil when d's runtime names none.
+func (d *Dispatch) Enclosing() []string {
+	if e, ok := d.rt.(Encloser); ok {
+		return e.Enclosing()
+	}
+	return nil
+}
+
 // InputSchema declares the JSON Schema of the agent's dispatch input (its parsed_query).
 func InputSchema(schema json.RawMessage) Option { return func(s *AgentSpec) { s.InputSchema = schema } }
 

@@ -906,6 +906,11 @@ func (rt *replicaRuntime) Ask(ctx context.Context, q troupe.Question) (troupe.An
 
 func (rt *replicaRuntime) Partial(map[string]any) {}
 
+// Enclosing passes on the agents enclosing the bundle's dispatch (troupe.Encloser): a
+// replicate runs as the bundle's agent, so a replicate calling, as a tool, a composite that
+// encloses the bundle is refused at once, not after that composite ran again inside itself.
+func (rt *replicaRuntime) Enclosing() []string { return rt.r.d.Enclosing() }
+
 // jsonish turns an arbitrary progress payload into JSON values the redactor can walk.
 func jsonish(v any) any {
 	b, err := json.Marshal(v)

@@ -3,6 +3,7 @@ package evidence_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -260,5 +261,43 @@ func TestRunBudgetStopsReplicates(t *testing.T) {
 	}
 	if !warned {
 		t.Error("the bundle did not say why it started no third replicate")
+	}
+}
+
+// A replicate that calls, as a tool, the composite enclosing its bundle is refused at once, as
+// a plain member's call is: the composite does not run again inside itself, K replicates
+// deeper each time, before a level further down is refused. The bundle, whose replicates all
+// failed so, fails with seed 003's CIRCULAR_DEPENDENCY, naming the cycle.
+func TestReplicateCallingItsEnclosingCompositeIsACycle(t *testing.T) {
+	var preRuns, subRuns atomic.Int32
+	var team troupe.Tool
+	pre := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		preRuns.Add(1)
+		return ok(map[string]any{"pre": true}, 1, 0), nil
+	})
+	sub := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		subRuns.Add(1)
+		if _, err := team.Call(ctx, d, json.RawMessage(`{"task":"again"}`)); err != nil {
+			return nil, err
+		}
+		return ok(map[string]any{"score": 1.0}, 1, 0), nil
+	})
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("pre", pre), flow.Named("feas", evidence.Bundle(sub, evidence.Config{K: 2})))
+	team = flow.AsTool("team", seq)
+	d := troupe.NewDispatch()
+	d.TargetAgent = "team"
+	_, err := seq.Run(t.Context(), d)
+	var ae *troupe.AgentError
+	if !errors.As(err, &ae) || ae.Code != troupe.CodeCircularDependency || ae.Recoverable {
+		t.Fatalf("error %v is not a non-recoverable %s agent error", err, troupe.CodeCircularDependency)
+	}
+	if want := "r1, r2: troupe: circular agent call: team → feas → team"; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error %q does not end %q", err, want)
+	}
+	if n := preRuns.Load(); n != 1 {
+		t.Errorf("the composite's first member ran %d times, want once: the composite ran again inside itself", n)
+	}
+	if n := subRuns.Load(); n != 2 {
+		t.Errorf("the bundle's sub-agent ran %d times, want 2 (K)", n)
 	}
 }

@@ -214,15 +214,15 @@ type nested struct {
 // enclosingOf is the chain of agents whose dispatches enclose a dispatch nested in d, d's own
 // agent last: d's enclosing chain when d is itself nested, then d's agent.
 func enclosingOf(d *troupe.Dispatch) []string {
-	var chain []string
-	if n, ok := d.Runtime().(*nested); ok {
-		chain = n.enclosing
-	}
+	chain := d.Enclosing()
 	if d.TargetAgent == "" {
 		return chain
 	}
 	return append(chain[:len(chain):len(chain)], d.TargetAgent)
 }
+
+// Enclosing names the agents whose dispatches enclose this one (troupe.Encloser).
+func (n *nested) Enclosing() []string { return slices.Clip(n.enclosing) }
 
 func (n *nested) State(key string) (any, bool) {
 	if !n.cut.enter() {
