@@ -131,21 +131,33 @@ func strings1(v any) []string {
 //	Metadata: Agent {agentId} completed at {timestamp} with status {status}
 //	===================================
 //
-// The timestamp is RFC 3339 in UTC.
+// The timestamp is RFC 3339 in UTC. A task summary or output of several lines (code, a
+// paragraph) keeps its lines, each after the first indented by two spaces under its entry, so
+// that no line of an agent's output can end the block early or stand as its Metadata line.
 func (h Handoff) Prompt() string {
 	var b strings.Builder
 	b.WriteString("=== Context from Previous Agent ===\n")
 	b.WriteString("Task: ")
-	b.WriteString(h.TaskSummary)
+	b.WriteString(continued(h.TaskSummary))
 	b.WriteString("\nKey Outputs:\n")
 	for _, o := range h.KeyOutputs {
 		b.WriteString("- ")
-		b.WriteString(o)
+		b.WriteString(continued(o))
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "Metadata: Agent %s completed at %s with status %s\n", h.SourceAgent, h.Timestamp.UTC().Format(time.RFC3339), h.Status)
 	b.WriteString("===================================")
 	return b.String()
+}
+
+// continuation indents the lines of an entry after its first. Every line break a reader may
+// take for one counts, CR LF once.
+var continuation = strings.NewReplacer("\r\n", "\n  ", "\r", "\n  ", "\n", "\n  ", "\u0085", "\n  ", "\u2028", "\n  ", "\u2029", "\n  ")
+
+// continued is s as one entry of the prompt: its trailing line breaks dropped, the lines after
+// its first indented.
+func continued(s string) string {
+	return continuation.Replace(strings.TrimRight(s, "\r\n\u0085\u2028\u2029"))
 }
 
 // Map is the handoff as the JSON object a dispatch's upstream_results entry carries.
