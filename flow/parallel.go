@@ -72,7 +72,10 @@ type ParallelConfig struct {
 	// Answer extracts a branch's answer for MajorityVote (seed 002's MajorityVote extractor);
 	// required with it. It is called for completed results only.
 	Answer func(*troupe.Result) string
-	// MaxConcurrent caps the branches running at once; 0 means DefaultMaxConcurrent.
+	// MaxConcurrent caps the branches running at once; 0 means DefaultMaxConcurrent. A branch
+	// abandoned past its timeout (see WithTimeout) gives up its place when it is abandoned, as
+	// the engine's stages do with a dispatch past its deadline: the group goes on, and a member
+	// that ignores its context may still be running beside the branches started after it.
 	MaxConcurrent int
 }
 
