@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -296,6 +298,30 @@ func TestStateDuringReview(t *testing.T) {
 	}
 	if st, _ := r.Wait(t.Context()); st.FailedAgents["deployer"].Errors[0].Code != troupe.CodeHumanRejected {
 		t.Errorf("final state %+v, want deployer rejected", st.FailedAgents["deployer"])
+	}
+}
+
+// A run paused for a question its agent asked shows the agent dispatched and waiting, not
+// failed: its state agrees with the run_paused outcome, whose Failed is empty.
+func TestPausedAskerIsNotFailedInState(t *testing.T) {
+	var calls atomic.Int64
+	eng := newEngine(t, engine.Config{Registry: agents(t, "tutor", asker(&calls)), Planner: chain("tutor")})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "teach me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Wait(t.Context())
+	if !errors.Is(err, troupe.ErrPaused) {
+		t.Fatalf("Wait: %v, want paused", err)
+	}
+	if st.Status != troupe.RunPaused || st.DispatchedAgents["tutor"] == nil {
+		t.Errorf("state: status %s, dispatched %v; want paused with tutor dispatched", st.Status, slices.Sorted(maps.Keys(st.DispatchedAgents)))
+	}
+	if res, ok := st.FailedAgents["tutor"]; ok {
+		t.Errorf("FailedAgents holds the waiting tutor: %+v", res)
+	}
+	if len(st.CompletedAgents) != 0 {
+		t.Errorf("CompletedAgents = %v, want none", slices.Sorted(maps.Keys(st.CompletedAgents)))
 	}
 }
 

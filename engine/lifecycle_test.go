@@ -566,6 +566,35 @@ func TestOrchestratorState(t *testing.T) {
 	}
 }
 
+// An agent planned in two tasks shows its latest dispatch in DispatchedAgents, the one whose
+// result CompletedAgents holds, and not the first.
+func TestOrchestratorStateHoldsTheLatestDispatch(t *testing.T) {
+	p := &troupe.Plan{Stages: []troupe.PlanStage{
+		{Tasks: []troupe.Task{{ID: "first", Agent: "a"}}},
+		{Tasks: []troupe.Task{{ID: "second", Agent: "a", DependsOn: []string{"first"}}}},
+	}}
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript()), Planner: staticPlan(p)})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, res := st.DispatchedAgents["a"], st.CompletedAgents["a"]
+	if d == nil || res == nil || d.DispatchID != res.DispatchID {
+		t.Fatalf("DispatchedAgents[a] = %v, CompletedAgents[a] = %v: want the same, latest, dispatch", d, res)
+	}
+	log, err := eng.Store().Events(t.Context(), r.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := troupetest.Find(log, troupe.KindDispatchStarted, "a"); len(evs) != 2 || evs[1].DispatchID != d.DispatchID {
+		t.Errorf("DispatchedAgents[a] is %s, want the second of the dispatches %v", d.DispatchID, evs)
+	}
+}
+
 // The state a run hands out is a copy: modifying its results, dispatches, maps and
 // aggregation changes neither the run (its next State, its Aggregation) nor its log.
 func TestOrchestratorStateIsACopy(t *testing.T) {

@@ -2521,11 +2521,11 @@ func (r *Run) stateLocked() troupe.OrchestratorState {
 	}
 	for _, st := range r.stages {
 		for _, t := range st {
-			for c := t.last; c != nil; c = c.prev {
-				if _, seen := s.DispatchedAgents[c.d.TargetAgent]; !seen {
-					s.DispatchedAgents[c.d.TargetAgent] = c.d // the latest dispatch to each agent
-				}
-			}
+			// The latest dispatch to each agent: a task's attempts oldest first, so that its
+			// retries and fallbacks overwrite what came before them, and later tasks (later
+			// stages; in one stage, later in the plan, as with state writes) overwrite earlier
+			// ones, as CompletedAgents and FailedAgents hold an agent's latest result.
+			noteDispatches(s.DispatchedAgents, t.last)
 			switch {
 			case t.final == nil:
 			case t.final.Status == troupe.StatusCompleted || t.partial:
@@ -2544,8 +2544,8 @@ func (r *Run) stateLocked() troupe.OrchestratorState {
 		for _, t := range st {
 			for c := t.last; c != nil; c = c.prev {
 				res := c.res
-				if res == nil || res.Status == troupe.StatusCompleted {
-					continue
+				if res == nil || res.Status == troupe.StatusCompleted || c.paused {
+					continue // a dispatch waiting for a human's answer has not failed
 				}
 				if _, ok := s.CompletedAgents[res.AgentName]; ok {
 					continue
@@ -2557,6 +2557,15 @@ func (r *Run) stateLocked() troupe.OrchestratorState {
 		}
 	}
 	return s
+}
+
+// noteDispatches records the dispatches of a task's chain, which ends at c, oldest first.
+func noteDispatches(m map[string]*troupe.Dispatch, c *call) {
+	if c == nil {
+		return
+	}
+	noteDispatches(m, c.prev)
+	m[c.d.TargetAgent] = c.d
 }
 
 // Aggregation returns the run's aggregation once it has one: the run's own record, shared
