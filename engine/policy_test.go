@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,6 +149,38 @@ func TestPolicyBranches(t *testing.T) {
 			}
 			if got := len(troupetest.Find(evs, troupe.KindRetryScheduled, "")); got != tc.want.retries {
 				t.Errorf("%d retry_scheduled events, want %d", got, tc.want.retries)
+			}
+		})
+	}
+}
+
+// A run the policy fails after its agents ran (min_success_rate, allow_partial_results) gives
+// Wait an error that says why once, not its reason twice over.
+func TestPolicyFailureReasonSaidOnce(t *testing.T) {
+	fail := troupetest.Fail("X", false)
+	for _, tc := range []struct {
+		name   string
+		policy troupe.ErrorPolicy
+		want   string
+	}{
+		{"min_success_rate", troupe.ErrorPolicy{OnError: troupe.Continue, MinSuccessRate: troupe.Ptr(0.334)},
+			"success rate 0.333 (1 of 3) is below min_success_rate 0.334"},
+		{"allow_partial_results", troupe.ErrorPolicy{OnError: troupe.Continue, AllowPartialResults: troupe.Ptr(false)},
+			"2 of 3 agents did not complete and allow_partial_results is false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := agents(t, "a", troupetest.NewScript(), "b", troupetest.NewScript(fail), "c", troupetest.NewScript(fail))
+			eng := newEngine(t, engine.Config{Registry: reg, Planner: group(3, "a", "b", "c"), Policy: tc.policy})
+			r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Wait(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Wait: %v, want it to say %q", err, tc.want)
+			}
+			if n := strings.Count(err.Error(), tc.want); n != 1 {
+				t.Errorf("Wait's error says its reason %d times: %v", n, err)
 			}
 		})
 	}

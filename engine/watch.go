@@ -5,6 +5,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/troupehq/troupe"
 )
@@ -148,8 +149,8 @@ func (r *Run) Wait(ctx context.Context) (troupe.OrchestratorState, error) {
 
 func joinReason(a, b string) string {
 	switch {
-	case a == "":
-		return b
+	case a == "" || strings.HasPrefix(b, a):
+		return b // b says it already: a run the policy failed has its reason as its message
 	case b == "":
 		return a
 	}

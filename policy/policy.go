@@ -7,6 +7,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/troupehq/troupe"
@@ -202,7 +203,20 @@ func Judge(p *troupe.ErrorPolicy, succeeded, total int) Verdict {
 	}
 	rate := float64(succeeded) / float64(total)
 	if rate < p.MinSuccess() {
-		return Verdict{Reason: fmt.Sprintf("success rate %.2f (%d of %d) is below min_success_rate %.2f", rate, succeeded, total, p.MinSuccess())}
+		r, m := apart(rate, p.MinSuccess())
+		return Verdict{Reason: fmt.Sprintf("success rate %s (%d of %d) is below min_success_rate %s", r, succeeded, total, m)}
 	}
 	return Verdict{OK: true, Reason: fmt.Sprintf("partial results: %d of %d agents completed", succeeded, total)}
+}
+
+// apart formats a and b with two decimals, or with as many more as it takes, up to nine, to
+// tell them apart: a rate of 1 in 3 under a min_success_rate of 0.334 reads 0.333 and 0.334,
+// not 0.33 and 0.33.
+func apart(a, b float64) (string, string) {
+	for prec := 2; ; prec++ {
+		x, y := strconv.FormatFloat(a, 'f', prec, 64), strconv.FormatFloat(b, 'f', prec, 64)
+		if x != y || prec == 9 {
+			return x, y
+		}
+	}
 }

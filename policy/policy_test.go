@@ -128,6 +128,24 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
+// The reason shows the rate and the threshold with the digits it takes to tell them apart.
+func TestJudgeReasonTellsRateAndThresholdApart(t *testing.T) {
+	for _, tc := range []struct {
+		min              float64
+		succeeded, total int
+		want             string
+	}{
+		{0.5, 1, 3, "success rate 0.33 (1 of 3) is below min_success_rate 0.50"},
+		{0.334, 1, 3, "success rate 0.333 (1 of 3) is below min_success_rate 0.334"},
+		{0.3333334, 1, 3, "success rate 0.3333333 (1 of 3) is below min_success_rate 0.3333334"},
+	} {
+		p := troupe.ErrorPolicy{MinSuccessRate: troupe.Ptr(tc.min)}
+		if v := policy.Judge(&p, tc.succeeded, tc.total); v.OK || v.Reason != tc.want {
+			t.Errorf("Judge(%d of %d, min %v) = %+v, want the reason %q", tc.succeeded, tc.total, tc.min, v, tc.want)
+		}
+	}
+}
+
 func TestJudge(t *testing.T) {
 	strict := troupe.ErrorPolicy{AllowPartialResults: troupe.Ptr(false)}
 	high := troupe.ErrorPolicy{MinSuccessRate: troupe.Ptr(0.9)}
