@@ -586,7 +586,15 @@ func (c *call) Ask(ctx context.Context, q troupe.Question) (troupe.Answer, error
 		return troupe.Answer{}, fmt.Errorf("%w: %s", troupe.ErrPaused, q.Prompt)
 	}
 	r.mu.Unlock()
-	a, err := h.Answer(ctx, q)
+	var a troupe.Answer
+	var pe *troupe.PanicError
+	err := troupe.CallSafely(func() (err error) { a, err = h.Answer(ctx, q); return err })
+	if errors.As(err, &pe) {
+		// The handler panicked, not the agent that asked: the error says so (code PANIC, with
+		// the panic and its stack), as a panic while it reviews a result does.
+		return troupe.Answer{}, &troupe.AgentError{Code: troupe.CodePanic, Message: fmt.Sprintf("the human-input handler panicked answering %s: %v", q.ID, pe.Value),
+			Cause: pe, Details: troupe.ErrorInfoOf(pe).Details}
+	}
 	if err != nil {
 		return troupe.Answer{}, fmt.Errorf("engine: human input for %s: %w", q.ID, err)
 	}

@@ -256,6 +256,24 @@ func TestPanicAfterAgentFailsDispatch(t *testing.T) {
 	}
 }
 
+// A handler that panics answering an agent's question fails the dispatch with code PANIC,
+// the panic and its stack, naming the handler: the agent that asked did not panic.
+func TestHandlerPanicAnsweringAQuestionNamesTheHandler(t *testing.T) {
+	var calls atomic.Int64
+	h := troupe.HumanFunc(func(context.Context, troupe.Question) (troupe.Answer, error) { panic("terminal closed") })
+	eng := newEngine(t, engine.Config{Registry: agents(t, "tutor", asker(&calls)), Planner: chain("tutor"), Human: h})
+	evs := run(t, eng, troupe.Request{Query: "teach me"})
+	r := results(evs)["tutor"][0]
+	if r.Status != troupe.StatusFailed || len(r.Errors) == 0 {
+		t.Fatalf("result %+v, want failed", r)
+	}
+	e := r.Errors[0]
+	if e.Code != troupe.CodePanic || e.Details["stack"] == "" || !strings.Contains(e.Message, "the human-input handler panicked answering ") ||
+		!strings.HasSuffix(e.Message, ": terminal closed") || strings.Contains(e.Message, "agent panicked") {
+		t.Errorf("error %+v, want code %s naming the handler, with the stack", e, troupe.CodePanic)
+	}
+}
+
 // A paused run's outcome lists as skipped only the planned agents never dispatched: not the
 // agent whose question it waits on, which was dispatched and will be again on resume.
 func TestPausedOutcomeSkipsOnlyUndispatched(t *testing.T) {
