@@ -429,8 +429,11 @@ func (c *call) review(ctx context.Context) {
 		q.Prompt += ": " + s
 	}
 	ans, err := c.Ask(ctx, q)
+	var ae *troupe.AgentError
 	switch {
 	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
+	case errors.As(err, &ae) && ae.Code == troupe.CodePanic: // the handler panicked (Ask)
+		c.fail(troupe.StatusFailed, troupe.ErrorInfoOf(err))
 	case err != nil:
 		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeHumanRequired, Message: "review: " + err.Error(), Recoverable: true})
 	case !ans.Approved:
