@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,23 @@ func TestWarningPolicies(t *testing.T) {
 				t.Errorf("the result keeps its warnings in the log either way, got %v", got)
 			}
 		})
+	}
+}
+
+// A plan naming an agent the registry does not hold fails the run at routing, matching
+// troupe.ErrUnknownAgent; with no router configured the error blames the plan, which named
+// it, not a router's choice.
+func TestPlanNamingAnUnknownAgent(t *testing.T) {
+	eng := newEngine(t, engine.Config{Registry: agents(t, "a", troupetest.NewScript()), Planner: chain("zzz")})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Wait(t.Context())
+	if !errors.Is(err, troupe.ErrUnknownAgent) || !strings.Contains(err.Error(), `the plan names agent "zzz"`) {
+		t.Errorf("Wait: %v, want an unknown-agent error naming the plan's agent", err)
+	}
+	if strings.Contains(err.Error(), "router chose") {
+		t.Errorf("Wait: %v blames a router the engine does not have", err)
 	}
 }

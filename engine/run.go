@@ -1143,7 +1143,12 @@ func (r *Run) routeLocked(t *task) bool {
 		d, err = routeSafely(r.e.router, r.context(), in, r.rec.req.Context)
 	}
 	if err == nil && !r.e.reg.Has(d.Target) {
-		err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
+		if _, planned := r.e.router.(plannedRouter); planned && d.Target == t.t.Agent {
+			// No router: the planner named the agent.
+			err = fmt.Errorf("the plan names agent %q: %w", d.Target, troupe.ErrUnknownAgent)
+		} else {
+			err = fmt.Errorf("router chose %q: %w", d.Target, troupe.ErrUnknownAgent)
+		}
 	}
 	// What deciding cost counts toward the budgets and the totals; a recorded decision's too,
 	// as a recorded result's does: the resumed run's accounts are the whole run's.
