@@ -26,6 +26,11 @@ const (
 // warnings and status. Engines hand out snapshots: their maps and slices are fresh, while the
 // dispatches, results, aggregation and session-state values in them are the run's records,
 // shared read-only. Clone makes a deep copy to modify.
+//
+// StartedAt is when the run first started, also when it was resumed since; its
+// total_execution_time_ms, and its aggregation's, count the time it was active, from each
+// start or resume to the last event before the next, not the time it lay crashed or paused for
+// a human.
 type OrchestratorState struct {
 	RunID                string               `json:"run_id"`
 	SessionID            string               `json:"session_id"`

@@ -373,3 +373,46 @@ func TestResumeRefusesTwoAnswersToOneQuestion(t *testing.T) {
 		t.Errorf("%d answers recorded, want 1", n)
 	}
 }
+
+// A resumed run's state says when it first started, and its total execution time, in the state
+// and the aggregation, counts its active stretches before the resume too, not the pause.
+func TestResumedRunCountsItsWholeActiveTime(t *testing.T) {
+	const nap = 40 * time.Millisecond
+	sleepy := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		time.Sleep(nap)
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	var calls atomic.Int64
+	store := memory.New()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "pre", sleepy, "tutor", asker(&calls), "post", sleepy),
+		Planner: chain("pre", "tutor", "post"), Store: store})
+	r, err := eng.Start(t.Context(), troupe.Request{Query: "teach me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Wait(t.Context())
+	if !errors.Is(err, troupe.ErrPaused) {
+		t.Fatalf("Wait: %v, want paused", err)
+	}
+	evs, _ := store.Events(t.Context(), r.ID(), 0)
+	q := troupetest.Last(evs).Data.(*troupe.Outcome).Questions[0]
+	time.Sleep(nap) // the pause, which the total leaves out
+	r2, err := eng.Resume(t.Context(), r.ID(), engine.ResumeOptions{Answers: []troupe.Answer{{QuestionID: q.ID, Text: "fractions"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r2.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.StartedAt.Equal(first.StartedAt) || !st.StartedAt.Equal(evs[0].Time) {
+		t.Errorf("resumed StartedAt %v, want the run's first start %v", st.StartedAt, first.StartedAt)
+	}
+	if min := (2 * nap).Milliseconds(); st.TotalExecutionTimeMS < min || st.Aggregation.TotalExecutionTimeMS < min {
+		t.Errorf("total execution time %d ms (aggregation %d ms), want at least %d: pre and post each took %v",
+			st.TotalExecutionTimeMS, st.Aggregation.TotalExecutionTimeMS, min, nap)
+	}
+	if wall := st.UpdatedAt.Sub(st.StartedAt).Milliseconds(); st.TotalExecutionTimeMS >= wall {
+		t.Errorf("total execution time %d ms counts the pause: %d ms from first start to end", st.TotalExecutionTimeMS, wall)
+	}
+}

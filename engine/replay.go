@@ -52,6 +52,8 @@ type replayIndex struct {
 	// the time the run lay crashed or paused for a human, so a resumed run does not start its
 	// budget's clock again from nothing.
 	activeBefore time.Duration
+	// firstAt is when the run first started: its run_initialized event's time.
+	firstAt time.Time
 
 	// Dispatches the run made again whose results the log holds, not yet applied: they are
 	// applied in the order the log recorded them (take), which is the order they finished in.
@@ -166,7 +168,7 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		switch d := ev.Data.(type) {
 		case *troupe.RunStart:
 			if ev.Kind == troupe.KindRunInitialized {
-				start = d
+				start, x.firstAt = d, ev.Time
 			}
 		case *troupe.Plan:
 			x.plan = d

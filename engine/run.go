@@ -2411,7 +2411,7 @@ func (r *Run) aggregateLocked() {
 		}
 	}
 	agg, err := aggregate.Combine(results, aggregate.Options{Strategy: r.e.strategy, ExecutionOrder: order,
-		TotalExecutionTimeMS: r.now.Sub(r.startedAt).Milliseconds()})
+		TotalExecutionTimeMS: r.activeLocked(r.now).Milliseconds()})
 	if err != nil {
 		r.warnLocked("aggregation: " + err.Error())
 		return
@@ -2504,10 +2504,14 @@ func (r *Run) State() troupe.OrchestratorState {
 
 // stateLocked is State for a caller that holds r.mu.
 func (r *Run) stateLocked() troupe.OrchestratorState {
+	started := r.startedAt
+	if x := r.replay; x != nil && !x.firstAt.IsZero() {
+		started = x.firstAt // a resumed run started when it first did
+	}
 	s := troupe.OrchestratorState{
 		RunID: r.rec.req.RunID, SessionID: r.rec.req.SessionID, QueryID: r.rec.req.QueryID,
-		CurrentStage: r.stage, StartedAt: r.startedAt, UpdatedAt: r.updatedAt,
-		TotalExecutionTimeMS: r.updatedAt.Sub(r.startedAt).Milliseconds(),
+		CurrentStage: r.stage, StartedAt: started, UpdatedAt: r.updatedAt,
+		TotalExecutionTimeMS: r.activeLocked(r.updatedAt).Milliseconds(),
 		DispatchedAgents:     map[string]*troupe.Dispatch{}, CompletedAgents: map[string]*troupe.Result{}, FailedAgents: map[string]*troupe.Result{},
 		Errors: slices.Clone(r.rareOr().errs), Warnings: slices.Clone(r.rareOr().warnings), Status: r.status,
 		SessionState: maps.Clone(r.state), Aggregation: r.agg,
@@ -2562,6 +2566,17 @@ func (r *Run) stateLocked() troupe.OrchestratorState {
 		}
 	}
 	return s
+}
+
+// activeLocked is how long the run has been active by now: since it started or was resumed
+// and, for a resumed run, the stretches its log shows it active before, not the time it lay
+// crashed or paused for a human (what its time budget counts).
+func (r *Run) activeLocked(now time.Time) time.Duration {
+	d := now.Sub(r.startedAt)
+	if x := r.replay; x != nil {
+		d += x.activeBefore
+	}
+	return d
 }
 
 // noteDispatches records the dispatches of a task's chain, which ends at c, oldest first.
