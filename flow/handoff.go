@@ -150,14 +150,27 @@ func (h Handoff) Prompt() string {
 	return b.String()
 }
 
-// continuation indents the lines of an entry after its first. Every line break a reader may
-// take for one counts, CR LF once.
-var continuation = strings.NewReplacer("\r\n", "\n  ", "\r", "\n  ", "\n", "\n  ", "\u0085", "\n  ", "\u2028", "\n  ", "\u2029", "\n  ")
+// lineBreaks are the line breaks a reader may take for one, CR LF once, each made a LF.
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
 
 // continued is s as one entry of the prompt: its trailing line breaks dropped, the lines after
-// its first indented.
+// its first indented by two spaces (a blank line stays blank).
 func continued(s string) string {
-	return continuation.Replace(strings.TrimRight(s, "\r\n\u0085\u2028\u2029"))
+	s = strings.TrimRight(lineBreaks.Replace(s), "\n")
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+			if line != "" {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // Map is the handoff as the JSON object a dispatch's upstream_results entry carries.
