@@ -46,7 +46,9 @@
 //
 //   - the agents its registration names with troupe.After;
 //   - the agents that write a session state key it reads (troupe.Writes, troupe.Reads); when
-//     two agents each read what the other writes, the earlier in rule order runs first;
+//     two agents each read what the other writes, the earlier in rule order runs first,
+//     unless After, other state keys or the synthesizer rule already order the two the other
+//     way round, directly or through other agents;
 //   - every selected agent that is not a synthesizer, if it is a synthesizer;
 //   - the first agent of an exclusive pair (Rules.ExclusivePairs) it is the second of: seed
 //     000 lists first the agent that must finish first ("SHAP before deploy", "Scope must be

@@ -115,14 +115,18 @@ func (r *Rules) schedule(names []string, seq bool, c troupe.Catalog) (schedule, 
 			}
 		}
 	}
-	// A reader runs after every writer of what it reads. When two agents each read what the
-	// other writes there is no right answer, and the earlier in rule order goes first.
+	// A reader runs after every writer of what it reads. Two agents that each read what the
+	// other writes are a tie, ordered below.
+	var ties [][2]int
 	for i := range n {
 		for j := range n {
 			if i == j || !intersects(specs[i].Reads, specs[j].Writes) {
 				continue
 			}
-			if intersects(specs[j].Reads, specs[i].Writes) && i < j {
+			if intersects(specs[j].Reads, specs[i].Writes) {
+				if i < j {
+					ties = append(ties, [2]int{i, j})
+				}
 				continue
 			}
 			on(i, j)
@@ -135,6 +139,19 @@ func (r *Rules) schedule(names []string, seq bool, c troupe.Catalog) (schedule, 
 			if synth[names[i]] && !synth[names[j]] && !compatible.has(names[i], names[j]) {
 				on(i, j)
 			}
+		}
+	}
+	// A tie has no right answer of its own: it follows the order the rules above and the
+	// ties before it already give the two, directly or through others, and only when they
+	// give none does the earlier in rule order go first. Rule order regardless would close a
+	// false cycle when After or the synthesizer rule puts the later one first. As a tie never
+	// closes a cycle, whether there is one does not depend on the order agents are given in.
+	for _, t := range ties {
+		i, j := t[0], t[1]
+		if runsAfter(dep, i, j) {
+			on(i, j)
+		} else {
+			on(j, i)
 		}
 	}
 	// An exclusive pair is ordered: seed 000 lists first the agent that must finish first

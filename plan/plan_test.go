@@ -281,6 +281,17 @@ func TestPlanExecutionOrder(t *testing.T) {
 			want:   [][]string{{"drift_monitor", "health_score", "resource_optimizer"}, {"explainer"}},
 		},
 		{
+			// explainer comes before gap_analyzer in rule order, as an optional agent before a
+			// KPI's, but as the synthesizer it runs last.
+			name: "the synthesizer runs last among agents that read what each other writes",
+			opts: map[string][]troupe.Option{
+				"explainer":    {troupe.Reads("gaps"), troupe.Writes("story")},
+				"gap_analyzer": {troupe.Reads("story"), troupe.Writes("gaps")},
+			},
+			parsed: map[string]any{"intent": "trend", "complexity": "complex", "kpis": []any{"MAU"}},
+			want:   [][]string{{"drift_monitor", "gap_analyzer"}, {"explainer"}},
+		},
+		{
 			name:     "explicit criteria win over the parsed query",
 			parsed:   map[string]any{"intent": "trend"},
 			criteria: &troupe.SelectionCriteria{IntentType: "comparative"},

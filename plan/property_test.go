@@ -329,6 +329,77 @@ func TestExecutionOrderCycles(t *testing.T) {
 	}
 }
 
+// TestExecutionOrderCyclesWithTies: agents that each read what the other writes never make a
+// cycle of their own; they run in the order After gives them, when it gives one.
+func TestExecutionOrderCyclesWithTies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	all := e2i.Agents()
+	for n := range 300 {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			agents, after, opts := randomAfter(rng, all)
+			var ties [][2]string
+			for k := range rng.IntN(2 * len(agents)) {
+				a, b := agents[rng.IntN(len(agents))], agents[rng.IntN(len(agents))]
+				if a == b {
+					continue
+				}
+				ka, kb := fmt.Sprintf("t%d%s", k, a), fmt.Sprintf("t%d%s", k, b)
+				opts[a] = append(opts[a], troupe.Writes(ka), troupe.Reads(kb))
+				opts[b] = append(opts[b], troupe.Writes(kb), troupe.Reads(ka))
+				ties = append(ties, [2]string{a, b})
+			}
+			stages, err := (&plan.Rules{}).ExecutionOrder(agents, registry(t, opts))
+			if err != nil {
+				if !errors.Is(err, plan.ErrCycle) {
+					t.Fatalf("error %v, want ErrCycle", err)
+				}
+				if !hasCycle(agents, after) {
+					t.Fatalf("%v for acyclic %v with ties %v", err, after, ties)
+				}
+				return
+			}
+			if hasCycle(agents, after) {
+				t.Fatalf("no error for cyclic %v", after)
+			}
+			stageOf := map[string]int{}
+			for i, st := range stages {
+				for _, a := range st {
+					stageOf[a] = i
+				}
+			}
+			for _, p := range ties {
+				a, b := p[0], p[1]
+				if stageOf[a] == stageOf[b] {
+					t.Errorf("%s and %s, which read what each other writes, share stage %d", a, b, stageOf[a])
+				}
+				if reachesAfter(after, a, b) && stageOf[a] < stageOf[b] || reachesAfter(after, b, a) && stageOf[b] < stageOf[a] {
+					t.Errorf("%s and %s run against After %v: stages %v", a, b, after, stages)
+				}
+			}
+		})
+	}
+}
+
+// reachesAfter reports whether a runs after b through a chain of After.
+func reachesAfter(after map[string][]string, a, b string) bool {
+	seen := map[string]bool{}
+	stack := []string{a}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range after[x] {
+			if d == b {
+				return true
+			}
+			if !seen[d] {
+				seen[d] = true
+				stack = append(stack, d)
+			}
+		}
+	}
+	return false
+}
+
 // TestExecutionOrderCyclesUnderSequence: under sequence_required, the cycle an error names is
 // made of declared After edges only, never of the order sequence_required adds.
 func TestExecutionOrderCyclesUnderSequence(t *testing.T) {
