@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/troupehq/troupe"
@@ -73,7 +74,7 @@ type Rules struct {
 	FlagAgents map[string][]string `json:"flag_agents,omitempty"`
 	// ExclusivePairs never share a stage (seed 000's EXCLUSIVE_PAIRS), and when nothing else
 	// orders a pair its first agent runs first ("SHAP before deploy"); so one pair may not be
-	// listed in both orders.
+	// listed in both orders, nor may pairs order agents round a cycle ([a b], [b c], [c a]).
 	ExclusivePairs [][2]string `json:"exclusive_pairs,omitempty"`
 	// CompatiblePairs may share a stage even under sequence_required (seed 000's
 	// PARALLEL_COMPATIBLE); pairs are unordered.
@@ -178,15 +179,21 @@ func (r *Rules) Validate(c troupe.Catalog) error {
 
 	exclusive := newPairSet(r.ExclusivePairs)
 	pairs := func(field string, ps [][2]string, other *pairSet, otherField string) {
+		var ordered []int // the exclusive pairs so far that order their agents
 		for i, p := range ps {
 			path := fmt.Sprintf("%s[%d]", field, i)
 			agent(path+"[0]", p[0])
 			agent(path+"[1]", p[1])
 			// An exclusive pair is ordered, its first agent running first: the two agents
-			// listed the other way round as well would each run first.
+			// listed the other way round as well would each run first, and so would every
+			// agent of pairs that order agents round a cycle.
 			reversed := -1
+			var cycle []int
 			if other == nil && p[0] != p[1] {
 				reversed = slices.Index(ps[:i], [2]string{p[1], p[0]})
+				if reversed < 0 {
+					cycle = orderPath(ps, ordered, p[1], p[0])
+				}
 			}
 			switch {
 			case p[0] == p[1] && p[0] != "":
@@ -195,6 +202,18 @@ func (r *Rules) Validate(c troupe.Catalog) error {
 				bad(path, "also listed in "+otherField)
 			case reversed >= 0:
 				bad(path, fmt.Sprintf("reverses %s[%d]: %q and %q cannot each run first", field, reversed, p[0], p[1]))
+			case cycle != nil:
+				with := make([]string, len(cycle))
+				agents := []string{strconv.Quote(p[0])}
+				for k, j := range cycle {
+					with[k] = fmt.Sprintf("%s[%d]", field, j)
+					agents = append(agents, strconv.Quote(ps[j][0]))
+				}
+				agents = append(agents, strconv.Quote(p[0]))
+				bad(path, fmt.Sprintf("closes a cycle with %s: %s, so none of them can run first",
+					strings.Join(with[:len(with)-1], ", ")+" and "+with[len(with)-1], strings.Join(agents, " before ")))
+			default:
+				ordered = append(ordered, i)
 			}
 		}
 	}
@@ -211,6 +230,35 @@ func (r *Rules) Validate(c troupe.Catalog) error {
 		return nil
 	}
 	return es
+}
+
+// orderPath returns the shortest chain of the pairs ps[ordered] that orders from before to,
+// each pair's first agent before its second, as indices into ps in the chain's order; or nil
+// when there is none.
+func orderPath(ps [][2]string, ordered []int, from, to string) []int {
+	via := map[string]int{from: -1} // agent → the pair that reached it
+	queue := []string{from}
+	for len(queue) > 0 {
+		a := queue[0]
+		queue = queue[1:]
+		for _, j := range ordered {
+			b := ps[j][1]
+			if _, seen := via[b]; ps[j][0] != a || seen {
+				continue
+			}
+			via[b] = j
+			if b == to {
+				var chain []int
+				for at := to; at != from; at = ps[via[at]][0] {
+					chain = append(chain, via[at])
+				}
+				slices.Reverse(chain)
+				return chain
+			}
+			queue = append(queue, b)
+		}
+	}
+	return nil
 }
 
 // pairSet holds unordered agent pairs.

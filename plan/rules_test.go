@@ -83,6 +83,62 @@ func TestRulesValidate(t *testing.T) {
 	}
 }
 
+// Exclusive pairs order their agents, so pairs that order agents round a cycle, however many,
+// are as contradictory as one pair listed in both orders.
+func TestRulesValidateExclusivePairCycles(t *testing.T) {
+	tests := []struct {
+		name  string
+		pairs [][2]string
+		want  []string // field: problem
+	}{
+		{
+			name:  "a chain",
+			pairs: [][2]string{{"a", "b"}, {"b", "c"}, {"a", "c"}, {"c", "d"}},
+		},
+		{
+			name:  "three pairs",
+			pairs: [][2]string{{"a", "b"}, {"b", "c"}, {"c", "a"}},
+			want:  []string{`exclusive_pairs[2]: closes a cycle with exclusive_pairs[0] and exclusive_pairs[1]: "c" before "a" before "b" before "c", so none of them can run first`},
+		},
+		{
+			name:  "four pairs out of order",
+			pairs: [][2]string{{"c", "d"}, {"a", "b"}, {"d", "a"}, {"b", "c"}},
+			want:  []string{`exclusive_pairs[3]: closes a cycle with exclusive_pairs[0], exclusive_pairs[2] and exclusive_pairs[1]: "b" before "c" before "d" before "a" before "b", so none of them can run first`},
+		},
+		{
+			name:  "each cycle once, by its shortest chain",
+			pairs: [][2]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"b", "d"}, {"d", "a"}, {"c", "a"}},
+			want: []string{
+				`exclusive_pairs[4]: closes a cycle with exclusive_pairs[0] and exclusive_pairs[3]: "d" before "a" before "b" before "d", so none of them can run first`,
+				`exclusive_pairs[5]: closes a cycle with exclusive_pairs[0] and exclusive_pairs[1]: "c" before "a" before "b" before "c", so none of them can run first`,
+			},
+		},
+		{
+			name:  "a pair in both orders is reported as such",
+			pairs: [][2]string{{"a", "b"}, {"b", "c"}, {"b", "a"}},
+			want:  []string{`exclusive_pairs[2]: reverses exclusive_pairs[0]: "b" and "a" cannot each run first`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := (&plan.Rules{ExclusivePairs: tt.pairs}).Validate(nil)
+			var got []string
+			if err != nil {
+				var es troupe.ValidationErrors
+				if !errors.As(err, &es) {
+					t.Fatalf("error %v is not a troupe.ValidationErrors", err)
+				}
+				for _, e := range es {
+					got = append(got, e.Field+": "+e.Problem)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestRulesJSON(t *testing.T) {
 	data, err := json.Marshal(e2i.Rules())
 	if err != nil {
