@@ -107,7 +107,9 @@ func (r *Rules) maxConcurrency() int {
 
 // Validate checks the rules' structure and, when c is non-nil, that every agent they name is
 // in c. It reports every problem as a troupe.ValidationErrors whose fields are paths such as
-// "intents[causal].optional_agents[2]"; unknown agents match troupe.ErrUnknownAgent.
+// "intents[causal].optional_agents[2]", naming an intent rule by its index instead
+// ("intents[1].primary_agents") when its intent is empty or has an earlier rule; unknown
+// agents match troupe.ErrUnknownAgent.
 func (r *Rules) Validate(c troupe.Catalog) error {
 	var es troupe.ValidationErrors
 	bad := func(field, problem string) {
@@ -130,7 +132,7 @@ func (r *Rules) Validate(c troupe.Catalog) error {
 		case rule.Intent == "":
 			bad(path+".intent_type", "required")
 		case seen[rule.Intent]:
-			path = "intents[" + rule.Intent + "]"
+			// Named by its index: by its intent, it would be the first rule of the intent.
 			bad(path+".intent_type", "duplicate intent")
 		default:
 			path = "intents[" + rule.Intent + "]"

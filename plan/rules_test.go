@@ -55,7 +55,7 @@ func TestRulesValidate(t *testing.T) {
 	want := []problem{
 		{"intents[causal].optional_agents[2]", `unknown agent "ghost"`},
 		{"intents[causal].optional_agents[3]", `agent "gap_analyzer" listed twice in the rule`},
-		{"intents[causal].intent_type", "duplicate intent"},
+		{"intents[1].intent_type", "duplicate intent"},
 		{"intents[2].intent_type", "required"},
 		{"intents[trend].primary_agents", "required"},
 		{"kpi_map[NRx][0]", `unknown agent "spectre"`},
@@ -80,6 +80,34 @@ func TestRulesValidate(t *testing.T) {
 	// Without a catalog only the structure is checked.
 	if err := e2i.Rules().Validate(nil); err != nil {
 		t.Errorf("structure of seed 000's rules: %v", err)
+	}
+}
+
+// A rule repeating an intent is named by its index, not by the intent, which names the first.
+func TestRulesValidateDuplicateIntent(t *testing.T) {
+	rules := &plan.Rules{Intents: []plan.IntentRule{
+		{Intent: "causal", Primary: []string{"a"}},
+		{Intent: "trend", Primary: []string{"b"}},
+		{Intent: "causal"},
+		{Intent: "causal", Primary: []string{"a", "a"}},
+	}}
+	err := rules.Validate(nil)
+	var es troupe.ValidationErrors
+	if !errors.As(err, &es) {
+		t.Fatalf("error %v is not a troupe.ValidationErrors", err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Field+": "+e.Problem)
+	}
+	want := []string{
+		"intents[2].intent_type: duplicate intent",
+		"intents[2].primary_agents: required",
+		"intents[3].intent_type: duplicate intent",
+		`intents[3].primary_agents[1]: agent "a" listed twice in the rule`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 
