@@ -149,8 +149,10 @@ const (
 
 // Backoff returns the wait before attempt (from 2): Initial·Multiplier^(attempt-2), capped at
 // Max, then scaled by 1 ± Jitter using rnd. Zero fields take the defaults above (as does a
-// Multiplier that is no positive number). The wait is never negative: one beyond what a
-// Duration holds is the longest Duration.
+// Multiplier that is no positive number). ErrorPolicy.Validate refuses a Jitter outside
+// [0, 1], but a direct caller may pass one: above 1 (+Inf too) it acts as 1, and one that is
+// no positive number (NaN too) as 0. The wait is never negative: one beyond what a Duration
+// holds is the longest Duration.
 func Backoff(r troupe.RetryPolicy, attempt int, rnd uint64) time.Duration {
 	initial, maxB, mult := r.Initial, maxBackoff(r), r.Multiplier
 	if initial <= 0 {
@@ -166,9 +168,11 @@ func Backoff(r troupe.RetryPolicy, attempt int, rnd uint64) time.Duration {
 	if w > float64(maxB) {
 		w = float64(maxB)
 	}
-	if r.Jitter > 0 {
+	// A jitter past 1 would scale by less than zero: a negative wait, or with +Inf and u one
+	// half, a NaN one.
+	if j := min(r.Jitter, 1); j > 0 {
 		u := float64(rnd>>11) / (1 << 53) // [0, 1)
-		w *= 1 + r.Jitter*(2*u-1)
+		w *= 1 + j*(2*u-1)
 	}
 	// float64(math.MaxInt64) is 2^63, one past it: a float64 that large converts to an
 	// arbitrary Duration (on amd64, the most negative one), a retry due at once.

@@ -146,6 +146,40 @@ func TestJudgeReasonTellsRateAndThresholdApart(t *testing.T) {
 	}
 }
 
+// A jitter outside [0, 1] reaches Backoff only from a direct caller (ErrorPolicy.Validate
+// refuses it), and still gives a wait in [0, 2·wait]: above 1 (+Inf too) it is 1, and one that
+// is no positive number (NaN too) is none.
+func TestBackoffJitterOutsideItsRange(t *testing.T) {
+	const half = uint64(1) << 63 // u = 0.5 exactly: no jitter whatever its size
+	tests := []struct {
+		name   string
+		jitter float64
+		rnd    uint64
+		want   time.Duration
+	}{
+		{"1.5, lowest draw", 1.5, 0, 0},
+		{"1 at its lowest draw", 1, 0, 0},
+		{"+Inf, lowest draw", math.Inf(1), 0, 0},
+		{"+Inf, middle draw", math.Inf(1), half, time.Second},
+		{"NaN", math.NaN(), 0, time.Second},
+		{"negative", -0.5, 0, time.Second},
+		{"-Inf", math.Inf(-1), 0, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := troupe.RetryPolicy{Initial: time.Second, Jitter: tt.jitter}
+			if got := policy.Backoff(r, 2, tt.rnd); got != tt.want {
+				t.Errorf("Backoff(attempt 2, rnd %#x) = %v, want %v", tt.rnd, got, tt.want)
+			}
+			for _, rnd := range []uint64{0, 1, 1 << 62, half, ^uint64(0)} {
+				if got := policy.Backoff(r, 2, rnd); got < 0 || got > 2*time.Second {
+					t.Errorf("Backoff(attempt 2, rnd %#x) = %v, want a wait in [0s, 2s]", rnd, got)
+				}
+			}
+		})
+	}
+}
+
 func TestJudge(t *testing.T) {
 	strict := troupe.ErrorPolicy{AllowPartialResults: troupe.Ptr(false)}
 	high := troupe.ErrorPolicy{MinSuccessRate: troupe.Ptr(0.9)}
