@@ -111,7 +111,8 @@ func (p *ErrorPolicy) MinSuccess() float64 {
 	return *p.MinSuccessRate
 }
 
-// Validate checks enumerations and bounds, and fallback agents against agents.
+// Validate checks enumerations and bounds, and the keys and agents of FallbackAgents against
+// agents (unless agents is nil).
 func (p *ErrorPolicy) Validate(agents AgentSet) error {
 	var es ValidationErrors
 	bad := func(field, problem string, err error) {
@@ -149,6 +150,11 @@ func (p *ErrorPolicy) Validate(agents AgentSet) error {
 	}
 	if agents != nil {
 		for _, primary := range slices.Sorted(maps.Keys(p.FallbackAgents)) {
+			if !agents.Has(primary) {
+				// The engine looks fallbacks up by the failed agent's name: a key naming no
+				// agent never applies.
+				bad("fallback_agents", fmt.Sprintf("key: unknown agent %q", primary), ErrUnknownAgent)
+			}
 			for i, fb := range p.FallbackAgents[primary] {
 				if !agents.Has(fb) {
 					bad(fmt.Sprintf("fallback_agents.%s[%d]", primary, i), "unknown agent "+fb, ErrUnknownAgent)

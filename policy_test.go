@@ -135,8 +135,14 @@ func TestErrorPolicyValidate(t *testing.T) {
 		{
 			"every problem",
 			troupe.ErrorPolicy{OnWarning: "x", OnError: "y", OnTimeout: "z", MinSuccessRate: troupe.Ptr(2.0), FallbackAgents: map[string][]string{"a": {"ghost"}}},
-			reg, []string{"on_warning", "on_error", "on_timeout", "min_success_rate", "fallback_agents.a[0]"}, nil,
+			reg, []string{"on_warning", "on_error", "on_timeout", "min_success_rate", "fallback_agents", "fallback_agents.a[0]"}, nil,
 		},
+		{
+			"unknown fallback key",
+			troupe.ErrorPolicy{FallbackAgents: map[string][]string{"explaner": {"explainer"}, "causal_impact": {"explainer"}}},
+			reg, []string{"fallback_agents"}, troupe.ErrUnknownAgent,
+		},
+		{"nil agent set skips fallback keys", troupe.ErrorPolicy{FallbackAgents: map[string][]string{"explaner": {"explainer"}}}, nil, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,4 +176,46 @@ func TestErrorPolicyJSONFieldNames(t *testing.T) {
 		"on_warning", "on_error", "on_timeout", "enable_fallback", "fallback_agents",
 		"allow_partial_results", "min_success_rate", "retry",
 	})
+}
+
+// A fallback_agents key is the name of the agent whose failure it covers: one naming no agent
+// (a typo) never applies, so Validate names it, keys in sorted order, in the words route.Rules
+// and the config loader use, and a request's policy is checked the same way.
+func TestErrorPolicyValidateFallbackKeys(t *testing.T) {
+	reg := troupe.NewRegistry().MustAdd("explainer", troupe.AgentFunc(nil))
+	p := troupe.ErrorPolicy{FallbackAgents: map[string][]string{
+		"zeta":      {"explainer"},
+		"explaner":  {"explainer"},
+		"explainer": {"ghost"},
+	}}
+	type problem struct{ Field, Problem string }
+	want := []problem{
+		{"fallback_agents.explainer[0]", "unknown agent ghost"},
+		{"fallback_agents", `key: unknown agent "explaner"`},
+		{"fallback_agents", `key: unknown agent "zeta"`},
+	}
+	for range 20 { // map order must not show
+		var ves troupe.ValidationErrors
+		err := p.Validate(reg)
+		if !errors.As(err, &ves) {
+			t.Fatalf("Validate = %v, want ValidationErrors", err)
+		}
+		var got []problem
+		for _, e := range ves {
+			got = append(got, problem{e.Field, e.Problem})
+			if !errors.Is(e, troupe.ErrUnknownAgent) {
+				t.Errorf("%v does not match ErrUnknownAgent", e)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("problems (-want +got):\n%s", diff)
+		}
+	}
+
+	req := troupe.Request{Query: "q", Policy: &troupe.ErrorPolicy{FallbackAgents: map[string][]string{"explaner": {"explainer"}}}}
+	var ves troupe.ValidationErrors
+	if err := req.Validate(reg); !errors.As(err, &ves) || len(ves) != 1 ||
+		ves[0].Field != "policy.fallback_agents" || ves[0].Problem != `key: unknown agent "explaner"` {
+		t.Errorf("Request.Validate = %v, want one problem at policy.fallback_agents naming the key", err)
+	}
 }
