@@ -152,10 +152,13 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	// Seed 003's error table: STATE_MISSING → run diagnostic first. The coordinator's own
 	// fallbacks go first (tutor → diagnostic, the others → tutor); the diagnostic is every
-	// agent's last resort.
+	// other agent's last resort (ErrorPolicy.Validate refuses an agent as its own fallback, as
+	// the config loader refuses it in troupe.yaml).
 	policy := troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{}}
 	for _, n := range Agents() {
-		policy.FallbackAgents[n] = []string{"diagnostic"}
+		if n != "diagnostic" {
+			policy.FallbackAgents[n] = []string{"diagnostic"}
+		}
 	}
 	if cfg.Policy != nil {
 		policy = *cfg.Policy
