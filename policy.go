@@ -111,8 +111,8 @@ func (p *ErrorPolicy) MinSuccess() float64 {
 	return *p.MinSuccessRate
 }
 
-// Validate checks enumerations and bounds, and the keys and agents of FallbackAgents against
-// agents (unless agents is nil).
+// Validate checks enumerations and bounds, that no agent is its own fallback, and the keys
+// and agents of FallbackAgents against agents (unless agents is nil).
 func (p *ErrorPolicy) Validate(agents AgentSet) error {
 	var es ValidationErrors
 	bad := func(field, problem string, err error) {
@@ -148,17 +148,20 @@ func (p *ErrorPolicy) Validate(agents AgentSet) error {
 	if j := p.Retry.Jitter; !(j >= 0 && j <= 1) {
 		bad("retry.jitter", fmt.Sprintf("%v is outside [0, 1]", j), nil)
 	}
-	if agents != nil {
-		for _, primary := range slices.Sorted(maps.Keys(p.FallbackAgents)) {
-			if !agents.Has(primary) {
-				// The engine looks fallbacks up by the failed agent's name: a key naming no
-				// agent never applies.
-				bad("fallback_agents", fmt.Sprintf("key: unknown agent %q", primary), ErrUnknownAgent)
-			}
-			for i, fb := range p.FallbackAgents[primary] {
-				if !agents.Has(fb) {
-					bad(fmt.Sprintf("fallback_agents.%s[%d]", primary, i), "unknown agent "+fb, ErrUnknownAgent)
-				}
+	for _, primary := range slices.Sorted(maps.Keys(p.FallbackAgents)) {
+		if agents != nil && !agents.Has(primary) {
+			// The engine looks fallbacks up by the failed agent's name: a key naming no agent
+			// never applies.
+			bad("fallback_agents", fmt.Sprintf("key: unknown agent %q", primary), ErrUnknownAgent)
+		}
+		for i, fb := range p.FallbackAgents[primary] {
+			field := fmt.Sprintf("fallback_agents.%s[%d]", primary, i)
+			switch {
+			case fb == primary:
+				// The engine never stands an agent in for itself: the entry would be ignored.
+				bad(field, "an agent cannot be its own fallback", nil)
+			case agents != nil && !agents.Has(fb):
+				bad(field, "unknown agent "+fb, ErrUnknownAgent)
 			}
 		}
 	}

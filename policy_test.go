@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,6 +144,12 @@ func TestErrorPolicyValidate(t *testing.T) {
 			reg, []string{"fallback_agents"}, troupe.ErrUnknownAgent,
 		},
 		{"nil agent set skips fallback keys", troupe.ErrorPolicy{FallbackAgents: map[string][]string{"explaner": {"explainer"}}}, nil, nil, nil},
+		{
+			"an agent as its own fallback",
+			troupe.ErrorPolicy{FallbackAgents: map[string][]string{"explainer": {"gap_analyzer", "explainer"}}},
+			reg, []string{"fallback_agents.explainer[1]"}, nil,
+		},
+		{"an agent as its own fallback, with a nil agent set", troupe.ErrorPolicy{FallbackAgents: map[string][]string{"a": {"a"}}}, nil, []string{"fallback_agents.a[0]"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,18 +186,20 @@ func TestErrorPolicyJSONFieldNames(t *testing.T) {
 }
 
 // A fallback_agents key is the name of the agent whose failure it covers: one naming no agent
-// (a typo) never applies, so Validate names it, keys in sorted order, in the words route.Rules
-// and the config loader use, and a request's policy is checked the same way.
+// (a typo) never applies, and neither does an agent listed as its own fallback, so Validate
+// names both, keys in sorted order, in the words route.Rules and the config loader use, and a
+// request's policy is checked the same way.
 func TestErrorPolicyValidateFallbackKeys(t *testing.T) {
 	reg := troupe.NewRegistry().MustAdd("explainer", troupe.AgentFunc(nil))
 	p := troupe.ErrorPolicy{FallbackAgents: map[string][]string{
 		"zeta":      {"explainer"},
 		"explaner":  {"explainer"},
-		"explainer": {"ghost"},
+		"explainer": {"ghost", "explainer"},
 	}}
 	type problem struct{ Field, Problem string }
 	want := []problem{
 		{"fallback_agents.explainer[0]", "unknown agent ghost"},
+		{"fallback_agents.explainer[1]", "an agent cannot be its own fallback"},
 		{"fallback_agents", `key: unknown agent "explaner"`},
 		{"fallback_agents", `key: unknown agent "zeta"`},
 	}
@@ -203,8 +212,8 @@ func TestErrorPolicyValidateFallbackKeys(t *testing.T) {
 		var got []problem
 		for _, e := range ves {
 			got = append(got, problem{e.Field, e.Problem})
-			if !errors.Is(e, troupe.ErrUnknownAgent) {
-				t.Errorf("%v does not match ErrUnknownAgent", e)
+			if unknown := strings.Contains(e.Problem, "unknown agent"); errors.Is(e, troupe.ErrUnknownAgent) != unknown {
+				t.Errorf("%v: errors.Is(ErrUnknownAgent) = %v, want %v", e, !unknown, unknown)
 			}
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
