@@ -27,6 +27,11 @@ const (
 	TimeoutSkip       TimeoutAction = "skip_agent"  // record the timeout and go on (default)
 	TimeoutUsePartial TimeoutAction = "use_partial" // use the agent's partial result if it reported one, else skip
 	TimeoutFailFast   TimeoutAction = "fail_fast"   // stop the run
+	// TimeoutOnError handles a timeout as on_error handles a recoverable failure: retried,
+	// then handed to a fallback agent, skipped or failing the run, as on_error says. It is
+	// seed 003's TIMEOUT row ("Retry or route to tutor"), which seed 000's three actions
+	// cannot say.
+	TimeoutOnError TimeoutAction = "on_error"
 )
 
 // WarningAction is seed 000's on_warning.
@@ -129,9 +134,9 @@ func (p *ErrorPolicy) Validate(agents AgentSet) error {
 		bad("on_error", fmt.Sprintf("%q is not one of fail_fast, continue, retry, fallback", p.OnError), nil)
 	}
 	switch p.OnTimeout {
-	case "", TimeoutSkip, TimeoutUsePartial, TimeoutFailFast:
+	case "", TimeoutSkip, TimeoutUsePartial, TimeoutFailFast, TimeoutOnError:
 	default:
-		bad("on_timeout", fmt.Sprintf("%q is not one of fail_fast, skip_agent, use_partial", p.OnTimeout), nil)
+		bad("on_timeout", fmt.Sprintf("%q is not one of fail_fast, skip_agent, use_partial, on_error", p.OnTimeout), nil)
 	}
 	if r := p.MinSuccessRate; r != nil && !(*r >= 0 && *r <= 1) {
 		bad("min_success_rate", fmt.Sprintf("%v is outside [0, 1]", *r), nil)

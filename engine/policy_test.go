@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,6 +213,44 @@ func TestRetryJitterIsSeeded(t *testing.T) {
 		if d < base/2 || d > base*3/2 {
 			t.Errorf("backoff %d = %v, want within ±50%% of %v", i+2, d, base)
 		}
+	}
+}
+
+// on_timeout on_error, seed 003's TIMEOUT ("Retry or route to tutor"): a timed-out dispatch is
+// retried, then handed to its fallback agent, as on_error fallback does with a failure.
+func TestTimeoutHandledAsError(t *testing.T) {
+	var attempts atomic.Int64
+	slow := troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
+		attempts.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	tutor := troupetest.NewScript()
+	eng := newEngine(t, engine.Config{Registry: agents(t, "quiz", opt(slow, troupe.WithTimeout(20*time.Millisecond)), "tutor", tutor),
+		Planner: chain("quiz"), Policy: troupe.ErrorPolicy{OnTimeout: troupe.TimeoutOnError, OnError: troupe.Fallback,
+			Retry: troupe.RetryPolicy{MaxAttempts: 2, Initial: time.Millisecond}, FallbackAgents: map[string][]string{"quiz": {"tutor"}}}})
+	evs := run(t, eng, troupe.Request{Query: "quiz me"})
+	out := outcome(t, evs)
+	if out.Status != troupe.RunCompleted || !cmp.Equal(out.Fallback, map[string]string{"quiz": "tutor"}) {
+		t.Errorf("outcome %s, fallback %v; want completed through the tutor (%+v)", out.Status, out.Fallback, out.Error)
+	}
+	if n := attempts.Load(); n != 2 {
+		t.Errorf("quiz ran %d times, want 2 (max_attempts)", n)
+	}
+	if tutor.Calls() != 1 {
+		t.Errorf("the tutor ran %d times, want once", tutor.Calls())
+	}
+	timeouts := 0
+	for _, r := range results(evs)["quiz"] {
+		if r.Status == troupe.StatusTimeout {
+			timeouts++
+		}
+	}
+	if timeouts != 2 {
+		t.Errorf("%d quiz timeouts recorded, want 2", timeouts)
+	}
+	if rs := troupetest.Find(evs, troupe.KindRetryScheduled, "quiz"); len(rs) != 1 || !strings.Contains(rs[0].Data.(*troupe.RetryScheduled).Reason, "timed out, handled as on_error") {
+		t.Errorf("retry_scheduled events %v, want one saying the timeout was handled as on_error", rs)
 	}
 }
 

@@ -68,7 +68,7 @@ type Action struct {
 //
 //   - cancelled: Skip (the run is ending anyway).
 //   - timeout: on_timeout fail_fast → FailRun; use_partial with a partial result → UsePartial;
-//     otherwise Skip.
+//     on_error → as a recoverable failure (the rules below); otherwise Skip.
 //   - failed, on_error retry or fallback, recoverable, attempts left → Retry with backoff.
 //   - failed, on_error fallback, fallback enabled, an untried fallback agent → Fallback.
 //   - failed, on_error continue → Skip.
@@ -86,9 +86,19 @@ func Decide(p *troupe.ErrorPolicy, f Failure, rnd uint64) Action {
 				return Action{Kind: UsePartial, Reason: "timed out; using the partial result it reported (on_timeout use_partial)"}
 			}
 			return Action{Kind: Skip, Reason: "timed out with no partial result; skipping (on_timeout use_partial)"}
+		case troupe.TimeoutOnError:
+			f.Recoverable = true // another attempt, or another agent, may well be in time
+			a := decideFailure(p, f, rnd)
+			a.Reason = "timed out, handled as on_error (on_timeout on_error): " + a.Reason
+			return a
 		}
 		return Action{Kind: Skip, Reason: "timed out; skipping (on_timeout skip_agent)"}
 	}
+	return decideFailure(p, f, rnd)
+}
+
+// decideFailure applies on_error to a failure.
+func decideFailure(p *troupe.ErrorPolicy, f Failure, rnd uint64) Action {
 	onErr := p.Error()
 	retryable := f.Recoverable && f.Attempt < p.Retry.Attempts()
 	if retryable && f.RetryAfter > maxBackoff(p.Retry) {

@@ -25,6 +25,11 @@ func TestDecide(t *testing.T) {
 		{"timeout, use_partial with a partial", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutUsePartial}, policy.Failure{Status: troupe.StatusTimeout, HasPartial: true}, policy.UsePartial, ""},
 		{"timeout, use_partial without one", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutUsePartial}, policy.Failure{Status: troupe.StatusTimeout}, policy.Skip, ""},
 		{"timeouts are not retried", troupe.ErrorPolicy{OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusTimeout, Recoverable: true, Attempt: 1}, policy.Skip, ""},
+		// on_timeout on_error: seed 003's TIMEOUT, "Retry or route to tutor".
+		{"timeout, on_error retry", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutOnError, OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusTimeout, Attempt: 1}, policy.Retry, ""},
+		{"timeout, on_error fallback after retries", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutOnError, OnError: troupe.Fallback}, policy.Failure{Status: troupe.StatusTimeout, Attempt: 3, Fallbacks: []string{"tutor"}}, policy.Fallback, "tutor"},
+		{"timeout, on_error continue", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutOnError, OnError: troupe.Continue}, policy.Failure{Status: troupe.StatusTimeout, Attempt: 1}, policy.Skip, ""},
+		{"timeout, on_error fail_fast", troupe.ErrorPolicy{OnTimeout: troupe.TimeoutOnError}, policy.Failure{Status: troupe.StatusTimeout, Attempt: 1, Fallbacks: fbs}, policy.FailRun, ""},
 		{"failed, default fail_fast", troupe.ErrorPolicy{}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 1, Fallbacks: fbs}, policy.FailRun, ""},
 		{"failed, continue", troupe.ErrorPolicy{OnError: troupe.Continue}, policy.Failure{Status: troupe.StatusFailed, Attempt: 1}, policy.Skip, ""},
 		{"retry, recoverable, attempts left", troupe.ErrorPolicy{OnError: troupe.Retry}, policy.Failure{Status: troupe.StatusFailed, Recoverable: true, Attempt: 2}, policy.Retry, ""},
@@ -207,5 +212,14 @@ func TestJudge(t *testing.T) {
 				t.Error("a failing verdict without a reason")
 			}
 		})
+	}
+}
+
+// A timeout on_timeout on_error hands on says so, and what on_error made of it.
+func TestDecideTimeoutAsErrorSaysSo(t *testing.T) {
+	p := troupe.ErrorPolicy{OnTimeout: troupe.TimeoutOnError, OnError: troupe.Fallback, Retry: troupe.RetryPolicy{MaxAttempts: 1}}
+	a := policy.Decide(&p, policy.Failure{Status: troupe.StatusTimeout, Attempt: 1, Fallbacks: []string{"tutor"}}, 0)
+	if want := "timed out, handled as on_error (on_timeout on_error): falling back to tutor (on_error fallback)"; a.Reason != want {
+		t.Errorf("reason %q, want %q", a.Reason, want)
 	}
 }

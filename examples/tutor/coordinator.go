@@ -62,7 +62,9 @@ func Coordinator() *route.Rules {
 		},
 		// Seed 003 names no fallback agents; these follow its shared error table, which says
 		// what the coordinator should do when an agent fails:
-		//   TIMEOUT       "Retry or route to tutor": every other agent falls back to the tutor.
+		//   TIMEOUT       "Retry or route to tutor": every other agent falls back to the tutor,
+		//                 which the session's policy applies to timeouts too (on_timeout
+		//                 on_error; seed 000's on_timeout alone would skip the agent).
 		//   STATE_MISSING "Run diagnostic first": the tutor reads learner_level and
 		//                 prerequisite_gaps, which only the diagnostic writes, so it falls back
 		//                 to the diagnostic.

@@ -150,11 +150,12 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if seed == 0 {
 		seed = 1
 	}
-	// Seed 003's error table: STATE_MISSING → run diagnostic first. The coordinator's own
-	// fallbacks go first (tutor → diagnostic, the others → tutor); the diagnostic is every
-	// other agent's last resort (ErrorPolicy.Validate refuses an agent as its own fallback, as
-	// the config loader refuses it in troupe.yaml).
-	policy := troupe.ErrorPolicy{OnError: troupe.Fallback, FallbackAgents: map[string][]string{}}
+	// Seed 003's error table: STATE_MISSING → run diagnostic first; TIMEOUT → retry or route
+	// to the tutor (on_timeout on_error: a timeout is retried, then falls back, as an error
+	// does). The coordinator's own fallbacks go first (tutor → diagnostic, the others →
+	// tutor); the diagnostic is every other agent's last resort (ErrorPolicy.Validate refuses
+	// an agent as its own fallback, as the config loader refuses it in troupe.yaml).
+	policy := troupe.ErrorPolicy{OnError: troupe.Fallback, OnTimeout: troupe.TimeoutOnError, FallbackAgents: map[string][]string{}}
 	for _, n := range Agents() {
 		if n != "diagnostic" {
 			policy.FallbackAgents[n] = []string{"diagnostic"}
