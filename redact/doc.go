@@ -6,7 +6,8 @@
 // webhook URL carries in its path (Slack's hooks.slack.com/services/T…/B…/<secret>, its
 // workflows' and triggers'; Discord's /api/webhooks/<id>/<token>) and a Telegram bot's token
 // in its API URL (/bot<id>:<token>/sendMessage), the rest of the URL kept, API keys of
-// well-known shapes (AWS key ids, GitHub, GitLab, Slack, Stripe, OpenAI-style sk-, JWTs), the
+// well-known shapes (AWS key ids, GitHub, GitLab, Slack, Stripe, OpenAI's sk- and sk-proj-,
+// Anthropic's sk-ant-, JWTs), the
 // name=value pairs of Cookie and Set-Cookie headers, key=value secrets (FOO_API_KEY=…,
 // PGPASSWORD=…, ;Pwd=… in a connection string; in a URL query the secret parameter's value
 // alone, the others kept), email addresses (not file names such as icon@2x.png),

@@ -76,7 +76,12 @@ func Builtin() []Rule {
 		// A Telegram bot's token in its API URL (…/bot<id>:<secret>/sendMessage): the secret.
 		{Name: "bot_token", Pattern: regexp.MustCompile(`\b((?i:api\.telegram\.org)/(?:file/)?bot\d+:)[A-Za-z0-9_-]{20,}`),
 			Replacement: "${1}[REDACTED:bot_token]"},
-		{Name: "api_key", Pattern: regexp.MustCompile(`\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // OpenAI, Anthropic
+		// OpenAI's project, service-account and admin keys and Anthropic's keys, whose bodies
+		// mix '_' and '-' anywhere, come first: the generic sk- shape after them could match
+		// only a part of one and leave the rest.
+		{Name: "api_key", Pattern: regexp.MustCompile(`\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}` + // OpenAI
+			`|\bsk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}` + // Anthropic (sk-ant-api03-…, sk-ant-admin01-…)
+			`|\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{16,}` + // other sk- keys
 			`|\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}` + // Stripe (not pk_: a primary key's name)
 			`|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b` + // AWS access key id, long-lived and temporary
 			`|\bgh[pousr]_[A-Za-z0-9]{36,}` + // GitHub tokens

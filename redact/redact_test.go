@@ -18,6 +18,12 @@ func TestString(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"Authorization: Bearer abc.DEF-123_456~xyz=", "Authorization: [REDACTED:bearer]"},
 		{"key sk-proj-abcdefghijklmnop1234 here", "key [REDACTED:api_key] here"},
+		// Real keys' bodies mix '_' and '-': redacted whole, not in part.
+		{`{"error":"Incorrect API key provided: sk-proj-AbC_dEf-GhIjKlMnOpQrStUvWxYz0123456789"}`, `{"error":"Incorrect API key provided: [REDACTED:api_key]"}`},
+		{"key sk-proj-AAAAAAAAAAAAAAAAAAAA_x-yyy end", "key [REDACTED:api_key] end"},
+		{"x-api-key: sk-ant-api03-AbCdEf_GhIj-KlMnOpQrStUvWx-yz0123456789-AA.", "x-api-key: [REDACTED:api_key]."},
+		{"sk-svcacct-Ab_Cd-EfGhIjKlMnOpQrStUvWxYz", "[REDACTED:api_key]"},
+		{"uses sk-learn-style names and scikit-learn", "uses sk-learn-style names and scikit-learn"},
 		{"aws AKIAIOSFODNN7EXAMPLE", "aws [REDACTED:api_key]"},
 		{"gh ghp_" + strings.Repeat("a", 36), "gh [REDACTED:api_key]"},
 		{"google AIza" + strings.Repeat("B", 35), "google [REDACTED:api_key]"},
@@ -169,6 +175,8 @@ func FuzzString(f *testing.F) {
 	r := redact.MustNew(redact.Config{})
 	reference := patternsAlone
 	f.Add("xoxb-1234567890")
+	f.Add("sk-proj-AbC_dEf-GhIjKlMnOpQrStUvWxYz0123456789")
+	f.Add("sk-ant-api03-AbCdEf_GhIj-KlMnOpQrStUvWx-yz0123456789-AA")
 	f.Add("token=abcd")
 	f.Add("BeArEr 12345678")
 	f.Add("AIza" + strings.Repeat("z", 35))
