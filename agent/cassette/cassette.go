@@ -133,7 +133,7 @@ func New(path string, cfg Config) (*Cassette, error) {
 	}
 	c.pending = make(map[string][]int)
 	for i, in := range c.file.Interactions {
-		k := c.red.key(in.Request.Method, in.Request.URL, in.Request.Body.bytes())
+		k := c.red.key(in.Request.Method, sortedQuery(in.Request.URL), in.Request.Body.bytes())
 		c.pending[k] = append(c.pending[k], i)
 	}
 	return c, nil
@@ -242,7 +242,8 @@ var ErrNoMatch = errors.New("cassette: no recorded exchange matches")
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := t.c
-	body, err := readBody(req, c.max)
+	red := c.red.withSent(req)
+	body, err := readBody(req, c.max, red.url)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +259,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	red := c.red.withSent(req)
 	in := &Interaction{Request: Request{
 		Method:  req.Method,
 		URL:     red.url(req.URL),
@@ -270,17 +270,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-func readBody(req *http.Request, limit int64) ([]byte, error) {
+// readBody reads a request's body, up to limit bytes. Its errors name the request's URL as
+// shown gives it, secrets stripped: they reach events and logs.
+func readBody(req *http.Request, limit int64, shown func(*url.URL) string) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil
 	}
 	defer req.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("cassette: reading the body of %s %s: %w", req.Method, req.URL, err)
+		return nil, fmt.Errorf("cassette: reading the body of %s %s: %w", req.Method, shown(req.URL), err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("cassette: the body of %s %s is over %d bytes", req.Method, req.URL, limit)
+		return nil, fmt.Errorf("cassette: the body of %s %s is over %d bytes", req.Method, shown(req.URL), limit)
 	}
 	return b, nil
 }
@@ -511,6 +513,18 @@ func (r *redactor) text(s string) string {
 	return s
 }
 
+// sortedQuery is a recorded URL with its query parameters sorted, as url gives a request's, so
+// that a URL edited by hand matches whatever order its parameters were written in; a URL that
+// does not parse is left as it is.
+func sortedQuery(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.RawQuery == "" {
+		return s
+	}
+	u.RawQuery = u.Query().Encode()
+	return u.String()
+}
+
 func (r *redactor) url(u *url.URL) string {
 	v := *u
 	v.User = nil
@@ -574,6 +588,14 @@ func (r *redactor) body(ctype string, b []byte, stream bool) Body {
 	}
 	if utf8.Valid(b) {
 		return Body{Text: r.text(string(b))}
+	}
+	// Not text, but a server may still echo a key in it (a 401 in Latin-1): the secrets go,
+	// as from text, before the bytes are encoded.
+	for _, v := range r.sent {
+		b = bytes.ReplaceAll(b, []byte(v), []byte(Redacted))
+	}
+	for _, re := range r.patterns {
+		b = re.ReplaceAll(b, []byte(Redacted))
 	}
 	return Body{Base64: base64.StdEncoding.EncodeToString(b)}
 }
