@@ -187,11 +187,25 @@ func TestCausalImpactRecoversPlantedEffect(t *testing.T) {
 	if c := *r.Confidence; c > 0.8+1e-9 || c < 0.5 {
 		t.Errorf("confidence %v: want at most 0.8 (three placebos) and well above a coin toss", c)
 	}
+	// Only the Midwest has a planted effect. Asked about another region, the agent leaves the
+	// Midwest out of the controls (its own drop would read as the other's rise) and finds no
+	// significant change at the Midwest's week.
 	for _, other := range []string{"Northeast", "South", "West"} {
 		parsed := map[string]any{"intent": "causal", "brands": []string{"Kisqali"}, "regions": []string{other}}
 		r := call(t, reg, "causal_impact", newDispatch("causal_impact", parsed))
-		if rel := num(t, r.AgentResult, "causal_effect", "relative_effect"); math.Abs(rel) > 0.06 {
-			t.Errorf("%s: effect %v; only the Midwest has a planted effect", other, rel)
+		ce := r.AgentResult["causal_effect"].(map[string]any)
+		rel, lo, hi := num(t, ce, "relative_effect"), num(t, ce, "ci_low"), num(t, ce, "ci_high")
+		if math.Abs(rel) > 0.03 || lo > 0 || hi < 0 {
+			t.Errorf("%s: effect %v (95%% CI %v to %v); want no significant change", other, rel, lo, hi)
+		}
+		if left, _ := ce["controls_left_out"].(map[string]any); left["Midwest"] == nil || slices.Contains(ce["control_regions"].([]string), "Midwest") {
+			t.Errorf("%s: controls %v, left out %v; want the Midwest left out", other, ce["control_regions"], ce["controls_left_out"])
+		}
+		if got := num(t, ce, "change_week"); got < 17 || got > 19 {
+			t.Errorf("%s: change week %v, want the Midwest's, 18, give or take a week of noise", other, got)
+		}
+		if !strings.Contains(r.Summary(), "shows no significant change from week ") || !strings.Contains(r.Summary(), "the Midwest (placebo t = ") {
+			t.Errorf("%s: summary %q", other, r.Summary())
 		}
 	}
 }

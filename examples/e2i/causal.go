@@ -1,8 +1,10 @@
 package e2i
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -137,8 +139,43 @@ func (e *did) record() map[string]any {
 	}
 }
 
+// screened estimates the change in region against the other regions, leaving out of the
+// controls any region that changed itself around the same week: one whose own placebo
+// estimate, against the remaining controls, is significant (|t| ≥ 2) and larger than the
+// target's. Kept in, a control's own drop reads as the target's rise. The estimate is made
+// again without it, at the week first found. It returns the estimate and the placebo t of each
+// region left out.
+func (ds *Dataset) screened(brand, region, kpi string) (did, map[string]float64) {
+	controls := ds.others(region)
+	e := ds.diffInDiff(brand, region, kpi, controls, 0, 1, Deciles)
+	var out map[string]float64
+	for len(controls) > 1 {
+		worst, worstT := "", 0.0
+		for _, c := range controls {
+			donors := slices.DeleteFunc(slices.Clone(controls), func(r string) bool { return r == c })
+			t := ds.diffInDiff(brand, c, kpi, donors, e.changeWeek, 1, Deciles).cmp.T
+			if math.Abs(t) >= 2 && math.Abs(t) > math.Abs(e.cmp.T) && math.Abs(t) > math.Abs(worstT) {
+				worst, worstT = c, t
+			}
+		}
+		if worst == "" {
+			break
+		}
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[worst] = worstT
+		controls = slices.DeleteFunc(controls, func(r string) bool { return r == worst })
+		// At the same week: the change the data shows there, which the question is about.
+		e = ds.diffInDiff(brand, region, kpi, controls, e.changeWeek, 1, Deciles)
+	}
+	return e, out
+}
+
 // causalImpact estimates the effect behind a change in a KPI: a difference-in-differences of
-// the region asked about against the other regions, around the change point found in the data.
+// the region asked about against the other regions (those that did not change themselves, see
+// screened), around the change point found in the data. An estimate whose 95% interval holds
+// zero is reported as no significant change.
 // With no region asked about it estimates every region and reports the one whose change is
 // most significant. Its confidence is the estimate's (see diffInDiff) times the
 // rule-of-succession share of placebo regions whose |t| it exceeds.
@@ -155,15 +192,16 @@ func (ds *Dataset) causalImpact(ctx context.Context, d *troupe.Dispatch) (*troup
 		candidates = candidates[:1]
 	}
 	var best did
+	var leftOut map[string]float64
 	scanned := map[string]any{}
 	for i, r := range candidates {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		e := ds.diffInDiff(s.brand, r, s.kpi, ds.others(r), 0, 1, Deciles)
+		e, out := ds.screened(s.brand, r, s.kpi)
 		scanned[r] = round(e.rel, 4)
 		if i == 0 || math.Abs(e.cmp.T) > math.Abs(best.cmp.T) {
-			best = e
+			best, leftOut = e, out
 		}
 	}
 	// Placebos in space: each control region, treated as if it had changed in the same week,
@@ -188,10 +226,27 @@ func (ds *Dataset) causalImpact(ctx context.Context, d *troupe.Dispatch) (*troup
 	if best.rel > 0 {
 		dir, net = "rose", "gained"
 	}
-	summary := fmt.Sprintf("%s %s in the %s %s %s from week %d against the %s (95%% CI %s to %s, t = %.1f, beyond %d of %d placebos): %s %s a week %s, %s in all",
-		s.brand, s.kpi, best.region, dir, pct(math.Abs(best.rel)), best.changeWeek, list(best.controls),
-		pct(best.lo), pct(best.hi), best.cmp.T, beaten, len(best.controls), units(math.Abs(best.perWeek)), s.kpi, net,
-		units(math.Abs(best.total)))
+	var summary string
+	if best.lo <= 0 && best.hi >= 0 {
+		summary = fmt.Sprintf("%s %s in the %s shows no significant change from week %d against the %s (%s%s, 95%% CI %s to %s, t = %.1f)",
+			s.brand, s.kpi, best.region, best.changeWeek, list(best.controls), sign(best.rel), pct(math.Abs(best.rel)), pct(best.lo), pct(best.hi), best.cmp.T)
+	} else {
+		summary = fmt.Sprintf("%s %s in the %s %s %s from week %d against the %s (95%% CI %s to %s, t = %.1f, beyond %d of %d placebos): %s %s a week %s, %s in all",
+			s.brand, s.kpi, best.region, dir, pct(math.Abs(best.rel)), best.changeWeek, list(best.controls),
+			pct(best.lo), pct(best.hi), best.cmp.T, beaten, len(best.controls), units(math.Abs(best.perWeek)), s.kpi, net,
+			units(math.Abs(best.total)))
+	}
+	if len(leftOut) > 0 {
+		names := slices.SortedFunc(maps.Keys(leftOut), func(a, b string) int { return cmp.Compare(math.Abs(leftOut[b]), math.Abs(leftOut[a])) })
+		left := map[string]any{}
+		var parts []string
+		for _, n := range names {
+			left[n] = round(leftOut[n], 2)
+			parts = append(parts, fmt.Sprintf("the %s (placebo t = %.1f)", n, leftOut[n]))
+		}
+		rec["controls_left_out"] = left
+		summary += "; left out of the controls, as it changed itself: " + list(parts)
+	}
 	out := map[string]any{
 		"brand":         s.brand,
 		"region":        best.region,
@@ -313,4 +368,15 @@ func (ds *Dataset) mostChanged(brand, kpi string) string {
 		}
 	}
 	return best
+}
+
+// sign is "+" for a rise, "−" for a fall, "" for none.
+func sign(f float64) string {
+	switch {
+	case f > 0:
+		return "+"
+	case f < 0:
+		return "−"
+	}
+	return ""
 }
