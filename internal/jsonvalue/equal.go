@@ -138,7 +138,9 @@ func jsonValue(v any) any {
 		return number{k: numInt, i: rv.Int()}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return uintNumber(rv.Uint())
-	case reflect.Float32, reflect.Float64:
+	case reflect.Float32:
+		return number{k: numFloat, f: float32Value(rv.Float())} // a named float32, as float32 is
+	case reflect.Float64:
 		return number{k: numFloat, f: rv.Float()}
 	case reflect.Slice:
 		if rv.IsNil() {
@@ -268,10 +270,7 @@ func toNumber(v any) (number, bool) {
 	case json.Number:
 		return parseNumber(x)
 	case float32:
-		// encoding/json writes a float32 as its shortest 32-bit decimal (float32(0.1) as
-		// 0.1), so that decimal, read as a float64, is the JSON value.
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
-		return number{k: numFloat, f: f}, true
+		return number{k: numFloat, f: float32Value(float64(x))}, true
 	case int32:
 		return number{k: numInt, i: int64(x)}, true
 	case int16:
@@ -385,4 +384,11 @@ func AsObject(v any) (map[string]any, bool) {
 	}
 	m, ok := jsonValue(v).(map[string]any)
 	return m, ok && m != nil
+}
+
+// float32Value is the JSON value of a float32 (held in f): encoding/json writes a float32 as its
+// shortest 32-bit decimal (float32(0.1) as 0.1), so that decimal, read as a float64, is it.
+func float32Value(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', -1, 32), 64)
+	return v
 }

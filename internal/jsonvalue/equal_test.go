@@ -9,6 +9,9 @@ import (
 	"github.com/troupehq/troupe/internal/jsonvalue"
 )
 
+// score is a named float32, compared as the float32 it is.
+type score float32
+
 func TestEqual(t *testing.T) {
 	cases := []struct {
 		name string
@@ -18,6 +21,8 @@ func TestEqual(t *testing.T) {
 		{"int and float", 1, 1.0, true},
 		{"int64 and json.Number", int64(7), json.Number("7"), true},
 		{"float32 as JSON writes it", float32(0.1), 0.1, true},
+		{"a named float32 as JSON writes it", score(0.1), 0.1, true},
+		{"named float32s in a slice", []score{0.1, 0.7}, []any{0.1, 0.7}, true},
 		{"large integers exactly", uint64(math.MaxUint64), json.Number("18446744073709551615"), true},
 		{"close but different", 0.1, 0.1000001, false},
 		{"number and string", 1, "1", false},

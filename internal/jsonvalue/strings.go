@@ -43,8 +43,10 @@ func StringOrStrings(v any) (_ []string, ok bool) {
 }
 
 // Brief is v as JSON, or as fmt prints it when it has none, cut to n characters (runes), the
-// last of them "…" when cut: a value quoted in a message, which may be a whole result.
+// last of them "…" when cut: a value quoted in a message, which may be a whole result. An n
+// under 1 is taken as 1: a cut value is at least its "…".
 func Brief(v any, n int) string {
+	n = max(n, 1)
 	s := fmt.Sprint(v)
 	if b, err := json.Marshal(v); err == nil {
 		s = string(b)

@@ -67,6 +67,8 @@ func TestBrief(t *testing.T) {
 		{"short", 40, `"short"`},
 		{map[string]int{"a": 1}, 40, `{"a":1}`},
 		{strings.Repeat("é", 50), 10, `"éééééééé…`},
+		{"hello", 1, "…"},
+		{"hello", 0, "…"}, // no room: the mark that it was cut, not a panic
 		{make(chan int), 4, "0x…"},
 	} {
 		got := jsonvalue.Brief(c.v, c.n)
