@@ -150,7 +150,8 @@ func Last(evs []troupe.Event) troupe.Event {
 
 // CheckLog reports every broken invariant of a complete run log (from seq 1): sequence numbers
 // dense from 1, one run id, a context with the run's trace id on every event, at most one
-// terminal event and nothing after it, INITIALIZE first. Every dispatch_started is answered by
+// terminal event (known by its stage or its kind, which must agree) and nothing after it,
+// INITIALIZE first. Every dispatch_started is answered by
 // exactly one dispatch_completed or dispatch_failed for the same dispatch id, later in the log;
 // only a log that has not ended (paused, or cut short) may leave dispatches unanswered. A log
 // that stops without a terminal event passes — it may be read part way, or cut on purpose —:
@@ -209,6 +210,11 @@ func endKind(s troupe.Stage) (troupe.Kind, bool) {
 	return "", false
 }
 
+// terminalKind reports whether k is the kind of a run's terminal event.
+func terminalKind(k troupe.Kind) bool {
+	return k == troupe.KindRunCompleted || k == troupe.KindRunFailed || k == troupe.KindRunCancelled
+}
+
 // LogProblems is CheckLog's findings as values.
 func LogProblems(evs []troupe.Event) []string {
 	var out []string
@@ -241,7 +247,12 @@ func LogProblems(evs []troupe.Event) []string {
 		if terminal >= 0 {
 			out = append(out, fmt.Sprintf("event %d (%s) follows terminal event %d", ev.Seq, ev.Kind, terminal+1))
 		}
-		if ev.Stage.Terminal() {
+		if end := terminalKind(ev.Kind); ev.Stage.Terminal() || end {
+			// Seen by its stage or by its kind, one terminal event either way: a run_failed
+			// at stage execute ends the run as surely as one at stage failed, and is wrong.
+			if want, _ := endKind(ev.Stage); !end || ev.Kind != want {
+				out = append(out, fmt.Sprintf("event %d is %s at stage %s: a run ends in run_completed at complete, run_failed at failed or run_cancelled at cancelled", ev.Seq, ev.Kind, ev.Stage))
+			}
 			terminal = i
 		}
 		switch ev.Kind {

@@ -69,6 +69,11 @@ func TestLogProblems(t *testing.T) {
 			[]string{`event 2 (dispatch_completed) answers dispatch "d1", which is not running`}},
 		{"dispatch started twice", logOf(initEv, started("d1"), started("d1"), completed("d1"), doneEv),
 			[]string{`event 3 starts dispatch "d1" again`}},
+		// A terminal kind at another stage ends the run all the same, and is wrong.
+		{"a run_failed at stage execute, then more", logOf(initEv, ev{stage: troupe.StageExecute, kind: troupe.KindRunFailed}, planEv, doneEv),
+			[]string{"event 2 is run_failed at stage execute", "event 3 (plan_created) follows terminal event 2", "event 4 (run_completed) follows terminal event 2"}},
+		{"a terminal stage with another kind", logOf(initEv, ev{stage: troupe.StageComplete, kind: troupe.KindRunFailed}),
+			[]string{"event 2 is run_failed at stage complete"}},
 		{"another trace id", logOf(initEv, ev{stage: troupe.StagePlan, kind: troupe.KindPlanCreated, trace: "trace-2"}, doneEv),
 			[]string{`event 2 (plan_created) has trace id "trace-2", want the run's "trace-1"`}},
 	}
@@ -107,7 +112,7 @@ func TestFinishedLogProblems(t *testing.T) {
 		{"resumed and stopped", logOf(initEv, pausedEv, resumedEv), []string{"log ends in event 3 (initialize run_resumed)"}},
 		{"two terminal events", logOf(initEv, doneEv, failedEv), []string{"event 3 (run_failed) follows terminal event 2"}},
 		{"terminal stage, other kind", logOf(initEv, ev{stage: troupe.StageComplete, kind: troupe.KindRunAggregated}),
-			[]string{"log ends in event 2 at stage complete with kind run_aggregated, want run_completed"}},
+			[]string{"event 2 is run_aggregated at stage complete", "log ends in event 2 at stage complete with kind run_aggregated, want run_completed"}},
 		{"empty", nil, []string{"empty log"}},
 	}
 	for _, tt := range tests {
