@@ -47,7 +47,8 @@ type Scope interface {
 	// Go runs job after delay. Its Run gets a context that is cancelled at deadline (zero: no
 	// deadline) or when the scope's context is cancelled. Done is called exactly once: after Run
 	// returns, or when the deadline passes first (expired = true); Run may then still be running
-	// but its outcome must be ignored. Done may call Go.
+	// but its outcome must be ignored. A deadline that passes while the job waits out its delay
+	// has passed first: the job expires without running. Done may call Go.
 	Go(job Job, delay time.Duration, deadline time.Time)
 	// Wait returns once every job's Done has been called and every Run that has not expired has
 	// returned.

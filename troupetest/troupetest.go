@@ -74,6 +74,9 @@ func Block(release <-chan struct{}, ignoreCtx bool) Step {
 }
 
 // Clock is a fake clock for executors: it stands still until Advance. Safe for concurrent use.
+// It fixes the times a run records (timestamps, durations, budgets measured on it); it does not
+// drive the local executor's timers: a job's deadline still passes in real time, so Advance
+// does not expire a running job.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -361,6 +361,20 @@ func testDelay(t *testing.T, e troupe.Executor) {
 		}
 		p.check(t, "delayed job")
 	})
+	t.Run("deadline passing during the delay", func(t *testing.T) {
+		s := e.Scope(t.Context())
+		p := newProbe(nil)
+		s.Go(p, 2*Short, e.Now().Add(Short))
+		if expired := Recv(t, p.dones, "Done"); !expired {
+			t.Error("Done(false) for a job whose deadline passed before its delay ended")
+		}
+		Wait(t, s)
+		drain(t, e)
+		if closed(p.started) {
+			t.Error("Run started after the job's deadline had passed")
+		}
+		p.check(t, "delayed job past its deadline")
+	})
 	t.Run("long delay", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()

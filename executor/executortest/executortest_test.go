@@ -54,6 +54,11 @@ func (s *refScope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
+				if !deadline.IsZero() && !time.Now().Before(deadline) {
+					j.Done(true) // its deadline passed while it waited: it expires unrun
+					s.wg.Done()
+					return
+				}
 			case <-s.ctx.Done():
 				t.Stop()
 			}

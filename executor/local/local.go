@@ -22,7 +22,9 @@ import (
 
 // Config configures an Executor. The zero value is ready to use.
 type Config struct {
-	// Clock returns the current time; nil means time.Now.
+	// Clock returns the current time; nil means time.Now. Deadlines are kept by real timers,
+	// set for the time between Clock's now and the deadline: a fake clock that jumps does not
+	// fire them.
 	Clock func() time.Time
 	// Entropy returns seeds for runs without one; nil means math/rand/v2's runtime-seeded source.
 	Entropy func() uint64
@@ -207,8 +209,16 @@ func (s *scope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
 				s.mu.Lock()
 				_, still := s.delayed[jb]
 				delete(s.delayed, jb)
+				// A deadline that passed while the job waited out its delay has passed first:
+				// the job expires without running, rather than starting with a live context.
+				late := still && !s.cancelled && !jb.deadline.IsZero() && !jb.deadline.After(s.e.clock())
 				s.mu.Unlock()
-				if still {
+				switch {
+				case late:
+					jb.state.Store(stateDone)
+					jb.ctx.cancel(context.DeadlineExceeded)
+					jb.j.Done(true) // the delay's share of the scope holds it open meanwhile
+				case still:
 					s.enqueue(jb)
 				}
 				s.active.Done()
