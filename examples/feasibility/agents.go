@@ -2,11 +2,13 @@ package feasibility
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed" // the judge schema
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +30,9 @@ func JudgeSchema() []byte { return bytes.Clone(judgeSchema) }
 
 // ProposalOf finds the proposal a dispatch asks about: parsed_query "proposal" (an object with
 // Proposal's fields), else parsed_query "case" or a case id in the query text (in any case,
-// with spaces or hyphens between its words), among the shipped cases.
+// with spaces or hyphens between its words), among the shipped cases. A budget ("10k",
+// "1,500k") or a deadline ("2 weeks") the query text states replaces the case's own: the
+// question is answered for the limits it asks about.
 func (ds *Dataset) ProposalOf(d *troupe.Dispatch) (Proposal, error) {
 	if v, ok := d.ParsedQuery["proposal"]; ok {
 		b, err := json.Marshal(v)
@@ -58,6 +62,17 @@ func (ds *Dataset) ProposalOf(d *troupe.Dispatch) (Proposal, error) {
 		}
 	}
 	p, ok := ds.Case(id)
+	if ok {
+		if budget, weeks := statedLimits(d.Query); budget > 0 || weeks > 0 {
+			if budget > 0 {
+				p.BudgetK = budget
+			}
+			if weeks > 0 {
+				p.DeadlineWeeks = weeks
+			}
+			p.Question = strings.TrimSpace(d.Query) // what was asked, limits and all
+		}
+	}
 	if !ok {
 		var ids []string
 		for _, c := range ds.Cases {
@@ -68,6 +83,39 @@ func (ds *Dataset) ProposalOf(d *troupe.Dispatch) (Proposal, error) {
 			FallbackAction: "ask user to clarify"}
 	}
 	return p, nil
+}
+
+// Limits a question states: a budget in thousands ("10k", "1,500k", "$400k") and a deadline in
+// weeks ("2 weeks", "56-week").
+var (
+	budgetRE = regexp.MustCompile(`(?i)\$?\b(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*k\b`)
+	weeksRE  = regexp.MustCompile(`(?i)\b(\d+(?:\.\d+)?)[\s-]*weeks?\b`)
+)
+
+// statedLimits returns the budget (in thousands) and the deadline (in weeks) q states, 0 for
+// one it does not state. Each is taken when q states it once; stated twice, differently, it is
+// not taken (0), as the question does not say which it means.
+func statedLimits(q string) (budgetK, weeks float64) {
+	one := func(re *regexp.Regexp, value func(m []string) float64) float64 {
+		var v float64
+		for i, m := range re.FindAllStringSubmatch(q, -1) {
+			x := value(m)
+			if i > 0 && x != v {
+				return 0
+			}
+			v = x
+		}
+		return v
+	}
+	budgetK = one(budgetRE, func(m []string) float64 {
+		f, _ := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", "")+"."+cmp.Or(m[2], "0"), 64)
+		return f
+	})
+	weeks = one(weeksRE, func(m []string) float64 {
+		f, _ := strconv.ParseFloat(m[1], 64)
+		return f
+	})
+	return budgetK, weeks
 }
 
 // words returns s's words in lower case, each between single spaces.

@@ -205,6 +205,45 @@ func TestProposalOfQueryText(t *testing.T) {
 	}
 }
 
+// A budget or a deadline the question states replaces the case's own, so the answer is for
+// the limits asked about; each shipped case's own question states its own limits.
+func TestProposalOfStatedLimits(t *testing.T) {
+	ds := feasibility.DefaultDataset()
+	for _, c := range ds.Cases {
+		d := troupe.NewDispatch()
+		d.Query = c.Question
+		p, err := ds.ProposalOf(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.BudgetK != c.BudgetK || p.DeadlineWeeks != c.DeadlineWeeks {
+			t.Errorf("%s: its own question %q reads as %gk and %g weeks, want %gk and %g weeks", c.ID, c.Question, p.BudgetK, p.DeadlineWeeks, c.BudgetK, c.DeadlineWeeks)
+		}
+	}
+	crm, _ := ds.Case("crm-rollout")
+	for _, tc := range []struct {
+		query         string
+		budget, weeks float64
+	}{
+		{"Is crm-rollout feasible within 10k and 2 weeks?", 10, 2},
+		{"CRM rollout for $250k?", 250, crm.DeadlineWeeks},
+		{"crm-rollout in a 12-week window", crm.BudgetK, 12},
+		{"crm-rollout: 1,500.5k", 1500.5, crm.DeadlineWeeks},
+		{"crm-rollout for 10k or 20k?", crm.BudgetK, crm.DeadlineWeeks}, // which one? neither
+	} {
+		d := troupe.NewDispatch()
+		d.Query = tc.query
+		p, err := ds.ProposalOf(d)
+		if err != nil {
+			t.Errorf("%q: %v", tc.query, err)
+			continue
+		}
+		if p.ID != crm.ID || p.BudgetK != tc.budget || p.DeadlineWeeks != tc.weeks {
+			t.Errorf("%q: %s with %gk and %g weeks, want crm-rollout with %gk and %g weeks", tc.query, p.ID, p.BudgetK, p.DeadlineWeeks, tc.budget, tc.weeks)
+		}
+	}
+}
+
 // TestDecideTieIsNotAMajority: with as many judges finding the proposal feasible as not, the
 // justification says they split evenly and that the tie reads as infeasible; it does not claim
 // a majority the votes do not have.
