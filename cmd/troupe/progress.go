@@ -395,10 +395,11 @@ func mark(status string) string {
 }
 
 // resultDetail says what a result is in a few words: its confidence and summary, or its error.
+// It is one line, as each step is: an error quoting an agent's stderr has its line breaks.
 func resultDetail(r *troupe.Result) string {
 	if r.Status != troupe.StatusCompleted {
 		if len(r.Errors) > 0 {
-			return r.Errors[0].Code + " " + r.Errors[0].Message
+			return r.Errors[0].Code + " " + oneLine(r.Errors[0].Message)
 		}
 		return ""
 	}

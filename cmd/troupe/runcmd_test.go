@@ -802,3 +802,26 @@ func TestBundleQuorumFromFile(t *testing.T) {
 		}
 	}
 }
+
+// Piped, each step is one line: a failed agent's stderr of several lines, which its error
+// quotes, is folded onto its ✗ line, as the status line folds it.
+func TestRunFailureOnOneLine(t *testing.T) {
+	dir := writeConfig(t, "version: 1\nagents:\n  fails:\n    kind: exec\n"+
+		`    exec: {command: [sh, -c, "cat >/dev/null; echo line1 >&2; echo boom-last >&2; exit 3"]}`+"\n")
+	code, stdout, stderr := invoke(t, "run", dir, "q")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, stdout, stderr)
+	}
+	var failure string
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "✗ fails failed in ") {
+			failure = l
+		}
+		if l == "boom-last" {
+			t.Errorf("the failure's stderr spills onto a line of its own:\n%s", stdout)
+		}
+	}
+	if !strings.HasSuffix(failure, "stderr: line1 boom-last") {
+		t.Errorf("failure line = %q, want it to end in the stderr folded: stderr: line1 boom-last", failure)
+	}
+}
