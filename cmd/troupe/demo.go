@@ -338,7 +338,7 @@ func (t *textWriter) event(ev troupe.Event) error {
 		t.start = ev.Time
 	}
 	t.events++
-	line := strings.TrimRight(t.columns(offset(ev.Time.Sub(t.start)), ev.Stage.String(), string(ev.Kind), ev.Agent, t.detail(ev)), " ")
+	line := printable(strings.TrimRight(t.columns(offset(ev.Time.Sub(t.start)), ev.Stage.String(), string(ev.Kind), ev.Agent, t.detail(ev)), " "))
 	if r, ok := ev.Data.(*troupe.Result); ok && len(r.Errors) > 0 && r.Status != troupe.StatusCompleted && utf8.RuneCountInString(line) <= eventWidth {
 		t.shown = append(t.shown, r.Errors[0].Message)
 	}
@@ -424,7 +424,7 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 	if a := t.agg; a != nil {
 		fmt.Fprintln(t.w, "\nanswer")
 		if a.Synthesis != "" {
-			fmt.Fprint(t.w, wrap(a.Synthesis, "  ", answerWidth))
+			fmt.Fprint(t.w, wrap(printable(a.Synthesis), "  ", answerWidth))
 			fmt.Fprintln(t.w)
 		}
 		if len(t.confs) > 0 {
@@ -441,7 +441,7 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 				for _, v := range c.Values {
 					vals = append(vals, fmt.Sprintf("%s=%s", v.Agent, brief(v.Value)))
 				}
-				fmt.Fprintf(t.w, "    %s: %s → %s (%s)\n", c.Field, strings.Join(vals, ", "), brief(c.Resolved), c.Reason)
+				fmt.Fprintln(t.w, printable(fmt.Sprintf("    %s: %s → %s (%s)", c.Field, strings.Join(vals, ", "), brief(c.Resolved), c.Reason)))
 			}
 		}
 		if len(a.Warnings) == 0 {
@@ -449,15 +449,15 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 		} else {
 			// One line each: a failed agent's warning repeats its error, which its own line
 			// above shows whole.
-			fmt.Fprintf(t.w, "  %-12s %s\n", "warnings", cut(oneLine(a.Warnings[0]), answerWidth-15))
+			fmt.Fprintf(t.w, "  %-12s %s\n", "warnings", cut(printable(oneLine(a.Warnings[0])), answerWidth-15))
 			for _, w := range a.Warnings[1:] {
-				fmt.Fprintf(t.w, "  %-12s %s\n", "", cut(oneLine(w), answerWidth-15))
+				fmt.Fprintf(t.w, "  %-12s %s\n", "", cut(printable(oneLine(w)), answerWidth-15))
 			}
 		}
 	}
 	s := string(o.Status)
 	if o.Error != nil {
-		s += ": " + oneLine(o.Error.Message)
+		s += ": " + printable(oneLine(o.Error.Message))
 	}
 	const label = "status  "
 	switch {
@@ -512,6 +512,34 @@ func cut(s string, n int) string {
 
 // oneLine folds s's whitespace, line breaks included, into single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// printable makes text an agent supplied safe to print on a terminal, within a line that
+// troupe lays out: a line break, carriage return or tab becomes a space, since the layout
+// alone decides where lines end, and any other control character (C0, DEL, C1) is shown as
+// Go writes it in a string, \x1b, \x7f or \u009b. An escape sequence so reads as what it is,
+// "\x1b[2J", rather than clearing the screen or moving the cursor under the live view; the
+// notation is the one printf and Go's %q use, plain ASCII that every terminal font has, and
+// cannot be mistaken for text the agent wrote, as a control picture (␛) could. Bytes that are
+// not UTF-8 become U+FFFD, so that no stray byte reads as an 8-bit control either.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t' || r == '\v' || r == '\f':
+			b.WriteByte(' ')
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r): // C1
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 func indent(s, prefix string) string {
 	lines := strings.SplitAfter(s, "\n")

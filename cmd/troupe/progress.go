@@ -74,7 +74,7 @@ func newProgress(w io.Writer, f *config.File, req troupe.Request, term bool, now
 		title = f.Path
 	}
 	fmt.Fprintf(w, "troupe run: %s, %s (%s)\n", title, count(len(f.Order), "agent"), f.Path)
-	fmt.Fprintf(w, "query   %s\n", req.Query)
+	fmt.Fprintf(w, "query   %s\n", printable(req.Query))
 	if len(req.ParsedQuery) > 0 {
 		fmt.Fprintf(w, "parsed  %s\n", formatParsed(req.ParsedQuery))
 	}
@@ -220,7 +220,7 @@ func (p *progress) event(ev troupe.Event) {
 	if p.term {
 		p.redraw()
 	} else if line != "" {
-		fmt.Fprintln(p.w, line)
+		fmt.Fprintln(p.w, printable(line))
 	}
 }
 
@@ -304,9 +304,9 @@ func (p *progress) view() []string {
 			}
 		}
 		pad := strings.Repeat("  ", r.depth)
-		out = append(out, cut(fmt.Sprintf("  %s%s %-*s  %s", pad, m, width-2*r.depth, r.agent, tail), p.width))
+		out = append(out, cut(printable(fmt.Sprintf("  %s%s %-*s  %s", pad, m, width-2*r.depth, r.agent, tail)), p.width))
 		for _, s := range r.subs {
-			out = append(out, cut(fmt.Sprintf("  %s    · %s", pad, s), p.width))
+			out = append(out, cut(printable(fmt.Sprintf("  %s    · %s", pad, s)), p.width))
 		}
 	}
 	notes := p.notes
@@ -316,7 +316,7 @@ func (p *progress) view() []string {
 	if len(notes) > 0 {
 		out = append(out, "")
 		for _, n := range notes {
-			out = append(out, cut(n, p.width))
+			out = append(out, cut(printable(n), p.width))
 		}
 	}
 	return out
@@ -356,7 +356,7 @@ func (p *progress) end(o *troupe.Outcome, code int) int {
 			if who == "" {
 				who = "review"
 			}
-			fmt.Fprintf(p.w, "  %s (%s): %s\n", who, q.ID, q.Prompt)
+			fmt.Fprintln(p.w, printable(fmt.Sprintf("  %s (%s): %s", who, q.ID, q.Prompt)))
 		}
 		if p.file.Coordinator != nil { // a conversational file: chat holds the conversation
 			dir := p.file.Path

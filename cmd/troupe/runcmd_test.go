@@ -825,3 +825,63 @@ func TestRunFailureOnOneLine(t *testing.T) {
 		t.Errorf("failure line = %q, want it to end in the stderr folded: stderr: line1 boom-last", failure)
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain text, 日本語 ✓", "plain text, 日本語 ✓"},
+		{"clear \x1b[2Jhere", `clear \x1b[2Jhere`},
+		{"\x1b[31mRED\x1b[0m", `\x1b[31mRED\x1b[0m`},
+		{"one\ntwo\r\nthree\tfour", "one two  three four"},
+		{"bell\a del\x7f nul\x00", `bell\x07 del\x7f nul\x00`},
+		{"c1 \u009b2J next\u0085line", `c1 \u009b2J next\u0085line`},
+		{"not utf-8 \x9b2J", "not utf-8 \ufffd2J"},
+	}
+	for _, tt := range tests {
+		if got := printable(tt.in); got != tt.want {
+			t.Errorf("printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// Text an agent supplies — its stderr, its summary, its error, the answer made of them —
+// reaches the terminal with its control characters shown, not acted on: an agent cannot clear
+// the screen, colour troupe's lines or move the cursor under the live view. The run record
+// keeps the text exact.
+func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
+	const summary = "line one\nline two \u001b[31mRED\u001b[0m"
+	dir := writeConfig(t, "version: 1\nagents:\n"+
+		"  esc:\n    kind: exec\n"+
+		`    exec: {command: [sh, -c, "cat >/dev/null; printf 'prog \\033[2Jclear\\r\\n' >&2; cat out.json"]}`+"\n"+
+		"  broken:\n    kind: exec\n    after: [esc]\n"+
+		`    exec: {command: [sh, -c, "cat >/dev/null; printf 'gone\\033[H\\007' >&2; exit 1"]}`+"\n")
+	out, _ := json.Marshal(map[string]any{"agent_result": map[string]any{"x": 1}, "confidence": 1, "analysis_summary": summary})
+	if err := os.WriteFile(filepath.Join(dir, "out.json"), out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Control characters other than the line breaks of the layout, once the live view's own
+	// cursor-up and clear escapes are taken out.
+	controls := regexp.MustCompile(`[\x00-\x09\x0b-\x1f\x7f\x{80}-\x{9f}]`)
+	own := regexp.MustCompile(`\x1b\[\d*[AJ]`)
+	for _, term := range []bool{false, true} {
+		var stdout, stderr syncBuffer
+		runWorkflow(t.Context(), []string{dir, "q"}, &stdout, &stderr, term)
+		s := own.ReplaceAllString(stdout.String(), "")
+		if c := controls.FindString(s); c != "" {
+			t.Errorf("terminal %v: output holds the control character %q:\n%s", term, c, s)
+		}
+		for _, want := range []string{`prog \x1b[2Jclear`, `"line one line two \x1b[31mRED\x1b[0m"`, `gone\x1b[H\x07`, "\nanswer\n  esc: line one line two \\x1b[31mRED\\x1b[0m"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("terminal %v: output lacks %s:\n%s", term, want, s)
+			}
+		}
+	}
+
+	_, results, _ := runJSON(t, dir, "q")
+	var got []string
+	for _, r := range results {
+		got = append(got, r.Summary())
+	}
+	if !slices.Contains(got, summary) {
+		t.Errorf("run record's summaries = %q, want %q among them, exact", got, summary)
+	}
+}
