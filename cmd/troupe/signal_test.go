@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -215,4 +216,42 @@ func startSleeperRun(t *testing.T, prefix ...string) (*exec.Cmd, *bytes.Buffer, 
 		}
 	}
 	return cmd, out, pid
+}
+
+// Ctrl-C while an MCP server is starting cancels the command: exit 130, saying so, not a
+// configuration problem (exit 2) made of the connect's "context canceled". The server writes
+// to a FIFO once it runs, which is when the test cancels.
+func TestCancelWhileMCPServerStarts(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "started")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "version: 1\nagents:\n  tool:\n    kind: mcp\n    mcp: {server: slow, tool: read}\n" +
+		"mcp_servers:\n  slow: {command: sh, args: [-c, \"echo > started; exec sleep 44\"], connect_timeout: 30s, stop_timeout: 100ms}\n"
+	if err := os.WriteFile(filepath.Join(dir, "troupe.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if f, err := os.Open(fifo); err == nil { // until the server opens it to write
+			_, _ = io.Copy(io.Discard, f)
+			f.Close()
+		}
+		cancel(errors.New("interrupt signal received"))
+	}()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"run", dir, "q"}, &stdout, &stderr)
+	if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil { // frees the reader if the server never ran
+		f.Close()
+	}
+	<-done
+	if code != exitCancelled {
+		t.Errorf("exit %d, want %d\nstderr:\n%s", code, exitCancelled, stderr.String())
+	}
+	if want := "troupe run: cancelled while building the agents: interrupt signal received\n"; stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
 }
