@@ -29,13 +29,13 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	if !needQuery("plan", words, *input, stderr) {
-		return exitUsage
-	}
-	switch *format {
+	switch *format { // before the query, as troupe run checks --output: see there
 	case "text", "mermaid", "dot":
 	default:
 		fmt.Fprintf(stderr, "troupe plan: --format %q: want text, mermaid or dot\n", *format)
+		return exitUsage
+	}
+	if !needQuery("plan", words, *input, stderr) {
 		return exitUsage
 	}
 	f, ok := loadConfig("plan", words[0], stderr)

@@ -36,11 +36,14 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	if done {
 		return code
 	}
-	if !needQuery("run", words, *input, stderr) {
-		return exitUsage
-	}
+	// The flag's value first: a flag before CONFIG that was given none takes CONFIG as it
+	// (--output examples/e2i "q"), and its value names what it swallowed where "want a query
+	// after CONFIG" would not.
 	if *output != "text" && *output != "json" {
 		fmt.Fprintf(stderr, "troupe run: --output %q: want text or json\n", *output)
+		return exitUsage
+	}
+	if !needQuery("run", words, *input, stderr) {
 		return exitUsage
 	}
 	f, ok := loadConfig("run", words[0], stderr)

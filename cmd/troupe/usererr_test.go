@@ -70,6 +70,26 @@ func TestUnknownFlags(t *testing.T) {
 	}
 }
 
+// A flag written before CONFIG without its value takes CONFIG as its value: the complaint is
+// about that value, naming the flag and what it took, not a missing query.
+func TestFlagTakesConfig(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--output", "../../examples/quickstart", "4 8"}, `troupe run: --output "../../examples/quickstart": want text or json` + "\n"},
+		{[]string{"run", "--output", "../../examples/quickstart", "4", "8"}, `troupe run: --output "../../examples/quickstart": want text or json` + "\n"},
+		{[]string{"plan", "--format", "../../examples/e2i", "Why did NRx drop?"}, `troupe plan: --format "../../examples/e2i": want text, mermaid or dot` + "\n"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := invoke(t, tt.args...)
+			if code != exitUsage || stdout != "" || stderr != tt.want {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant:\n%s", code, stdout, stderr, tt.want)
+			}
+		})
+	}
+}
+
 // troupe agents says what each agent is: its model for an llm agent, its server and tool for an
 // mcp agent, as it gives an exec agent's command.
 func TestAgentsShowsWhatEachIs(t *testing.T) {
