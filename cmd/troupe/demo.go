@@ -19,6 +19,7 @@ import (
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/examples/e2i"
 	"github.com/troupehq/troupe/internal/jsonvalue"
+	"golang.org/x/text/width"
 )
 
 // defaultQuery is seed 000's example question.
@@ -339,7 +340,7 @@ func (t *textWriter) event(ev troupe.Event) error {
 	}
 	t.events++
 	line := printable(strings.TrimRight(t.columns(offset(ev.Time.Sub(t.start)), ev.Stage.String(), string(ev.Kind), ev.Agent, t.detail(ev)), " "))
-	if r, ok := ev.Data.(*troupe.Result); ok && len(r.Errors) > 0 && r.Status != troupe.StatusCompleted && utf8.RuneCountInString(line) <= eventWidth {
+	if r, ok := ev.Data.(*troupe.Result); ok && len(r.Errors) > 0 && r.Status != troupe.StatusCompleted && displayWidth(line) <= eventWidth {
 		t.shown = append(t.shown, r.Errors[0].Message)
 	}
 	_, err := fmt.Fprintln(t.w, cut(line, eventWidth))
@@ -380,7 +381,7 @@ func (t *textWriter) detail(ev troupe.Event) string {
 		}
 		if sum := d.Summary(); sum != "" {
 			// The summary takes what room the line has left; the answer below says it all.
-			room := eventWidth - utf8.RuneCountInString(t.columns("", "", "", "", s)) - 4
+			room := eventWidth - displayWidth(t.columns("", "", "", "", s)) - 4
 			s += `  "` + cut(sum, max(room, 20)) + `"`
 		}
 		return s
@@ -461,7 +462,7 @@ func (t *textWriter) end(o *troupe.Outcome, code int) {
 	}
 	const label = "status  "
 	switch {
-	case utf8.RuneCountInString(s) <= answerWidth-len(label):
+	case displayWidth(s) <= answerWidth-len(label):
 	case o.Error != nil && t.shownWhole(o.Error.Message):
 		// An agent's failure, shown whole on its line above: one line says what ended the run.
 		s = cut(s, answerWidth-len(label))
@@ -501,13 +502,43 @@ func offset(d time.Duration) string {
 	return fmt.Sprintf("+%.1fs", d.Seconds())
 }
 
-// cut shortens s to at most n runes, ending in an ellipsis when it had to cut.
+// cut shortens s to at most n columns of a terminal, ending in an ellipsis when it had to cut.
+// Columns, not runes: a CJK character takes two, and a line of the live view counted in runes
+// would wrap and break the redraw.
 func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
+	if displayWidth(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+	w := 0
+	for i, r := range s {
+		if w += runeWidth(r); w > n-1 { // room for the ellipsis
+			return strings.TrimRight(s[:i], " ") + "…"
+		}
+	}
+	return s
+}
+
+// displayWidth is the number of columns a terminal gives s (see runeWidth).
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeWidth(r)
+	}
+	return n
+}
+
+// runeWidth is the number of columns a terminal gives r: two for an East Asian wide or
+// fullwidth character, none for a combining mark, one for the rest, ambiguous ones included,
+// as terminals outside East Asian locales draw them.
+func runeWidth(r rune) int {
+	if unicode.In(r, unicode.Mn, unicode.Me) {
+		return 0
+	}
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	return 1
 }
 
 // oneLine folds s's whitespace, line breaks included, into single spaces.
@@ -552,12 +583,12 @@ func indent(s, prefix string) string {
 	return b.String()
 }
 
-// wrap breaks s into lines of at most width runes (longer words stand alone), each indented.
+// wrap breaks s into lines of at most width columns (longer words stand alone), each indented.
 func wrap(s, prefix string, width int) string {
 	var b strings.Builder
 	n := 0
 	for _, w := range strings.Fields(s) {
-		l := utf8.RuneCountInString(w)
+		l := displayWidth(w)
 		switch {
 		case n == 0:
 			b.WriteString(prefix + w)

@@ -885,3 +885,51 @@ func TestAgentTextCannotDriveTheTerminal(t *testing.T) {
 		t.Errorf("run record's summaries = %q, want %q among them, exact", got, summary)
 	}
 }
+
+// cut counts the columns a terminal gives the text: two for a CJK character, none for a
+// combining mark.
+func TestCutCountsColumns(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"ascii only text", 8, "ascii o…"},
+		{"ascii only text", 15, "ascii only text"},
+		{"日本語のテキスト", 7, "日本語…"},
+		{"日本語のテキスト", 8, "日本語…"},
+		{"日本語", 6, "日本語"},
+		{"abc日本", 5, "abc…"},
+		{"ＡＢＣ", 5, "ＡＢ…"}, // fullwidth forms
+		{"cafe\u0301 au lait", 7, "cafe\u0301 a…"},
+	}
+	for _, tt := range tests {
+		if got := cut(tt.s, tt.n); got != tt.want {
+			t.Errorf("cut(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}
+
+// The live view cuts its lines to the terminal's columns: an agent's progress line in
+// Chinese, two columns a character, is cut at half the characters an ASCII one would be, so
+// that it does not wrap and break the redraw.
+func TestProgressViewCutsWideText(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	f := loadTestConfig(t, "testdata/workflow")
+	p := newProgress(&out, f, troupe.Request{Query: "q"}, true, func() time.Time { return now })
+	p.close()
+	p.width = 30
+	p.event(troupe.Event{Kind: troupe.KindPlanCreated, Data: &troupe.Plan{Stages: []troupe.PlanStage{{Tasks: []troupe.Task{{ID: "words", Agent: "words"}}}}}})
+	p.event(troupe.Event{Kind: troupe.KindDispatchStarted, DispatchID: "d1", Agent: "words", Step: 1, Time: now, Data: &troupe.Dispatch{}})
+	p.event(troupe.Event{Kind: troupe.KindAgentProgress, DispatchID: "d1", Agent: "words", Data: &troupe.Progress{Kind: "stderr", Data: "进度：正在读取第一季度的销售数据，请稍候"}})
+	p.event(troupe.Event{Kind: troupe.KindAgentProgress, DispatchID: "d1", Agent: "words", Data: &troupe.Progress{Kind: "stderr", Data: "progress: reading the first quarter's sales"}})
+	view := p.view()
+	want := []string{
+		"      · 进度：正在读取第一季…", // 8 columns, 10 characters of 2, the ellipsis: 29
+		"      · progress: reading the…",
+	}
+	if got := view[len(view)-2:]; !slices.Equal(got, want) {
+		t.Errorf("progress lines:\n%q\nwant:\n%q", got, want)
+	}
+}
