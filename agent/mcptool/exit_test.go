@@ -1,6 +1,8 @@
 package mcptool_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -137,5 +139,21 @@ func TestHTTPServerURLSecretsMasked(t *testing.T) {
 	}
 	if msg := err.Error(); strings.Contains(msg, "hunter2pass") || strings.Contains(msg, "t0k3n-s3cret-value") || !strings.Contains(msg, "bob:xxxxx@") {
 		t.Errorf("error %q; want the URL's password and token masked", msg)
+	}
+}
+
+// A server that is still starting when the caller gives up is killed at once, not given its
+// graceful stop: Connect returns soon after its context ends, however long StopTimeout is.
+func TestConnectGivenUpKillsTheServerAtOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := mcptool.Connect(ctx, mcptool.Config{Command: []string{"sh", "-c", "sleep 44"}, StopTimeout: time.Minute})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Connect: %v, want it cancelled", err)
+	}
+	// Well under the minute a graceful stop would wait: the bound is slack for a slow machine.
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("Connect returned %v after its context ended, want it to kill the server, not wait StopTimeout", took)
 	}
 }

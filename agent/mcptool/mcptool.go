@@ -183,6 +183,14 @@ func dial(ctx context.Context, cfg Config) (*session, error) {
 		conn = st.conn // nil if the command did not start
 	}
 	s := &session{cs: cs, conn: conn}
+	if conn != nil {
+		if alive := conn.started(); !alive && err == nil {
+			// ctx ended as the session was made: the server was killed (see started), and
+			// the caller has given up on it.
+			_ = cs.Close()
+			err = context.Cause(ctx)
+		}
+	}
 	if err != nil {
 		if conn != nil {
 			_ = conn.Close() // the go-sdk has closed it, or is closing it: this waits for that

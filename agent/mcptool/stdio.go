@@ -77,6 +77,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		defer close(c.drained)
 		_, _ = io.Copy(&c.tail, r)
 	}()
+	// A server given up on while it starts (ctx ends before dial has a session) is owed no
+	// graceful stop: it is killed at once, and the go-sdk's close of the half-made session,
+	// which would otherwise wait StopTimeout for it, returns.
+	c.stopKill = context.AfterFunc(ctx, c.kill)
 	t.conn = c
 	return c, nil
 }
@@ -95,6 +99,8 @@ type stdioConn struct {
 
 	closing atomic.Bool // Close has begun: an EOF from now on is its doing
 	hungUp  atomic.Bool // the server hung up before Close began
+
+	stopKill func() bool // ends the kill on the dial's context (see Connect)
 
 	once    sync.Once
 	err     error
@@ -129,6 +135,13 @@ func (c *stdioConn) note(err error) {
 		c.hungUp.Store(true)
 	}
 }
+
+// kill ends the server's process group at once.
+func (c *stdioConn) kill() { _ = syscall.Kill(-c.pid, syscall.SIGKILL) }
+
+// started ends the watch on the dial's context, once dial has a session or has failed, and
+// reports whether the server was still running then (false: the context ended and killed it).
+func (c *stdioConn) started() bool { return c.stopKill() }
 
 // Close may be called several times, concurrently: the first call stops the server (closes
 // its stdin, waits for it to exit, terminates it if it does not), kills its group and reads
