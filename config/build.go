@@ -21,7 +21,9 @@ import (
 )
 
 // Factory builds the agent of one kind from its declaration. b gives access to the file, the
-// program's builtin agents and the other agents of the file (for composites).
+// program's builtin agents and the other agents of the file (for composites). A factory that
+// finds several problems returns them all, joined with errors.Join: Build reports each at its
+// own place.
 type Factory func(ctx context.Context, b *Builder, a *Agent) (troupe.Agent, error)
 
 // Factories maps a kind to its factory. A program passes the kinds it supports to Build:
@@ -133,8 +135,9 @@ func (b *Builder) Path(p string) string {
 // Build builds every agent of f and registers it with what it declares: description, reads,
 // writes, after, timeout, and its input and output schemas, which the engine enforces. Agents are
 // registered in file order. It returns Errors, each at the field at fault when the error a
-// factory returned is or wraps a FieldError, else at the agent; a problem met through several
-// agents (a member of two composites, a server two agents use) is reported once.
+// factory returned is or wraps a FieldError, else at the agent; the problems of an error that
+// joins several (errors.Join) are each reported; a problem met through several agents (a member
+// of two composites, a server two agents use) is reported once.
 func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error) {
 	b := &Builder{File: f, Builtins: opts.Builtins, kinds: opts.Factories, built: map[string]troupe.Agent{}, building: map[string]bool{}}
 	reg := troupe.NewRegistry()
@@ -144,7 +147,7 @@ func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error)
 		if err == nil {
 			err = reg.Add(n, a, opts...)
 		}
-		if err != nil {
+		for _, err := range joined(err) {
 			errs = append(errs, f.errorOf(pointer("agents", n), err))
 		}
 	}
@@ -152,6 +155,31 @@ func Build(ctx context.Context, f *File, opts Options) (*troupe.Registry, error)
 		return nil, sortErrors(errs)
 	}
 	return reg, nil
+}
+
+// joined returns the problems err joins with errors.Join, each one's own joined ones in turn;
+// err alone when it joins none; none when it is nil. An error that says more than the problems
+// it wraps (fmt.Errorf("mcp s: %w; %w", …)) is one problem: split, its words would be lost.
+func joined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	var msgs []string
+	for _, e := range j.Unwrap() {
+		if e != nil {
+			out = append(out, joined(e)...)
+			msgs = append(msgs, e.Error())
+		}
+	}
+	if err.Error() != strings.Join(msgs, "\n") {
+		return []error{err}
+	}
+	return out
 }
 
 // Catalog registers f's agents with what they declare but without building them: each

@@ -194,3 +194,38 @@ func TestFieldError(t *testing.T) {
 		t.Error("Field(nil) is not nil")
 	}
 }
+
+// A factory that finds several problems returns them joined, and each is reported at its field;
+// an error saying more than the problems it wraps stays one problem, at the agent, in its words.
+func TestBuildReportsEveryProblemJoined(t *testing.T) {
+	t.Parallel()
+	fs := config.Factories{
+		config.KindExec: func(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Agent, error) {
+			return nil, errors.Join(
+				a.Field(errors.New("no program to run"), "exec", "command"),
+				errors.Join(a.Field(errors.New("no such directory"), "exec", "dir")))
+		},
+		config.KindHTTP: func(_ context.Context, _ *config.Builder, a *config.Agent) (troupe.Agent, error) {
+			return nil, fmt.Errorf("http %s: %w; %w", a.Name, errors.New("one"), errors.New("two"))
+		},
+	}
+	f := mustParse(t, `version: 1
+agents:
+  fetch:
+    kind: exec
+    exec:
+      command: [cat]
+      dir: nowhere
+  remote:
+    kind: http
+    http: {url: "http://127.0.0.1:1/agent"}
+`)
+	want := []string{
+		"testdata/t.yaml:6:16: agents.fetch.exec.command: no program to run",
+		"testdata/t.yaml:7:12: agents.fetch.exec.dir: no such directory",
+		"testdata/t.yaml:8:3: agents.remote: http remote: one; two",
+	}
+	if diff := cmp.Diff(want, buildErrs(t, f, fs)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}

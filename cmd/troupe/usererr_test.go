@@ -23,6 +23,11 @@ agents:
   plain: {kind: exec, exec: {command: [./plain.sh]}}
   token: {kind: http, http: {url: "http://127.0.0.1:1/", bearer_token_env: TROUPE_TEST_UNSET_TOKEN}}
   header: {kind: http, http: {url: "http://127.0.0.1:1/", headers_from_env: {X-Set: TROUPE_TEST_SET, X-Key: TROUPE_TEST_UNSET_KEY}}}
+  both: {kind: http, http: {url: "http://127.0.0.1:1/", bearer_token_env: TROUPE_TEST_UNSET_TOKEN, headers_from_env: {X-Key: TROUPE_TEST_UNSET_KEY}}}
+  nodir: {kind: exec, exec: {command: [troupe-no-such-program], dir: nowhere}}
+  tool: {kind: mcp, mcp: {server: srv, tool: t}}
+mcp_servers:
+  srv: {command: ./not-there, dir: nowhere, env: {TOKEN: TROUPE_TEST_UNSET_TOKEN}}
 `
 	path := filepath.Join(dir, "troupe.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -35,6 +40,14 @@ agents:
 		path + `:5:39: agents.plain.exec.command: no program to run: ` + filepath.Join(dir, "plain.sh") + ` is not executable (chmod +x it, or run it through its interpreter: [sh, ./plain.sh])`,
 		path + `:6:76: agents.token.http.bearer_token_env: the environment variable TROUPE_TEST_UNSET_TOKEN is not set`,
 		path + `:7:109: agents.header.http.headers_from_env.X-Key: the environment variable TROUPE_TEST_UNSET_KEY is not set`,
+		// Every problem of an agent, not its first only.
+		path + `:8:75: agents.both.http.bearer_token_env: the environment variable TROUPE_TEST_UNSET_TOKEN is not set`,
+		path + `:8:126: agents.both.http.headers_from_env.X-Key: the environment variable TROUPE_TEST_UNSET_KEY is not set`,
+		path + `:9:39: agents.nodir.exec.command: no program to run: troupe-no-such-program is not in PATH`,
+		path + `:9:70: agents.nodir.exec.dir: no such directory: ` + filepath.Join(dir, "nowhere"),
+		path + `:12:18: mcp_servers.srv.command: MCP server srv: no program to run: ` + filepath.Join(dir, "not-there") + ` does not exist (a program with a slash is relative to the file's directory)`,
+		path + `:12:36: mcp_servers.srv.dir: MCP server srv: no such directory: ` + filepath.Join(dir, "nowhere"),
+		path + `:12:58: mcp_servers.srv.env.TOKEN: MCP server srv: the environment variable TROUPE_TEST_UNSET_TOKEN is not set`,
 		"troupe validate: " + path + ": its agents cannot be built",
 	}
 	if code != exitUsage || stdout != "" || stderr != strings.Join(want, "\n")+"\n" {

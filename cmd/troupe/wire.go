@@ -56,19 +56,26 @@ func factories(servers *mcpServers) config.Factories {
 	}
 }
 
+// Each factory reports every problem it finds, joined (errors.Join), not the first only: config
+// reports each at its field, as Load does.
+
 func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
+	var errs []error
 	cmd := append([]string(nil), a.Exec.Command...)
 	prog, err := program(b, cmd[0])
 	if err != nil {
-		return nil, a.Field(err, "exec", "command")
+		errs = append(errs, a.Field(err, "exec", "command"))
 	}
 	cmd[0] = prog
 	dir := b.File.Dir
 	if a.Exec.Dir != "" {
 		dir = b.Path(a.Exec.Dir)
 		if err := isDir(dir); err != nil {
-			return nil, a.Field(err, "exec", "dir")
+			errs = append(errs, a.Field(err, "exec", "dir"))
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	var env []string
 	for k, v := range a.Exec.Env {
@@ -138,16 +145,20 @@ func program(b *config.Builder, name string) (string, error) {
 func buildHTTP(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	h := a.HTTP
 	// The adapter would refuse an unset variable too, but naming its own Config field, at the
-	// agent: here it is the file's field, at its line.
-	for _, k := range slices.Sorted(maps.Keys(h.HeadersFromEnv)) {
-		if _, ok := os.LookupEnv(h.HeadersFromEnv[k]); !ok {
-			return nil, a.Field(fmt.Errorf("the environment variable %s is not set", h.HeadersFromEnv[k]), "http", "headers_from_env", k)
-		}
-	}
+	// agent, and only the first: here each is the file's field, at its line.
+	var errs []error
 	if v := h.BearerTokenEnv; v != "" {
 		if _, ok := os.LookupEnv(v); !ok {
-			return nil, a.Field(fmt.Errorf("the environment variable %s is not set", v), "http", "bearer_token_env")
+			errs = append(errs, a.Field(fmt.Errorf("the environment variable %s is not set", v), "http", "bearer_token_env"))
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(h.HeadersFromEnv)) {
+		if _, ok := os.LookupEnv(h.HeadersFromEnv[k]); !ok {
+			errs = append(errs, a.Field(fmt.Errorf("the environment variable %s is not set", h.HeadersFromEnv[k]), "http", "headers_from_env", k))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv,
 		Timeout: agentTimeout(b, a), MaxResponseBytes: h.MaxResponseBytes})
@@ -326,11 +337,14 @@ func (s *mcpServers) llmConfig(ctx context.Context, b *config.Builder, a *config
 		}
 		cfg.Schema, cfg.SchemaName = s, a.Name
 	}
+	// Every server's problems, not the first's: an agent named as a tool reports its own.
+	var errs []error
 	for _, n := range l.Tools {
 		if server, tool, ok := config.MCPTool(n); ok {
 			ts, err := s.tools(ctx, b, server, tool)
 			if err != nil {
-				return cfg, fmt.Errorf("llm %s: %w", a.Name, err)
+				errs = append(errs, eachWrapped(err, "llm %s", a.Name))
+				continue
 			}
 			cfg.Tools = append(cfg.Tools, ts...)
 			continue
@@ -341,7 +355,23 @@ func (s *mcpServers) llmConfig(ctx context.Context, b *config.Builder, a *config
 		}
 		cfg.Tools = append(cfg.Tools, flow.AsTool(n, ag, opts...))
 	}
-	return cfg, nil
+	return cfg, errors.Join(errs...)
+}
+
+// eachWrapped is err prefixed with what (as fmt.Errorf("what: %w") does), or, when err joins
+// several problems (errors.Join), each of them, joined again, so that config still reports each
+// at its own field.
+func eachWrapped(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, eachWrapped(e, "%s", what))
+	}
+	return errors.Join(out...)
 }
 
 // mcpConnectTimeout bounds starting or dialling an MCP server and listing its tools when the
@@ -379,24 +409,28 @@ func (s *mcpServers) client(ctx context.Context, b *config.Builder, name string)
 	}
 	cfg := mcptool.Config{URL: decl.URL, Include: decl.Include, Prefix: decl.Prefix, CallTimeout: time.Duration(decl.CallTimeout), StopTimeout: time.Duration(decl.StopTimeout), MaxResultBytes: decl.MaxResultBytes}
 	if decl.Command != "" {
+		var errs []error
 		prog, err := program(b, decl.Command)
 		if err != nil {
-			return nil, serverField(name, err, "command")
+			errs = append(errs, serverField(name, err, "command"))
 		}
 		cfg.Command = append([]string{prog}, decl.Args...)
 		cfg.Dir = b.File.Dir
 		if decl.Dir != "" {
 			cfg.Dir = b.Path(decl.Dir)
 			if err := isDir(cfg.Dir); err != nil {
-				return nil, serverField(name, err, "dir")
+				errs = append(errs, serverField(name, err, "dir"))
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(decl.Env)) {
 			v, ok := os.LookupEnv(decl.Env[k])
 			if !ok {
-				return nil, serverField(name, fmt.Errorf("the environment variable %s is not set", decl.Env[k]), "env", k)
+				errs = append(errs, serverField(name, fmt.Errorf("the environment variable %s is not set", decl.Env[k]), "env", k))
 			}
 			cfg.Env = append(cfg.Env, k+"="+v)
+		}
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
 		}
 	}
 	timeout := time.Duration(decl.ConnectTimeout)
@@ -442,7 +476,7 @@ func serverTool(c *mcptool.Client, server, tool string) (*mcptool.Tool, error) {
 func (s *mcpServers) buildMCP(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	c, err := s.client(ctx, b, a.MCP.Server)
 	if err != nil {
-		return nil, fmt.Errorf("mcp %s: %w", a.Name, err)
+		return nil, eachWrapped(err, "mcp %s", a.Name)
 	}
 	t, err := serverTool(c, a.MCP.Server, a.MCP.Tool)
 	if err != nil {
