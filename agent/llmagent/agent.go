@@ -30,7 +30,8 @@ type Agent struct {
 
 var _ troupe.Agent = (*Agent)(nil)
 
-// New validates cfg and returns the agent. Every problem of cfg is reported in one error.
+// New validates cfg and returns the agent. Every problem of cfg is reported in one error, a
+// *ConfigError.
 func New(cfg Config) (*Agent, error) {
 	c, err := compile(cfg)
 	if err != nil {

@@ -156,9 +156,49 @@ type compiled struct {
 	base     openai.ChatCompletionNewParams
 }
 
+// ConfigError is every problem New finds with a Config, each naming its field, so that a
+// program building the Config from a file can report each at its place there. Its message is
+// every problem, field first, on one line. New returns it unshared; it is safe for concurrent
+// reads.
+type ConfigError struct {
+	Problems []ConfigProblem
+}
+
+// ConfigProblem is one problem of a Config: Field is the field as Config's comments and the
+// workflow file name it ("system", "prompt", "base_url", "max_tokens", "prices[m]", "schema",
+// "tools[2]"), and Err what is wrong with it.
+type ConfigProblem struct {
+	Field string
+	Err   error
+}
+
+// Error lists the problems, as "llmagent: config: field: problem; field: problem".
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("llmagent: config: ")
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.Field + ": " + p.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns each problem's error.
+func (e *ConfigError) Unwrap() []error {
+	out := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = p.Err
+	}
+	return out
+}
+
 func compile(cfg Config) (*compiled, error) {
-	var problems []string
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	var problems []ConfigProblem
+	bad := func(field, format string, args ...any) {
+		problems = append(problems, ConfigProblem{Field: field, Err: fmt.Errorf(format, args...)})
+	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
@@ -167,18 +207,18 @@ func compile(cfg Config) (*compiled, error) {
 	}
 	endpoint, masked, err := shownURL(cfg.BaseURL)
 	if err != nil {
-		bad("base_url: %v", err)
+		bad("base_url", "%w", err)
 	} else if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
-		bad("base_url: %q is not an http or https URL", endpoint)
+		bad("base_url", "%q is not an http or https URL", endpoint)
 	}
 	if cfg.APIKeyEnv == "" {
 		cfg.APIKeyEnv = DefaultAPIKeyEnv
 	}
 	if cfg.Model == "" {
-		bad("model: required")
+		bad("model", "required")
 	}
 	if t := cfg.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
-		bad("temperature: %v is outside [0, 2]", *t)
+		bad("temperature", "%v is outside [0, 2]", *t)
 	}
 	positive(&cfg.MaxTokens, DefaultMaxTokens, "max_tokens", bad)
 	positive(&cfg.MaxTotalTokens, DefaultMaxTotal, "max_total_tokens", bad)
@@ -192,7 +232,7 @@ func compile(cfg Config) (*compiled, error) {
 	for _, m := range slices.Sorted(maps.Keys(cfg.Prices)) {
 		// A NaN price would make every cost NaN, which no budget check ever finds spent.
 		if p := cfg.Prices[m]; !price(p.PromptPerMillion) || !price(p.CompletionPerMillion) {
-			bad("prices[%s]: %v and %v are not both finite and ≥ 0", m, p.PromptPerMillion, p.CompletionPerMillion)
+			bad("prices["+m+"]", "%v and %v are not both finite and ≥ 0", p.PromptPerMillion, p.CompletionPerMillion)
 		}
 	}
 	if cfg.HTTPClient == nil {
@@ -203,10 +243,10 @@ func compile(cfg Config) (*compiled, error) {
 	}
 	c := &compiled{cfg: cfg, endpoint: endpoint, masked: masked, tools: make(map[string]troupe.Tool, len(cfg.Tools))}
 	if c.system, err = template.New("system").Funcs(templateFuncs).Option("missingkey=error").Parse(cfg.System); err != nil {
-		bad("system: %v", err)
+		bad("system", "%w", err)
 	}
 	if c.prompt, err = template.New("prompt").Funcs(templateFuncs).Option("missingkey=error").Parse(cfg.Prompt); err != nil {
-		bad("prompt: %v", err)
+		bad("prompt", "%w", err)
 	}
 	if len(cfg.Schema) > 0 {
 		if cfg.SchemaName == "" {
@@ -215,27 +255,27 @@ func compile(cfg Config) (*compiled, error) {
 		}
 		c.schema, c.rawSch, err = compileSchema(cfg.Schema)
 		if err != nil {
-			bad("schema: %v", err)
+			bad("schema", "%w", err)
 		}
 	}
 	for i, t := range cfg.Tools {
 		if t == nil {
-			bad("tools[%d]: nil", i)
+			bad(fmt.Sprintf("tools[%d]", i), "nil")
 			continue
 		}
 		info := t.Info()
 		switch {
 		case info.Name == "":
-			bad("tools[%d]: empty name", i)
+			bad(fmt.Sprintf("tools[%d]", i), "empty name")
 		case c.tools[info.Name] != nil:
-			bad("tools[%d]: %q offered twice", i, info.Name)
+			bad(fmt.Sprintf("tools[%d]", i), "%q offered twice", info.Name)
 		default:
 			c.tools[info.Name] = t
 			c.toolDef = append(c.toolDef, info)
 		}
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("llmagent: config: %s", strings.Join(problems, "; "))
+		return nil, &ConfigError{Problems: problems}
 	}
 	c.base = c.params()
 	c.held = held(cfg.Tools)
@@ -258,12 +298,12 @@ func shownURL(raw string) (string, []string, error) {
 }
 
 // positive sets a zero bound to its default and reports a negative one.
-func positive[T int | int64 | time.Duration](v *T, def T, field string, bad func(string, ...any)) {
+func positive[T int | int64 | time.Duration](v *T, def T, field string, bad func(string, string, ...any)) {
 	switch {
 	case *v == 0:
 		*v = def
 	case *v < 0:
-		bad("%s: %v is negative", field, *v)
+		bad(field, "%v is negative", *v)
 	}
 }
 

@@ -838,6 +838,19 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
+	// Each problem names its field, for a program to report it at its place in a file.
+	ce, ok := errors.AsType[*llmagent.ConfigError](err)
+	if !ok {
+		t.Fatalf("error %v (%T) is not a *ConfigError", err, err)
+	}
+	var fields []string
+	for _, p := range ce.Problems {
+		fields = append(fields, p.Field)
+	}
+	want := []string{"base_url", "model", "temperature", "max_tokens", "prices[a]", "prices[b]", "prices[c]", "prompt", "schema", "tools[1]"}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
 }
 
 func TestTemplateErrorIsInvalidInput(t *testing.T) {

@@ -252,3 +252,28 @@ func TestValidatePlansPlainQueries(t *testing.T) {
 		})
 	}
 }
+
+// An llm agent's templates that do not parse are each a problem of validate, at the system and
+// prompt lines that hold them, not one problem of the agent.
+func TestValidateLLMTemplatesAtTheirFields(t *testing.T) {
+	t.Setenv("TROUPE_TEST_KEY", "k")
+	const yaml = `version: 1
+agents:
+  s:
+    kind: llm
+    llm:
+      model: m
+      api_key_env: TROUPE_TEST_KEY
+      system: "Hello {{.Nope"
+      prompt: "{{ .Query | nosuchfunc }}"
+`
+	dir := writeConfig(t, yaml)
+	path := filepath.Join(dir, "troupe.yaml")
+	code, stdout, stderr := invoke(t, "validate", dir)
+	want := path + ":8:15: agents.s.llm.system: template: system:1: unclosed action\n" +
+		path + `:9:15: agents.s.llm.prompt: template: prompt:1: function "nosuchfunc" not defined` + "\n" +
+		"troupe validate: " + path + ": its agents cannot be built\n"
+	if code != exitUsage || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant:\n%s", code, stdout, stderr, want)
+	}
+}

@@ -311,9 +311,41 @@ func bundleConfig(ctx context.Context, b *config.Builder, a *config.Agent) (evid
 func (s *mcpServers) buildLLM(ctx context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	cfg, err := s.llmConfig(ctx, b, a)
 	if err != nil {
-		return nil, err
+		// What the adapter finds besides (a template that does not parse) is reported too,
+		// checked without the tools that could not be had.
+		_, nerr := llmagent.New(cfg)
+		return nil, errors.Join(err, llmProblems(a, nerr))
 	}
-	return llmagent.New(cfg)
+	ag, err := llmagent.New(cfg)
+	if err != nil {
+		return nil, llmProblems(a, err)
+	}
+	return ag, nil
+}
+
+// llmFields are the fields of llmagent.Config that are the llm block's fields of the same name.
+var llmFields = []string{"model", "base_url", "system", "prompt", "temperature", "max_tokens", "max_turns", "max_response_bytes", "max_tool_result_bytes"}
+
+// llmProblems is err, llmagent.New's, as problems of the file: each at the llm block's field
+// it names (a template at agents.NAME.llm.system), the answer's schema at output_schema, and
+// others (a tool offered twice, by index among the tools servers expand to) at the agent.
+func llmProblems(a *config.Agent, err error) error {
+	ce, ok := errors.AsType[*llmagent.ConfigError](err)
+	if !ok {
+		return err
+	}
+	var out []error
+	for _, p := range ce.Problems {
+		switch {
+		case slices.Contains(llmFields, p.Field):
+			out = append(out, a.Field(p.Err, "llm", p.Field))
+		case p.Field == "schema":
+			out = append(out, a.Field(p.Err, "output_schema"))
+		default:
+			out = append(out, fmt.Errorf("llmagent: config: %s: %w", p.Field, p.Err))
+		}
+	}
+	return errors.Join(out...)
 }
 
 // llmConfig is the configuration of the llm agent a: its block, its output schema as the
