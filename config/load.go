@@ -132,8 +132,10 @@ func Parse(name string, data []byte) (*File, error) {
 		}
 	}
 	value := t.value
+	t.refused = make(map[string]bool, len(bad))
 	for _, loc := range bad {
 		value = prune(value, loc)
+		t.refused[pointer(loc...)] = true
 	}
 	raw, err := json.Marshal(value)
 	if err != nil {
@@ -266,7 +268,7 @@ func (c *checker) bundle(ptr string, b *BundleSpec) {
 		}
 		quorum = ptr + "/stop/valid"
 	}
-	if q := b.Quorum(); q > b.Replicates {
+	if q := b.Quorum(); q > b.Replicates && !c.refused(ptr+"/replicates") {
 		c.add(quorum, fmt.Sprintf("%s %d is more than replicates %d", quorum[strings.LastIndexByte(quorum, '/')+1:], q, b.Replicates))
 	}
 	if b.MaxTokens > 0 && b.Replicates > 0 && (b.Budget == nil || b.Budget.Tokens == 0) && b.MaxTokens > math.MaxInt64/int64(b.Replicates) {
@@ -547,7 +549,7 @@ func check(t *tree, f *File) Errors {
 		}
 		if r := p.Retry; r != nil && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
 			c.add("/error_policy/retry/initial_backoff", "initial_backoff is longer than max_backoff")
-		} else if r != nil && r.MaxBackoff <= 0 && time.Duration(r.InitialBackoff) > defaultMaxBackoff {
+		} else if r != nil && r.MaxBackoff <= 0 && !c.refused("/error_policy/retry/max_backoff") && time.Duration(r.InitialBackoff) > defaultMaxBackoff {
 			// Every wait is capped at max_backoff, the default one too: the wait written would
 			// never be waited.
 			initial := shortDuration(time.Duration(r.InitialBackoff))
@@ -583,6 +585,11 @@ type checker struct {
 
 func (c *checker) add(ptr, problem string) { c.errs = append(c.errs, c.t.errorAt(ptr, problem)) }
 
+// refused reports whether the schema refused the value at ptr, reported already: the File holds
+// it as absent, so a check comparing it with another field would compare what the file does not
+// say, and is not made.
+func (c *checker) refused(ptr string) bool { return c.t.refused[ptr] }
+
 // mcpCallTimeout is how long a call to an MCP server whose call_timeout is absent may take:
 // mcptool.DefaultCallTimeout, which this package does not import (its tests check they agree).
 const mcpCallTimeout = time.Minute
@@ -607,6 +614,7 @@ func (c *checker) callTimeout(a *Agent) {
 	timeout, bound := time.Duration(a.Timeout), time.Duration(s.CallTimeout)
 	field := pointer("mcp_servers", a.MCP.Server, "call_timeout")
 	switch {
+	case c.refused(field):
 	case bound == 0 && timeout > mcpCallTimeout:
 		c.add(pointer("agents", a.Name, "timeout"), fmt.Sprintf("timeout %s is longer than %s, %s when absent as here, which cuts off every call to the server first: set call_timeout to %s or more on the server, or shorten timeout",
 			shortDuration(timeout), displayPath(field), shortDuration(mcpCallTimeout), shortDuration(timeout)))

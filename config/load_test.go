@@ -420,3 +420,46 @@ func TestE2IConfigMatchesTheGoExample(t *testing.T) {
 		t.Errorf("gazetteers (-go +yaml):\n%s", diff)
 	}
 }
+
+// A value the schema refuses is reported once, at itself: a check comparing another field with
+// it does not compare with the absent value the loader holds in its place (a quorum "more than
+// replicates 0" when replicates was 1; a max_backoff or call_timeout "absent as here" when it
+// was written, and refused).
+func TestChecksLeaveARefusedValueOut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"replicates too few", `version: 1
+agents:
+  w: {kind: builtin}
+  bu: {kind: bundle, bundle: {agent: w, replicates: 1, stop: {valid: 2}}}
+`, []string{"t.yaml:4:53: agents.bu.bundle.replicates: 1 is too small: want 2 or more"}},
+		{"replicates too many", `version: 1
+agents:
+  w: {kind: builtin}
+  bu: {kind: bundle, bundle: {agent: w, replicates: 40, min_replicates: 30}}
+`, []string{"t.yaml:4:53: agents.bu.bundle.replicates: 40 is too large: want at most 32"}},
+		{"max_backoff negative", `version: 1
+agents:
+  w: {kind: builtin}
+error_policy:
+  retry: {max_attempts: 3, initial_backoff: 30s, max_backoff: -5s}
+`, []string{`t.yaml:5:63: error_policy.retry.max_backoff: "-5s" is negative: a duration here is positive, such as 30s`}},
+		{"call_timeout negative", `version: 1
+agents:
+  s: {kind: mcp, timeout: 5m, mcp: {server: ev, tool: t}}
+mcp_servers:
+  ev: {command: cat, call_timeout: -1s}
+`, []string{`t.yaml:5:36: mcp_servers.ev.call_timeout: "-1s" is negative: a duration here is positive, such as 30s`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tt.want, parseErrs(t, tt.src)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -65,6 +65,9 @@ type tree struct {
 	// reader (1e3, or too large for 64 bits). An error saying a value has the wrong type shows
 	// it as written, and can say why a number is a string.
 	scalars map[string]scalar
+	// refused are the pointers of the values the schema refused, which Parse leaves out of the
+	// File: a field there reads as absent, which is not what the file says.
+	refused map[string]bool
 }
 
 // scalar is a value as the file writes it.
