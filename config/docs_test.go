@@ -55,7 +55,8 @@ check it; add this first line to a file for editors using the YAML language serv
 
 troupe validate FILE checks a file, reporting every problem at once as file:line:column: field: problem.
 It builds every agent and plans each of the file's examples as troupe plan would; what leaves plain-text
-queries unplannable but the file usable with parsed ones (--input), such as routing with no parser, is a warning.
+queries unplannable but the file usable with parsed ones (--input), such as routing with no parser, is a warning;
+so is an MCP server no agent uses, which building neither starts nor checks.
 Unknown fields are errors everywhere except in the free-form maps marked *map* below.
 Durations are written as Go writes them, with their unit: 30s, 1m30s, 250ms, and zero as 0s; a bare number is not one.
 

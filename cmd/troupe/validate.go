@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -163,12 +164,13 @@ func printWarnings(w io.Writer, f *config.File) {
 }
 
 // warnings are what may well be wrong with f but need not be, so validate and run report them
-// without failing: an llm agent's api_key_env naming a variable this environment does not
-// set. The variable may be set where the workflow runs, and a server that needs no key (a
-// local one) is called without one, as llmagent does; but a file that names the variable
-// expects a key. An agent that names none (OPENAI_API_KEY, by default) is not warned of.
+// without failing, in file order: an llm agent's api_key_env naming a variable this environment
+// does not set. The variable may be set where the workflow runs, and a server that needs no key
+// (a local one) is called without one, as llmagent does; but a file that names the variable
+// expects a key. An agent that names none (OPENAI_API_KEY, by default) is not warned of. And an
+// MCP server no agent uses (see unusedServers).
 func warnings(f *config.File) []*config.Error {
-	var out []*config.Error
+	out := unusedServers(f)
 	for _, n := range f.Order {
 		a := f.Agents[n]
 		if a.LLM == nil || a.LLM.APIKeyEnv == "" {
@@ -184,6 +186,36 @@ func warnings(f *config.File) []*config.Error {
 		}
 		err := fmt.Errorf("the environment variable %s %s here: the model will be called with no API key, which only a server that needs none accepts", v, what)
 		out = append(out, f.Problem(a.Field(err, "llm", "api_key_env")))
+	}
+	return byPosition(out)
+}
+
+// unusedServers warns of each MCP server of f that no agent uses: no mcp agent is one of its
+// tools and no llm agent's tools name it. A server is started, its command looked up and its
+// env read, when an agent that uses it is built, so nothing checks one no agent uses, nor does
+// anything run it; it is not an error, as nothing would fail, but a file that declares a server
+// means some agent to use it (an llm agent's tools left without its mcp:NAME, say).
+func unusedServers(f *config.File) []*config.Error {
+	used := map[string]bool{}
+	for _, a := range f.Agents {
+		if a.MCP != nil {
+			used[a.MCP.Server] = true
+		}
+		if a.LLM != nil {
+			for _, t := range a.LLM.Tools {
+				if server, _, ok := config.MCPTool(t); ok {
+					used[server] = true
+				}
+			}
+		}
+	}
+	var out []*config.Error
+	for _, n := range slices.Sorted(maps.Keys(f.MCPServers)) {
+		if !used[n] {
+			line, col := f.Position("/mcp_servers/" + n) // a server's name is a plain word
+			out = append(out, &config.Error{File: f.Path, Line: line, Column: col, Path: "mcp_servers." + n,
+				Problem: fmt.Sprintf("no agent uses this server (no mcp agent has server: %s, no llm agent's tools name mcp:%s), so it is never started, nor its command or env checked", n, n)})
+		}
 	}
 	return out
 }

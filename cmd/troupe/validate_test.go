@@ -277,3 +277,36 @@ agents:
 		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant:\n%s", code, stdout, stderr, want)
 	}
 }
+
+// An MCP server no agent uses is never started, so nothing checks its program or env: validate
+// warns of it, at its name, and the exit code stays 0, as nothing would fail; a server an mcp
+// agent or an llm agent's tools use is not warned of.
+func TestValidateWarnsOfAnUnusedMCPServer(t *testing.T) {
+	unsetenv(t, "TROUPE_TEST_UNSET_TOKEN")
+	t.Setenv("TROUPE_TEST_KEY", "k")
+	const yaml = `version: 1
+agents:
+  w: {kind: exec, exec: {command: [cat]}}
+  m: {kind: llm, llm: {model: x, api_key_env: TROUPE_TEST_KEY, tools: ["mcp:used/echo"]}}
+  e: {kind: mcp, mcp: {server: also, tool: echo}}
+mcp_servers:
+  used: {command: troupe-no-such-mcp-server}
+  also: {command: troupe-no-such-mcp-server}
+  spare: {command: troupe-no-such-mcp-server, env: {TOKEN: TROUPE_TEST_UNSET_TOKEN}}
+`
+	dir := writeConfig(t, yaml)
+	// Only the warning is checked here: the used servers' program is not there, so the build
+	// fails; a file whose every agent builds is checked below.
+	_, _, stderr := invoke(t, "validate", dir)
+	warning := filepath.Join(dir, "troupe.yaml") + ":9:3: warning: mcp_servers.spare: no agent uses this server (no mcp agent has server: spare, no llm agent's tools name mcp:spare), so it is never started, nor its command or env checked\n"
+	if !strings.HasPrefix(stderr, warning) || strings.Count(stderr, "no agent uses") != 1 {
+		t.Errorf("stderr:\n%s\nwant it to begin:\n%s", stderr, warning)
+	}
+
+	dir = writeConfig(t, "version: 1\nagents:\n  w: {kind: exec, exec: {command: [cat]}}\nmcp_servers:\n  spare: {command: troupe-no-such-mcp-server, env: {TOKEN: TROUPE_TEST_UNSET_TOKEN}}\n")
+	code, stdout, stderr := invoke(t, "validate", dir)
+	warning = filepath.Join(dir, "troupe.yaml") + ":5:3: warning: mcp_servers.spare: no agent uses this server (no mcp agent has server: spare, no llm agent's tools name mcp:spare), so it is never started, nor its command or env checked\n"
+	if code != exitOK || !strings.Contains(stdout, ": ok — 1 agent") || stderr != warning {
+		t.Errorf("exit %d, stdout %q, stderr:\n%q\nwant:\n%q", code, stdout, stderr, warning)
+	}
+}
