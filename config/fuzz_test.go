@@ -26,6 +26,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("version: 1\nagents:\n  a:\n    kind: exec\n    exec: {command: [x]}\n     timeout: 1s\n"))
 	f.Add([]byte("version: 1\nagents: {a: {kind: builtin}}\ncoordinator:\n  triggers:\n    - name: x\n      patterns: [y]\n    target: a\n"))
 	f.Add([]byte("version: 1\nagents:\n  a:\n\tkind: builtin\n"))
+	f.Add([]byte("version: 1\nagents:\n  a:\n    kind: exec\n     exec: {command: [x]}\n"))
 	// Numbers and durations past what Go holds, and text that is not UTF-8.
 	f.Add([]byte("version: 1\nagents: {a: {kind: builtin, timeout: 2562048h}}\nbudget: {max_dispatches: 18446744073709551615, max_concurrency: 1e400}\n"))
 	f.Add([]byte("version: 1\nname: \"\xff\"\nagents: {a: {kind: builtin}}\n"))

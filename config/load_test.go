@@ -145,6 +145,14 @@ func TestParseExplainsIndentation(t *testing.T) {
 		{"deeper than a key whose value is given", agents + "    exec: {command: [./total.sh]}\n     timeout: 10s\n", []string{
 			`t.yaml:6:6: agents.total.timeout: YAML syntax: value is not allowed in this context; check the indentation: "timeout" is indented deeper than "exec" on line 5 before it`,
 		}},
+		// The line goes on with the plain scalar before it, and the parser reports the scalar,
+		// on the line above: the error is the key's, on its own line.
+		{"deeper than a key whose plain value is given", agents + "     exec: {command: [./total.sh]}\n", []string{
+			`t.yaml:5:6: agents.total.exec: YAML syntax: mapping value is not allowed in this context; check the indentation: "exec" is indented deeper than "kind" on line 4 before it, so it is read as more of the value on line 4 ("exec exec")`,
+		}},
+		{"deeper than a key whose plain value is given, in a block", agents + "    exec:\n      command: [./total.sh]\n      dir: x\n        env: {A: B}\n", []string{
+			`t.yaml:8:9: agents.total.exec.env: YAML syntax: mapping value is not allowed in this context; check the indentation: "env" is indented deeper than "dir" on line 7 before it, so it is read as more of the value on line 7 ("x env")`,
+		}},
 		{"deeper than the block dedented before it", "version: 1\nagents:\n  total:\n    kind: exec\n  exec: {command: [./total.sh]}\n    timeout: 10s\n", []string{
 			`t.yaml:6:5: agents.timeout: YAML syntax: value is not allowed in this context; check the indentation: "timeout" is indented deeper than "exec" on line 5 before it`,
 		}},

@@ -98,6 +98,11 @@ func syntaxPlace(tokens token.Tokens, data []byte, line int) (path, hint string)
 		case token.MappingValueType:
 			if flow == 0 && key == nil && i > 0 && tokens[i-1].Position.Line == line {
 				key = tokens[i-1]
+			} else if flow == 0 && key == nil && i > 0 && tokens[i-1].Position.Line < line {
+				// The key was read as more of the plain scalar before it (see continuedKey).
+				if p, k, ok := continuedKey(tokens, data, tokens[i-1]); ok && p.line == line {
+					key, first = &token.Token{Type: token.StringType, Value: k, Position: &token.Position{Line: p.line, Column: p.col}}, p.col
+				}
 			}
 		}
 	}
@@ -156,6 +161,43 @@ func syntaxPlace(tokens token.Tokens, data []byte, line int) (path, hint string)
 		}
 	}
 	return keyPath(outer, key), hint
+}
+
+// continuedKey finds the key of a line the lexer read as more of the plain scalar at, the value
+// of a key on the line before. A key indented deeper than a key whose value is a plain scalar on
+// its line goes on with that scalar (kind: exec, then "     exec: {…}" is kind: "exec exec"
+// followed by ':'), and the parser reports the scalar, on the line above the key, with nothing
+// about indentation. It returns where the key is, on the line of the ':' after the scalar, and
+// the key; ok is false when no ':' follows at on a later line.
+func continuedKey(tokens token.Tokens, data []byte, at *token.Token) (p pos, key string, ok bool) {
+	i := slices.IndexFunc(tokens, func(tk *token.Token) bool {
+		return tk.Position.Line == at.Position.Line && tk.Position.Column == at.Position.Column && tk.Type == at.Type
+	})
+	if i < 1 || i+1 >= len(tokens) || at.Type != token.StringType {
+		return pos{}, "", false
+	}
+	if v := tokens[i-1]; v.Type != token.MappingValueType || v.Position.Line != at.Position.Line {
+		return pos{}, "", false // not a key's value on its line: a key without its ':', say
+	}
+	colon := tokens[i+1]
+	if colon.Type != token.MappingValueType || colon.Position.Line <= at.Position.Line {
+		return pos{}, "", false
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	if colon.Position.Line > len(lines) {
+		return pos{}, "", false
+	}
+	l := []rune(string(lines[colon.Position.Line-1]))
+	if colon.Position.Column-1 > len(l) {
+		return pos{}, "", false
+	}
+	before := string(l[:colon.Position.Column-1])
+	key = strings.TrimSpace(before)
+	if key == "" {
+		return pos{}, "", false
+	}
+	indent := len([]rune(before)) - len([]rune(strings.TrimLeft(before, " ")))
+	return pos{colon.Position.Line, indent + 1}, key, true
 }
 
 const tabHint = "indent with spaces: YAML does not allow tabs in indentation"

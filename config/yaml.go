@@ -137,16 +137,24 @@ func parseYAML(name string, data []byte) (*tree, error) {
 			if p, problem, ok := directiveProblem(tokens, se.Token); ok {
 				return nil, &Error{File: name, Line: p.line, Column: p.col, Problem: "YAML syntax: " + problem}
 			}
-			line := se.Token.Position.Line
+			line, col := se.Token.Position.Line, se.Token.Position.Column
+			continued := ""
+			if p, _, ok := continuedKey(tokens, data, se.Token); ok {
+				// The error is the key's, on its line, not the scalar's it was read into.
+				line, col = p.line, p.col
+				continued = fmt.Sprintf(", so it is read as more of the value on line %d (%q)", se.Token.Position.Line, se.Token.Value)
+			}
 			path, hint := syntaxPlace(tokens, data, line)
 			if hint == "" {
 				hint = missingColon(data, line)
+			} else {
+				hint += continued
 			}
 			problem := "YAML syntax: " + se.Message
 			if hint != "" {
 				problem += "; " + hint
 			}
-			return nil, &Error{File: name, Line: line, Column: se.Token.Position.Column, Path: path, Problem: problem}
+			return nil, &Error{File: name, Line: line, Column: col, Path: path, Problem: problem}
 		}
 		return nil, &Error{File: name, Problem: "YAML syntax: " + err.Error()}
 	}
