@@ -84,7 +84,7 @@ request the engine refuses.
 `
 	validateExits = `Exit codes: 0 the file is valid and every agent builds (with warnings or not), 1 troupe
 failed before it could check the file, 2 the file has problems (each is reported) or the
-command line is wrong.
+command line is wrong, 130 it was cancelled (Ctrl-C) while building the agents.
 `
 	agentsExits = `Exit codes: 0 the agents were listed, 1 troupe failed before it could list them,
 2 usage or configuration error.

@@ -222,6 +222,12 @@ func startSleeperRun(t *testing.T, prefix ...string) (*exec.Cmd, *bytes.Buffer, 
 // configuration problem (exit 2) made of the connect's "context canceled". The server writes
 // to a FIFO once it runs, which is when the test cancels.
 func TestCancelWhileMCPServerStarts(t *testing.T) {
+	for _, cmd := range []string{"run", "validate"} {
+		t.Run(cmd, func(t *testing.T) { cancelWhileMCPServerStarts(t, cmd) })
+	}
+}
+
+func cancelWhileMCPServerStarts(t *testing.T, cmd string) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "started")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -242,8 +248,12 @@ func TestCancelWhileMCPServerStarts(t *testing.T) {
 		}
 		cancel(errors.New("interrupt signal received"))
 	}()
+	args := []string{cmd, dir}
+	if cmd == "run" {
+		args = append(args, "q")
+	}
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"run", dir, "q"}, &stdout, &stderr)
+	code := run(ctx, args, &stdout, &stderr)
 	if f, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil { // frees the reader if the server never ran
 		f.Close()
 	}
@@ -251,7 +261,7 @@ func TestCancelWhileMCPServerStarts(t *testing.T) {
 	if code != exitCancelled {
 		t.Errorf("exit %d, want %d\nstderr:\n%s", code, exitCancelled, stderr.String())
 	}
-	if want := "troupe run: cancelled while building the agents: interrupt signal received\n"; stderr.String() != want {
+	if want := "troupe " + cmd + ": cancelled while building the agents: interrupt signal received\n"; stderr.String() != want {
 		t.Errorf("stderr = %q, want %q", stderr.String(), want)
 	}
 }

@@ -39,6 +39,12 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer servers.Close()
 	var buildErrs config.Errors
 	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories(servers)}); err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C while an MCP server was starting: its connect failed for that, not for
+			// anything in the file.
+			fmt.Fprintf(stderr, "troupe validate: cancelled while building the agents: %v\n", context.Cause(ctx))
+			return exitCancelled
+		}
 		if !errors.As(err, &buildErrs) {
 			fmt.Fprintln(stderr, err)
 			fmt.Fprintf(stderr, "troupe validate: %s: its agents cannot be built\n", f.Path)
