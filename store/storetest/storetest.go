@@ -25,9 +25,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -58,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) troupe.Store) {
 		{"ConcurrentRuns", testConcurrentRuns},
 		{"ConcurrentReaders", testConcurrentReaders},
 		{"ConcurrentWritersOneRun", testConcurrentWritersOneRun},
+		{"ConcurrentBatchesOfSeveralRuns", testConcurrentBatchesOfSeveralRuns},
 		{"DoneContext", testDoneContext},
 	}
 	for _, tt := range tests {
@@ -536,6 +540,70 @@ func testConcurrentRuns(t *testing.T, s troupe.Store) {
 	for r := range runs {
 		run := fmt.Sprintf("run-%02d", r)
 		checkLog(t, s, run, 0, plainLog(run, 1, n, "concurrent"))
+	}
+}
+
+// testConcurrentBatchesOfSeveralRuns: batches that each hold the next event of several runs,
+// naming the runs in opposite orders, appended from several goroutines at once. Each writer
+// claims the next position and retries while the one before it has not landed (a sequence
+// conflict, which leaves nothing behind), so appends are in flight together: a store that
+// locks a batch's runs one by one, in the order the batch names them, deadlocks here, and the
+// test fails after a minute instead of hanging (leaving the deadlocked writers behind).
+func testConcurrentBatchesOfSeveralRuns(t *testing.T, s troupe.Store) {
+	const writers, n = 4, 120
+	runs := []string{"multi-a", "multi-b", "multi-c"}
+	logs := map[string][]troupe.Event{}
+	for _, r := range runs {
+		logs[r] = plainLog(r, 1, n, "multi")
+		appendOK(t, s, logs[r][0])
+	}
+	ctx := t.Context()
+	var claimed atomic.Int64
+	claimed.Store(1) // position 0 is appended
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			order := slices.Clone(runs)
+			if w%2 == 1 {
+				slices.Reverse(order)
+			}
+			for {
+				i := int(claimed.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				var batch []troupe.Event
+				for _, r := range order {
+					batch = append(batch, logs[r][i])
+				}
+				for {
+					err := s.Append(ctx, batch...)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, troupe.ErrSeqConflict) || ctx.Err() != nil {
+						errs <- fmt.Errorf("writer %d: Append(%s) = %w", w, describe(batch), err)
+						return
+					}
+					runtime.Gosched() // the position before it has not landed yet
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }() // ends with the writers
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("appends of batches naming several runs did not finish in a minute: a deadlock between them?")
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, r := range runs {
+		checkLog(t, s, r, 0, logs[r])
 	}
 }
 
