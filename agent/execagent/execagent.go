@@ -215,7 +215,7 @@ func (a *Agent) run(ctx context.Context, d *troupe.Dispatch, out *capped) (*trou
 		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Recoverable: recoverable, Details: details(),
 			Message: fmt.Sprintf("execagent: %s %s%s", a.name, status, a.quoteTail(errw))}
 	}
-	res, err := wire.DecodeResult("execagent: "+a.name, out.buf.Bytes(), d, a.cfg.Agents, details())
+	res, err := wire.DecodeResult("execagent: "+a.name, out.buf.Bytes(), d, a.cfg.Agents, details(), a.secrets)
 	if err != nil {
 		var ae *troupe.AgentError
 		if errors.As(err, &ae) {

@@ -525,6 +525,23 @@ func TestEnvValuesAreScrubbed(t *testing.T) {
 	}
 }
 
+// Output that is not JSON is quoted in the error up to 64 bytes: a secret of the environment
+// that the cut falls inside is scrubbed first, so none of it stays.
+func TestSecretCutByTheOutputExcerptIsScrubbed(t *testing.T) {
+	const token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	a := newAgent(t, execagent.Config{Command: []string{"sh", "-c", `cat >/dev/null; echo "token $GH_TOKEN rejected"`}, Env: []string{"GH_TOKEN=" + token}})
+	_, err := a.Run(t.Context(), dispatch("q", nil, nil))
+	ae := agentError(t, err)
+	if ae.Code != troupe.CodeInvalidOutput {
+		t.Fatalf("error %v, want INVALID_OUTPUT", err)
+	}
+	for where, text := range map[string]string{"Error()": err.Error(), "details": fmt.Sprint(ae.Details)} {
+		if strings.Contains(text, token[:12]) {
+			t.Errorf("%s holds the start of the token: %q", where, text)
+		}
+	}
+}
+
 // A secret passed on the command line as well as in the environment is scrubbed from the
 // command's name in messages before the name is cut, which would hide the secret's end.
 func TestCommandNameIsScrubbedBeforeItIsCut(t *testing.T) {

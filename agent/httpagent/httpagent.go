@@ -267,7 +267,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: details,
 			Message: fmt.Sprintf("httpagent: POST %s: response over %d bytes (max_response_bytes)", a.shown, a.max)}
 	}
-	res, err := wire.DecodeResult("httpagent: POST "+a.shown, data, d, a.agents, details)
+	res, err := wire.DecodeResult("httpagent: POST "+a.shown, data, d, a.agents, details, a.secrets)
 	if err != nil {
 		return nil, a.secrets.Error(err, data)
 	}

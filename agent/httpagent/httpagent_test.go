@@ -391,6 +391,36 @@ func TestEchoedSecretsAreScrubbedFromErrors(t *testing.T) {
 	}
 }
 
+// Where an error quotes the start of the output (64 bytes of output that is not JSON; the first
+// 200 characters of an error object), a cut that falls inside an echoed secret keeps none of
+// it: the output is scrubbed before it is cut.
+func TestEchoedSecretCutByAnExcerptIsScrubbed(t *testing.T) {
+	const token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	for _, tc := range []struct {
+		name, body string
+	}{
+		{"not JSON, cut at 64 bytes", "bad auth: %s rejected"},
+		{"an error object cut at 200 characters", `{"error": "` + strings.Repeat("0", 180) + ` %s"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, tc.body, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			}))
+			defer srv.Close()
+			a := newAgent(t, httpagent.Config{URL: srv.URL, BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": token})})
+			_, err := a.Run(t.Context(), dispatch("q"))
+			var ae *troupe.AgentError
+			if !errors.As(err, &ae) || ae.Code != troupe.CodeInvalidOutput {
+				t.Fatalf("Run = %v, want INVALID_OUTPUT", err)
+			}
+			all := fmt.Sprintf("%v %+v", err, ae.Details)
+			if strings.Contains(all, token[:12]) {
+				t.Errorf("the error keeps the start of the secret: %s", all)
+			}
+		})
+	}
+}
+
 // A secret with characters that get escaped is echoed in the escaped spelling: JSON as
 // encoding/json writes it (with and without HTML escaping) and as ASCII-only encoders do,
 // Go-quoted in a validation message, percent-encoded in a redirect. Every spelling is scrubbed.

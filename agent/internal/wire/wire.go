@@ -30,12 +30,19 @@ import (
 // Fields the engine owns anyway — identification, timing and a "completed" status — may be
 // left out: they are filled in from d, so an agent in another language need print no more
 // than {"agent_result": {...}}. Fields it does send are checked as sent.
-func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.AgentSet, extra map[string]any) (*troupe.Result, error) {
+//
+// What the error quotes of the output is scrubbed of secrets before it is cut, so a cut that
+// falls inside a secret cannot keep its start.
+func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.AgentSet, extra map[string]any, secrets *Secrets) (*troupe.Result, error) {
+	shown := data // what excerpts quote
+	if !secrets.Empty() {
+		shown = []byte(secrets.String(string(data)))
+	}
 	var problems []string
 	if p := notUTF8(data); p != "" {
 		// encoding/json would read each bad byte as U+FFFD: the agent's text, changed unseen.
 		problems = append(problems, p)
-	} else if p := errorReport(data); p != "" {
+	} else if p := errorReport(data, secrets); p != "" {
 		// Filled in as "completed", it would fail for want of an agent_result, which says
 		// nothing of what the agent reported.
 		problems = append(problems, p)
@@ -53,7 +60,7 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 			if ve.Field == "" {
 				// Not JSON at all: what the agent printed says more than where the parser
 				// gave up.
-				p += ", output begins " + Head(data, headInMessage)
+				p += ", output begins " + Head(shown, headInMessage)
 			}
 			problems = append(problems, p)
 		case err != nil:
@@ -69,7 +76,7 @@ func DecodeResult(pkg string, data []byte, d *troupe.Dispatch, agents troupe.Age
 			return r, nil
 		}
 	}
-	details := map[string]any{"errors": problems, "output": Head(data, OutputExcerpt)}
+	details := map[string]any{"errors": problems, "output": Head(shown, OutputExcerpt)}
 	for k, v := range extra {
 		details[k] = v
 	}
@@ -120,7 +127,7 @@ func notUTF8(data []byte) string {
 // errorReport reads an agent's report of its own failure in place of a result — an object with
 // an "error" member but neither status nor agent_result, as many services answer — and says
 // what it reported; "" for anything else.
-func errorReport(data []byte) string {
+func errorReport(data []byte, secrets *Secrets) string {
 	// Every answer passes here: one without the key is not decoded once more for it.
 	if !bytes.Contains(data, []byte(`"error"`)) {
 		return ""
@@ -146,6 +153,7 @@ func errorReport(data []byte) string {
 	case json.Unmarshal(raw, &m) == nil && m.Message != "":
 		text = m.Message
 	}
+	text = secrets.String(text) // before the cut, which could keep a secret's start
 	if r := []rune(text); len(r) > 200 {
 		text = string(r[:199]) + "…"
 	}

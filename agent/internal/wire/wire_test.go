@@ -118,7 +118,7 @@ func TestDecodeResult(t *testing.T) {
 		{"not JSON", `nope`, []string{"nope"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := wire.DecodeResult("pkg", []byte(tc.data), d, nil, map[string]any{"k": "v"})
+			r, err := wire.DecodeResult("pkg", []byte(tc.data), d, nil, map[string]any{"k": "v"}, nil)
 			if tc.want == nil {
 				if err != nil || r.AgentResult["x"] != 1.0 || r.DispatchID != d.DispatchID || r.AgentName != "a" || r.Status != troupe.StatusCompleted {
 					t.Fatalf("%+v, %v", r, err)
@@ -155,7 +155,7 @@ func TestDecodeResultMessage(t *testing.T) {
 		{"not JSON, long", strings.Repeat("é", 40), `output begins "` + strings.Repeat("é", 32) + `"…`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := wire.DecodeResult("pkg", []byte(tc.data), d, nil, nil)
+			_, err := wire.DecodeResult("pkg", []byte(tc.data), d, nil, nil, nil)
 			info := troupe.ErrorInfoOf(err)
 			if !strings.Contains(info.Message, tc.want) || strings.Contains(info.Message, "troupe:") {
 				t.Errorf("message %q, want it to hold %q and no \"troupe:\"", info.Message, tc.want)
