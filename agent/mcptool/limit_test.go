@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,5 +101,53 @@ func TestNegativeMaxResultBytes(t *testing.T) {
 	_, err := mcptool.Connect(t.Context(), mcptool.Config{URL: "http://127.0.0.1:1/mcp", MaxResultBytes: -1})
 	if err == nil || !strings.Contains(err.Error(), "max_result_bytes") {
 		t.Errorf("Connect = %v", err)
+	}
+}
+
+// A call that fails in transport quotes the URL the go-sdk posted to: the agent's error, as the
+// tool's, has the URL's secret query value masked.
+func TestAgentErrorMasksTheURLsSecrets(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	var down atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() { // drop the connection: the POST fails in transport
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	const secret = "t0k3n-s3cret-value"
+	c, err := mcptool.Connect(t.Context(), mcptool.Config{URL: hs.URL + "/mcp?token=" + secret, CallTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, ok := c.Tool("echo")
+	if !ok {
+		t.Fatal("no echo tool")
+	}
+	down.Store(true)
+	for name, call := range map[string]func() error{
+		"Tool.Call": func() error { _, err := tl.Call(t.Context(), nil, nil); return err },
+		"Agent":     func() error { _, err := mcptool.Agent(tl).Run(t.Context(), troupe.NewDispatch()); return err },
+	} {
+		err := call()
+		if err == nil {
+			t.Fatalf("%s: succeeded with the server down", name)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error %q quotes the URL's token", name, err)
+		}
+	}
+	down.Store(false)
+	c.Close()
+	for ss := range srv.Sessions() { // the client's goodbye may not have reached it
+		ss.Close()
 	}
 }

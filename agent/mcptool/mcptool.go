@@ -607,6 +607,7 @@ func Agent(t *Tool) troupe.Agent {
 		}
 		res, err := t.call(ctx, args)
 		if err != nil {
+			err = scrub(t.c.cfg, err) // the go-sdk's errors quote the URL it posted to, as Call's do
 			var te *ToolError
 			if errors.As(err, &te) {
 				return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: err.Error()}
