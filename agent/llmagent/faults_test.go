@@ -39,6 +39,13 @@ func TestMisbehavingServers(t *testing.T) {
 			troupe.CodeAgentError, true, "the server answered 200 with an error: Provider returned error", nil},
 		{"200 with an error string", false, answer("application/json", `{"error":"model is loading"}`),
 			troupe.CodeAgentError, false, "the server answered 200 with an error: model is loading", nil},
+		// The same error objects in a stream's event: judged as in a whole answer, by their code.
+		{"a stream event with an error object and a status code", true, answer("text/event-stream", `data: {"error":{"message":"Invalid model gpt-test","code":400}}`+"\n\n"),
+			troupe.CodeAgentError, false, "the server answered 200 with an error: Invalid model gpt-test", nil},
+		{"a stream event with a retryable error code", true, answer("text/event-stream", chunk+`data: {"error":{"message":"Provider returned error","code":429}}`+"\n\n"),
+			troupe.CodeAgentError, true, "the server answered 200 with an error: Provider returned error", nil},
+		{"a stream event with an error string", true, answer("text/event-stream", `data: {"error":"model is loading"}`+"\n\n"),
+			troupe.CodeAgentError, false, "the server answered 200 with an error: model is loading", nil},
 		// A server that ignores "stream" answers a whole completion; a proxy answers a page.
 		{"a stream answered by a whole completion", true, answer("application/json", whole),
 			troupe.CodeInvalidOutput, false, `sent no stream chunks (Content-Type "application/json")`, nil},
