@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
@@ -119,6 +120,84 @@ func TestResumeFromJSONLogTakesFinishedMembers(t *testing.T) {
 			if starts != 1 || ends != 1 {
 				t.Errorf("m1's dispatch is started %d times and ended %d times in the log, want once each", starts, ends)
 			}
+		})
+	}
+}
+
+// level is a named string type an agent may put in its result.
+type level string
+
+// A sequence step hands on what the step before it found, in a prompt built from its result.
+// A value of a named string type or a time.Time reads as the string it encodes to, as it does
+// once the log went through JSON, so a resumed run builds the same prompt, finds the next
+// step's dispatch in the log and does not run that step again.
+func TestResumeFromJSONLogKeepsTypedHandoffs(t *testing.T) {
+	for name, v := range map[string]any{
+		"named string": level("beginner"),
+		"time":         time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		"in output":    map[string]level{"output": "beginner"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var c1, c2, c3 atomic.Int32
+			m1 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+				c1.Add(1)
+				if m, ok := v.(map[string]level); ok {
+					return &troupe.Result{AgentResult: map[string]any{"output": m["output"]}}, nil
+				}
+				return &troupe.Result{AgentResult: map[string]any{"level": v}}, nil
+			})
+			m2 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+				c2.Add(1)
+				return &troupe.Result{AgentResult: map[string]any{"m2": 2}}, nil
+			})
+			var block atomic.Bool
+			block.Store(true)
+			m3 := troupe.AgentFunc(func(ctx context.Context, _ *troupe.Dispatch) (*troupe.Result, error) {
+				c3.Add(1)
+				if block.Load() {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return &troupe.Result{AgentResult: map[string]any{"m3": 3}}, nil
+			})
+			seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("m1", m1), flow.Named("m2", m2), flow.Named("m3", m3))
+			reg := agents(t, "g", seq)
+			eng1, err := engine.New(engine.Config{Registry: reg, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := eng1.Start(t.Context(), troupe.Request{Query: "q", RunID: "run_typed"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ev, err := range r.Events(t.Context()) { // the process dies with m3 running
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Agent == "m3" && ev.Kind == troupe.KindDispatchStarted {
+					break
+				}
+			}
+			if err := eng1.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			block.Store(false)
+			st := jsonCopy(t, eng1.Store(), r.ID())
+			r2, err := newEngine(t, engine.Config{Registry: reg, Seed: 1, Store: st}).Resume(t.Context(), r.ID(), engine.ResumeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r2.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if c1.Load() != 1 || c2.Load() != 1 {
+				t.Errorf("m1 ran %d times and m2 %d times, want once each: both finished before the crash", c1.Load(), c2.Load())
+			}
+			evs, err := st.Events(t.Context(), r.ID(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			troupetest.CheckFinishedLog(t, evs)
 		})
 	}
 }

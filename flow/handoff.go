@@ -62,7 +62,7 @@ func outputText(res *troupe.Result) string {
 	if s := res.Summary(); s != "" {
 		return s
 	}
-	if s, ok := res.AgentResult["output"].(string); ok && s != "" {
+	if s, ok := asString(res.AgentResult["output"]); ok && s != "" {
 		return s
 	}
 	if len(res.AgentResult) > 0 {
@@ -75,10 +75,32 @@ func outputText(res *troupe.Result) string {
 }
 
 func compact(v any) string {
-	if s, ok := v.(string); ok {
+	if s, ok := asString(v); ok {
 		return s
 	}
 	return jsonText(v)
+}
+
+// asString is v as the string it encodes to, when it encodes to a JSON string: a string, a
+// named string type, a time.Time. Each then reads as it will once a log that went through JSON
+// gives it back as a plain string, so a resumed run builds the same handoff, and the dispatch
+// the log holds is the one it makes again, not run twice.
+func asString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case nil, bool, float64, int, int64, map[string]any, []any:
+		return "", false
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) == 0 || b[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // jsonText is v as JSON, or as fmt prints it when it is not JSON.
