@@ -87,4 +87,8 @@
 // down; an agent tool's Teardown waits for its abandoned calls. A member without a timeout
 // that ignores its context still holds its composite; the deadline that holds against it is
 // the enclosing planned dispatch's, which the engine keeps whatever the agent does.
+//
+// A member's question (Dispatch.Ask) goes to the enclosing runtime, and so to the run's
+// human-input handler. A member's requires_human does not: the engine reviews the results of
+// the dispatches it planned, and a composite's result does not carry its members' flags.
 package flow
