@@ -154,7 +154,8 @@ func Last(evs []troupe.Event) troupe.Event {
 // CheckLog reports every broken invariant of a complete run log (from seq 1): sequence numbers
 // dense from 1, one run id, a context with the run's trace id on every event, at most one
 // terminal event (known by its stage or its kind, which must agree) and nothing after it,
-// INITIALIZE first. Every dispatch_started is answered by
+// INITIALIZE first, and no dispatch started again once it completed (one that failed, as a
+// member paused for a human does, may be made again under its id). Every dispatch_started is answered by
 // exactly one dispatch_completed or dispatch_failed for the same dispatch id, later in the log;
 // only a log that has not ended (paused, or cut short) may leave dispatches unanswered. A log
 // that stops without a terminal event passes — it may be read part way, or cut on purpose —:
@@ -232,8 +233,9 @@ func LogProblems(evs []troupe.Event) []string {
 		trace = c.TraceID()
 	}
 	terminal := -1
-	open := map[string]int64{} // dispatch id → seq of its unanswered dispatch_started
-	var order []string         // dispatch ids in the order they started, for a stable report
+	open := map[string]int64{}      // dispatch id → seq of its unanswered dispatch_started
+	completed := map[string]int64{} // dispatch id → seq of its dispatch_completed
+	var order []string              // dispatch ids in the order they started, for a stable report
 	for i, ev := range evs {
 		if ev.Seq != int64(i)+1 {
 			out = append(out, fmt.Sprintf("event %d has seq %d", i+1, ev.Seq))
@@ -264,6 +266,12 @@ func LogProblems(evs []troupe.Event) []string {
 				out = append(out, fmt.Sprintf("event %d starts dispatch %q again, unanswered since event %d", ev.Seq, ev.DispatchID, at))
 				continue
 			}
+			if at, ok := completed[ev.DispatchID]; ok {
+				// A dispatch that failed (a member that paused for a human, say) may be made
+				// again under its id; one that completed has its result, and running it again
+				// would run finished work twice.
+				out = append(out, fmt.Sprintf("event %d starts dispatch %q again, completed at event %d", ev.Seq, ev.DispatchID, at))
+			}
 			open[ev.DispatchID] = ev.Seq
 			order = append(order, ev.DispatchID)
 		case troupe.KindDispatchCompleted, troupe.KindDispatchFailed:
@@ -272,6 +280,9 @@ func LogProblems(evs []troupe.Event) []string {
 				continue
 			}
 			delete(open, ev.DispatchID)
+			if ev.Kind == troupe.KindDispatchCompleted {
+				completed[ev.DispatchID] = ev.Seq
+			}
 		}
 	}
 	if terminal >= 0 {

@@ -67,6 +67,11 @@ func TestLogProblems(t *testing.T) {
 			[]string{`event 4 (dispatch_failed) answers dispatch "d1", which is not running`}},
 		{"answer without a start", logOf(initEv, completed("d1"), doneEv),
 			[]string{`event 2 (dispatch_completed) answers dispatch "d1", which is not running`}},
+		// A dispatch that failed (a member that paused for a human) may be made again under its
+		// id; one that completed may not: it would run finished work twice.
+		{"failed dispatch made again", logOf(initEv, started("d1"), failed("d1"), started("d1"), completed("d1"), doneEv), nil},
+		{"completed dispatch started again", logOf(initEv, started("d1"), completed("d1"), started("d1"), completed("d1"), doneEv),
+			[]string{`event 4 starts dispatch "d1" again, completed at event 3`}},
 		{"dispatch started twice", logOf(initEv, started("d1"), started("d1"), completed("d1"), doneEv),
 			[]string{`event 3 starts dispatch "d1" again`}},
 		// A terminal kind at another stage ends the run all the same, and is wrong.
