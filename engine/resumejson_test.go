@@ -37,6 +37,48 @@ func jsonCopy(t *testing.T, st troupe.Store, id string) *memory.Store {
 	return out
 }
 
+// crashAndResumeFromJSON starts run id of the planned agents in reg, lets the process die (the
+// engine shuts down) at the first event crash accepts, calls unblock, and resumes the run in a
+// new engine from a JSON copy of its log, as a durable store gives it back. It returns the
+// resumed run's whole log, which it checks as a finished run's.
+func crashAndResumeFromJSON(t *testing.T, reg *troupe.Registry, id string, crash func(troupe.Event) bool, unblock func()) []troupe.Event {
+	t.Helper()
+	eng1, err := engine.New(engine.Config{Registry: reg, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng1.Start(t.Context(), troupe.Request{Query: "q", RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range r.Events(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if crash(ev) {
+			break
+		}
+	}
+	if err := eng1.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	unblock()
+	st := jsonCopy(t, eng1.Store(), r.ID())
+	r2, err := newEngine(t, engine.Config{Registry: reg, Seed: 1, Store: st}).Resume(t.Context(), r.ID(), engine.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(t.Context(), r.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	troupetest.CheckFinishedLog(t, evs)
+	return evs
+}
+
 // A composite resumed from a log that went through JSON, as a durable store gives it back,
 // takes its finished members' results from the log: they are not run (nor paid for) twice,
 // and their events are not recorded again. The member dispatches the log decodes hold {} and
@@ -69,45 +111,14 @@ func TestResumeFromJSONLogTakesFinishedMembers(t *testing.T) {
 				return &troupe.Result{AgentResult: map[string]any{"m2": 2}, Confidence: troupe.Ptr(0.9)}, nil
 			})
 			reg := agents(t, "g", tc.group(m1, m2))
-			eng1, err := engine.New(engine.Config{Registry: reg, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
 			// A parsed query, upstream results and dependencies left nil: their JSON is {} and [].
-			r, err := eng1.Start(t.Context(), troupe.Request{Query: "q", RunID: "run_json"})
-			if err != nil {
-				t.Fatal(err)
-			}
 			// The process dies once m1's result is recorded, with m2 running.
-			for ev, err := range r.Events(t.Context()) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ev.Agent == "m1" && ev.Kind == troupe.KindDispatchCompleted {
-					break
-				}
-			}
-			if err := eng1.Shutdown(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			block.Store(false)
-
-			st := jsonCopy(t, eng1.Store(), r.ID())
-			r2, err := newEngine(t, engine.Config{Registry: reg, Seed: 1, Store: st}).Resume(t.Context(), r.ID(), engine.ResumeOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r2.Wait(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			evs := crashAndResumeFromJSON(t, reg, "run_json", func(ev troupe.Event) bool {
+				return ev.Agent == "m1" && ev.Kind == troupe.KindDispatchCompleted
+			}, func() { block.Store(false) })
 			if n := m1Calls.Load(); n != 1 {
 				t.Errorf("m1 ran %d times; it completed before the crash, and the resumed run should take it from the log", n)
 			}
-			evs, err := st.Events(t.Context(), r.ID(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			troupetest.CheckFinishedLog(t, evs)
 			starts, ends := 0, 0
 			for _, ev := range evs {
 				if ev.Agent == "m1" && ev.Kind == troupe.KindDispatchStarted {
@@ -162,42 +173,12 @@ func TestResumeFromJSONLogKeepsTypedHandoffs(t *testing.T) {
 			})
 			seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("m1", m1), flow.Named("m2", m2), flow.Named("m3", m3))
 			reg := agents(t, "g", seq)
-			eng1, err := engine.New(engine.Config{Registry: reg, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := eng1.Start(t.Context(), troupe.Request{Query: "q", RunID: "run_typed"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for ev, err := range r.Events(t.Context()) { // the process dies with m3 running
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ev.Agent == "m3" && ev.Kind == troupe.KindDispatchStarted {
-					break
-				}
-			}
-			if err := eng1.Shutdown(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			block.Store(false)
-			st := jsonCopy(t, eng1.Store(), r.ID())
-			r2, err := newEngine(t, engine.Config{Registry: reg, Seed: 1, Store: st}).Resume(t.Context(), r.ID(), engine.ResumeOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r2.Wait(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			crashAndResumeFromJSON(t, reg, "run_typed", func(ev troupe.Event) bool { // the process dies with m3 running
+				return ev.Agent == "m3" && ev.Kind == troupe.KindDispatchStarted
+			}, func() { block.Store(false) })
 			if c1.Load() != 1 || c2.Load() != 1 {
 				t.Errorf("m1 ran %d times and m2 %d times, want once each: both finished before the crash", c1.Load(), c2.Load())
 			}
-			evs, err := st.Events(t.Context(), r.ID(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			troupetest.CheckFinishedLog(t, evs)
 		})
 	}
 }

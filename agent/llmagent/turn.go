@@ -191,20 +191,16 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 		}
 	}
 	t.content, t.refusal = string(content), string(refusal)
-	var se *ssestream.StreamError
-	if err := s.Err(); errors.As(err, &se) {
-		// An event carrying an error object: the server's answer, judged as the same object
-		// in a whole (unstreamed) 200 is, by its code, not a stream cut short.
-		var ev struct {
-			Error json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(se.Event.Data, &ev) == nil {
+	if err := s.Err(); err != nil {
+		var se *ssestream.StreamError
+		var ev wireCompletion
+		if errors.As(err, &se) && json.Unmarshal(se.Event.Data, &ev) == nil {
+			// An event carrying an error object: the server's answer, judged as the same
+			// object in a whole (unstreamed) 200 is, by its code, not a stream cut short.
 			if rerr := reportedError(a.server(), secrets, ev.Error); rerr != nil {
 				return nil, rerr
 			}
 		}
-	}
-	if err := s.Err(); err != nil {
 		if t.promptTokens == 0 && t.completionTokens == 0 {
 			return nil, a.apiError(ctx, secrets, err, res)
 		}

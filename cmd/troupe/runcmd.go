@@ -65,10 +65,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	defer servers.Close() // after the engine's Close, deferred below: no agent calls a tool then
 	reg, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories(servers)})
 	if err != nil {
-		if ctx.Err() != nil {
-			// Ctrl-C while an MCP server was starting: its connect failed for that, not for
-			// anything in the file.
-			fmt.Fprintf(stderr, "troupe run: cancelled while building the agents: %v\n", context.Cause(ctx))
+		if buildCancelled(ctx, "run", stderr) {
 			return exitCancelled
 		}
 		fmt.Fprintf(stderr, "troupe run: %v\n", err)

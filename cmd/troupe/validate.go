@@ -39,10 +39,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer servers.Close()
 	var buildErrs config.Errors
 	if _, err := config.Build(ctx, f, config.Options{Builtins: b, Factories: factories(servers)}); err != nil {
-		if ctx.Err() != nil {
-			// Ctrl-C while an MCP server was starting: its connect failed for that, not for
-			// anything in the file.
-			fmt.Fprintf(stderr, "troupe validate: cancelled while building the agents: %v\n", context.Cause(ctx))
+		if buildCancelled(ctx, "validate", stderr) {
 			return exitCancelled
 		}
 		if !errors.As(err, &buildErrs) {

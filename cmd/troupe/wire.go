@@ -56,6 +56,16 @@ func factories(servers *mcpServers) config.Factories {
 	}
 }
 
+// buildCancelled reports on stderr, and says, that troupe cmd's build of the agents failed
+// because ctx ended (Ctrl-C while an MCP server was starting), not for anything in the file.
+func buildCancelled(ctx context.Context, cmd string, stderr io.Writer) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	fmt.Fprintf(stderr, "troupe %s: cancelled while building the agents: %v\n", cmd, context.Cause(ctx))
+	return true
+}
+
 // Each factory reports every problem it finds, joined (errors.Join), not the first only: config
 // reports each at its field, as Load does.
 

@@ -151,11 +151,9 @@ func (ds *Dataset) screened(brand, region, kpi string) (did, map[string]float64)
 	var out map[string]float64
 	for len(controls) > 1 {
 		worst, worstT := "", 0.0
-		for _, c := range controls {
-			donors := slices.DeleteFunc(slices.Clone(controls), func(r string) bool { return r == c })
-			t := ds.diffInDiff(brand, c, kpi, donors, e.changeWeek, 1, Deciles).cmp.T
+		for i, t := range ds.placebos(brand, kpi, controls, e.changeWeek) {
 			if math.Abs(t) >= 2 && math.Abs(t) > math.Abs(e.cmp.T) && math.Abs(t) > math.Abs(worstT) {
-				worst, worstT = c, t
+				worst, worstT = controls[i], t
 			}
 		}
 		if worst == "" {
@@ -172,13 +170,24 @@ func (ds *Dataset) screened(brand, region, kpi string) (did, map[string]float64)
 	return e, out
 }
 
+// placebos are the t statistics of each control region treated as if it had changed in week,
+// against the other controls, in the order of controls.
+func (ds *Dataset) placebos(brand, kpi string, controls []string, week int) []float64 {
+	ts := make([]float64, len(controls))
+	for i, c := range controls {
+		donors := slices.DeleteFunc(slices.Clone(controls), func(r string) bool { return r == c })
+		ts[i] = ds.diffInDiff(brand, c, kpi, donors, week, 1, Deciles).cmp.T
+	}
+	return ts
+}
+
 // causalImpact estimates the effect behind a change in a KPI: a difference-in-differences of
 // the region asked about against the other regions (those that did not change themselves, see
-// screened), around the change point found in the data. An estimate whose 95% interval holds
-// zero is reported as no significant change.
-// With no region asked about it estimates every region and reports the one whose change is
-// most significant. Its confidence is the estimate's (see diffInDiff) times the
-// rule-of-succession share of placebo regions whose |t| it exceeds.
+// screened), around the change point found in the data; an estimate whose 95% interval holds
+// zero is reported as no significant change. With no region asked about it estimates every
+// region and reports the one whose change is most significant. Its confidence is the
+// estimate's (see diffInDiff) times the rule-of-succession share of placebo regions whose |t|
+// it exceeds.
 func (ds *Dataset) causalImpact(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	s, err := ds.scope(d)
 	if err != nil {
@@ -210,11 +219,9 @@ func (ds *Dataset) causalImpact(ctx context.Context, d *troupe.Dispatch) (*troup
 	// regions cannot make an observational estimate certain, however large its t.
 	placebos := map[string]any{}
 	beaten := 0
-	for _, c := range best.controls {
-		donors := slices.DeleteFunc(slices.Clone(best.controls), func(r string) bool { return r == c })
-		p := ds.diffInDiff(s.brand, c, s.kpi, donors, best.changeWeek, 1, Deciles)
-		placebos[c] = round(p.cmp.T, 2)
-		if math.Abs(p.cmp.T) < math.Abs(best.cmp.T) {
+	for i, t := range ds.placebos(s.brand, s.kpi, best.controls, best.changeWeek) {
+		placebos[best.controls[i]] = round(t, 2)
+		if math.Abs(t) < math.Abs(best.cmp.T) {
 			beaten++
 		}
 	}
