@@ -208,7 +208,6 @@ func newReplayIndex(events []troupe.Event) (*replayIndex, *troupe.RunStart, erro
 		return nil, nil, fmt.Errorf("engine: resume: the log has no run_initialized event")
 	}
 	x.activeBefore += activeSpan(segStart, segLast)
-	x.findRunning()
 	return x, start, nil
 }
 
@@ -914,6 +913,10 @@ func (e *Engine) Resume(ctx context.Context, runID string, opts ResumeOptions) (
 		}
 		x.answers[a.QuestionID] = a
 	}
+	// Once the answers are in: a composite whose members' questions this resume answers does
+	// not wait, and made again as the run ends it runs to take its finished members from the
+	// log, as one made again before would (in no set order with what ends the run).
+	x.findRunning()
 	if start.Request == nil {
 		return nil, fmt.Errorf("engine: resume %s: run_initialized has no request", runID)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/troupehq/troupe"
 	"github.com/troupehq/troupe/engine"
+	"github.com/troupehq/troupe/executor/local"
 	"github.com/troupehq/troupe/flow"
 	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
@@ -1696,4 +1697,98 @@ func TestMootQuestionReleasesHeldDispatches(t *testing.T) {
 			t.Errorf("tail saw next started: %v; want true, next started once grp's win made the question moot", saw)
 		}
 	})
+}
+
+// heldExecutor is the local executor with every job after a scope's first held back until
+// release is closed: a test's way to have a dispatch start only once something else happened.
+type heldExecutor struct {
+	*local.Executor
+	release <-chan struct{}
+}
+
+func (e heldExecutor) Scope(ctx context.Context) troupe.Scope {
+	return &heldScope{Scope: e.Executor.Scope(ctx), release: e.release}
+}
+
+type heldScope struct {
+	troupe.Scope
+	release <-chan struct{}
+	n       atomic.Int32
+	held    sync.WaitGroup
+}
+
+func (s *heldScope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
+	if s.n.Add(1) == 1 {
+		s.Scope.Go(j, delay, deadline)
+		return
+	}
+	s.held.Go(func() {
+		<-s.release
+		s.Scope.Go(j, delay, deadline)
+	})
+}
+
+func (s *heldScope) Wait() {
+	s.held.Wait()
+	s.Scope.Wait()
+}
+
+// A composite whose member paused for a human, made again by a run resumed with the answer,
+// runs to take its finished members from the log even when the run is already ending as it
+// starts (another dispatch, given its own answer, failed the run at once): a collect_all group
+// with a completed member completes with that member's result and use. Which of the two
+// happens first is the goroutines' order; the composite was cancelled before it ran when the
+// failure came first, since the answers given to the resumed run were not yet counted when
+// it looked for composites in the midst of their members, and it ended as if still waiting.
+func TestResumedAnsweredCompositeRunsAsTheRunEnds(t *testing.T) {
+	boom := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if _, err := d.Ask(ctx, troupe.Question{Prompt: "go?"}); err != nil {
+			return nil, err // paused: there is no one to ask
+		}
+		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "broken"}
+	})
+	m0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"m0": true}, TokensUsed: troupe.Ptr(int64(100))}, nil
+	})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if _, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"}); err != nil {
+			return nil, err
+		}
+		return &troupe.Result{AgentResult: map[string]any{"ask": true}, TokensUsed: troupe.Ptr(int64(10))}, nil
+	})
+	team := flow.Parallel(flow.ParallelConfig{MaxConcurrent: 1}, flow.Named("m0", m0), flow.Named("ask", ask))
+	st := memory.New()
+	cfg := engine.Config{Registry: agents(t, "boom", boom, "team", team), Planner: group(2, "boom", "team"), Store: st,
+		Policy: troupe.ErrorPolicy{OnError: troupe.FailFast}}
+	id, paused := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	var answers []troupe.Answer
+	for _, ev := range paused {
+		if q, ok := ev.Data.(*troupe.Question); ok && ev.Kind == troupe.KindHumanAsked {
+			answers = append(answers, troupe.Answer{QuestionID: q.ID, Text: "yes", Approved: true})
+		}
+	}
+	if len(answers) != 2 {
+		t.Fatalf("the run asked %d questions before it paused, want 2 (boom's and ask's)", len(answers))
+	}
+
+	for _, held := range []bool{false, true} {
+		cut := &gateStore{Store: logUpTo(t, st, id, recordedAs(troupe.KindRunPaused, ""))}
+		c := cfg
+		c.Store = cut
+		if held {
+			// team starts only once boom's failure has failed the run.
+			c.Executor = heldExecutor{Executor: local.New(local.Config{}), release: cut.recorded(troupe.KindDispatchFailed, "boom")}
+		}
+		r, err := newEngine(t, c).Resume(t.Context(), id, engine.ResumeOptions{Answers: answers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Wait(t.Context())
+		evs, _ := cut.Events(t.Context(), id, 0)
+		troupetest.CheckFinishedLog(t, evs)
+		got := finalResult(t, evs, "team")
+		if got.Status != troupe.StatusCompleted || tokensOf(got) != 100 {
+			t.Errorf("held until the run failed: %v: team ended %s (%v) with tokens %d, want completed with m0's 100", held, got.Status, got.Errors, tokensOf(got))
+		}
+	}
 }

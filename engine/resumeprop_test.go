@@ -420,6 +420,9 @@ type world struct {
 	// Segments resumed with answers (reviews approved, most often), and segments at whose very
 	// start a planned composite started (see reviewRaced).
 	answeredAtStart, composedAtStart map[int]bool
+	// Segments at whose very start a planned composite made again returned (its members'
+	// results all in the log or given as answers), whatever its result (see raced).
+	returnedAtStart map[int]bool
 	// The virtual time the segment's work ended at: the last return of a planned agent (the
 	// run pauses then), or the moment the process died. The next segment begins then, not
 	// once members that ignore their context and were left running have returned (the run's
@@ -525,9 +528,17 @@ func (w *world) tied() bool {
 // raced says whether, in one segment, a dispatch run again finished at the very moment the
 // segment began while dispatches waiting for a human were made again: two things at one
 // virtual instant, in no set order, which the run that was not stopped did one after the other.
+// So too a segment resumed with answers at whose start a planned composite made again
+// returned at once: its result (blocked by a guardrail, say) may fail the run before or after
+// another composite made again for its answer starts its member again.
 func (w *world) raced() bool {
 	for seg := range w.finishedAtStart {
 		if w.waitingAtStart[seg] {
+			return true
+		}
+	}
+	for seg := range w.returnedAtStart {
+		if w.answeredAtStart[seg] {
 			return true
 		}
 	}
@@ -537,7 +548,7 @@ func (w *world) raced() bool {
 func newWorld(c *propCase) *world {
 	return &world{c: c, segStart: time.Now(), vstart: map[string]time.Duration{}, answered: map[string]time.Duration{}, calls: map[string][]int{},
 		finishedAtStart: map[int]bool{}, waitingAtStart: map[int]bool{}, failedAtOnce: map[time.Duration]int{}, timedOutAt: map[time.Duration]map[string]bool{},
-		endedAt: map[time.Duration]int{}, answeredAtStart: map[int]bool{}, composedAtStart: map[int]bool{}, pausedDeadlines: map[string]bool{}}
+		endedAt: map[time.Duration]int{}, answeredAtStart: map[int]bool{}, composedAtStart: map[int]bool{}, returnedAtStart: map[int]bool{}, pausedDeadlines: map[string]bool{}}
 }
 
 func (w *world) nextSegment() {
@@ -1053,6 +1064,9 @@ func (w *world) planned(a troupe.Agent) troupe.Agent {
 		w.mu.Lock()
 		if failed && end == start {
 			w.failedAtOnce[start]++
+		}
+		if w.seg > 0 && start == w.segV && end == start {
+			w.returnedAtStart[w.seg] = true
 		}
 		if ctx.Err() != nil {
 			w.endedAt[end]++
