@@ -416,3 +416,70 @@ func TestResumedRunCountsItsWholeActiveTime(t *testing.T) {
 		t.Errorf("total execution time %d ms counts the pause: %d ms from first start to end", st.TotalExecutionTimeMS, wall)
 	}
 }
+
+// Reviews a resumed run holds the answers to finish one after another, in the order the run
+// makes them again, each recorded before the next starts: what they used crosses a budget at
+// one point, and a dispatch waiting for a place in their stage is refused or admitted the
+// same way on every resume from one log with one set of answers. Two reviews finishing at
+// once were recorded in no set order: the cheaper first, the waiting dispatch started in the
+// place it left; the dearer first, the budget was spent and it was skipped.
+func TestResumedReviewsFinishInOrder(t *testing.T) {
+	reviewed := func(cost float64) troupe.Agent {
+		return troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+			return &troupe.Result{AgentResult: map[string]any{"ok": true}, RequiresHuman: true, CostDollars: troupe.Ptr(cost)}, nil
+		})
+	}
+	var lateRan atomic.Int32
+	late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		lateRan.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	st := memory.New()
+	cfg := engine.Config{Registry: agents(t, "dear", reviewed(0.1), "cheap", reviewed(0.05), "late", late), Planner: group(2, "dear", "cheap", "late"), Store: st}
+	r, err := newEngine(t, cfg).Start(t.Context(), troupe.Request{Query: "q", Budget: troupe.Budget{MaxCostDollars: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Wait(t.Context())
+	paused, _ := st.Events(t.Context(), r.ID(), 0)
+	out := outcomeOf(paused)
+	if out == nil || out.Status != troupe.RunPaused || len(out.Questions) != 2 {
+		t.Fatalf("the run ended with %+v; want paused on the two reviews", out)
+	}
+	var answers []troupe.Answer
+	for _, q := range out.Questions {
+		answers = append(answers, troupe.Answer{QuestionID: q.ID, Approved: true})
+	}
+	for i := range 20 {
+		c := cfg
+		c.Store = logUpTo(t, st, r.ID(), recordedAs(troupe.KindRunPaused, ""))
+		lateRan.Store(0)
+		r2, err := newEngine(t, c).Resume(t.Context(), r.ID(), engine.ResumeOptions{Answers: answers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2.Wait(t.Context())
+		evs, _ := c.Store.Events(t.Context(), r.ID(), 0)
+		troupetest.CheckFinishedLog(t, evs)
+		out2 := outcomeOf(evs)
+		var order []string
+		for _, ev := range evs {
+			if ev.Kind == troupe.KindDispatchCompleted {
+				order = append(order, ev.Agent)
+			}
+		}
+		if !slices.Equal(order, []string{"dear", "cheap"}) || lateRan.Load() != 0 || !slices.Equal(out2.Skipped, []string{"late"}) || out2.Budget == "" {
+			t.Fatalf("resume %d: completed %v, late ran %d times, skipped %v (budget %q); want dear then cheap, and late skipped for the budget dear spent",
+				i, order, lateRan.Load(), out2.Skipped, out2.Budget)
+		}
+	}
+}
+
+// outcomeOf is the outcome the log's last event carries, or nil.
+func outcomeOf(evs []troupe.Event) *troupe.Outcome {
+	if len(evs) == 0 {
+		return nil
+	}
+	o, _ := evs[len(evs)-1].Data.(*troupe.Outcome)
+	return o
+}

@@ -60,6 +60,13 @@ type replayIndex struct {
 	held  []*call
 	taken int // how many take returned
 
+	// Reviews the run asks again whose answers it holds run one after another, in the order
+	// the run makes them again (queueReview, reviewed): each finishes at once, and two
+	// finishing together would be recorded in no set order, which decides what a budget
+	// crossed between them refuses. reviewOn is the one running.
+	reviewOn   *call
+	reviewNext []*call
+
 	// The dispatches of the plan the log shows started, in log order, with their steps, for
 	// closing at the run's end those the log holds no result of and this run did not make
 	// again (open); made removes one this run made again.
@@ -807,6 +814,32 @@ func questionOrdinal(qid, dispatchID string) int32 {
 		return 1
 	}
 	return int32(n)
+}
+
+// queueReview reports whether review c, whose answer the run holds, must wait for another
+// such review to finish (reviewed starts it then).
+func (x *replayIndex) queueReview(c *call) bool {
+	if x.reviewOn == nil {
+		x.reviewOn = c
+		return false
+	}
+	x.reviewNext = append(x.reviewNext, c)
+	return true
+}
+
+// reviewed notes that c finished (or will never start) and returns the review queued to start
+// after it, or nil.
+func (x *replayIndex) reviewed(c *call) *call {
+	if x == nil || x.reviewOn != c {
+		return nil
+	}
+	x.reviewOn = nil
+	if len(x.reviewNext) == 0 {
+		return nil
+	}
+	x.reviewOn = x.reviewNext[0]
+	x.reviewNext = x.reviewNext[1:]
+	return x.reviewOn
 }
 
 func (x *replayIndex) answer(qid string) (troupe.Answer, bool) {

@@ -956,6 +956,9 @@ func (r *Run) flushLocked() {
 		switch {
 		case r.err != nil:
 			r.inflight-- // never started
+			for next := r.replay.reviewed(c); next != nil; next = r.replay.reviewed(next) {
+				r.inflight-- // nor will the reviews queued after it
+			}
 		case c.reviewing:
 			r.scope.Go((*reviewJob)(c), 0, time.Time{})
 		default:
@@ -1455,6 +1458,9 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		c.work, c.reviewing = &res, true
 		c.asked = questionOrdinal(q.ID, id) - 1 // the review asks again under its recorded id
 		r.inflight++
+		if _, answered := r.replay.answer(q.ID); answered && r.replay.queueReview(c) {
+			return // started once the review before it is recorded (queueReview)
+		}
 		r.toStart = append(r.toStart, c)
 		return
 	}
@@ -1670,6 +1676,9 @@ func (r *Run) completeLocked(c *call) {
 	res := c.res
 	if r.replay != nil {
 		r.replay.settled(c.d.DispatchID)
+		if next := r.replay.reviewed(c); next != nil {
+			r.toStart = append(r.toStart, next) // once this one's result is recorded
+		}
 	}
 	if x := r.rare; x != nil && x.preNotes != nil {
 		delete(x.preNotes, c) // carried onto its result by finish or timedOut
