@@ -483,3 +483,58 @@ func outcomeOf(evs []troupe.Event) *troupe.Outcome {
 	o, _ := evs[len(evs)-1].Data.(*troupe.Outcome)
 	return o
 }
+
+// A dispatch a resumed run starts anew waits for the reviews it makes again with their
+// answers to be recorded: they finish at once, and the dispatch, asking a question at once,
+// set the run pausing before or after a review's result freed the place the next dispatch of
+// the stage starts in, in no set order. Every resume from one log with one answer now records
+// the review, then starts both dispatches, then pauses on the question.
+func TestResumedReviewRecordedBeforeNewDispatches(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	first := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindHumanAsked, "rev") // the run is pausing: nothing new starts
+		return &troupe.Result{AgentResult: map[string]any{"first": true}}, nil
+	})
+	rev := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}, RequiresHuman: true}, nil
+	})
+	asker := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		if _, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"}); err != nil {
+			return nil, err
+		}
+		return &troupe.Result{AgentResult: map[string]any{"asked": true}}, nil
+	})
+	late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	cfg := engine.Config{Registry: agents(t, "first", first, "rev", rev, "asker", asker, "late", late),
+		Planner: group(2, "first", "rev", "asker", "late"), Store: st}
+	id, paused := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	out := outcomeOf(paused)
+	if out == nil || out.Status != troupe.RunPaused || len(out.Questions) != 1 || out.Questions[0].Agent != "rev" {
+		t.Fatalf("the run ended with %+v; want paused on rev's review alone", out)
+	}
+	answers := []troupe.Answer{{QuestionID: out.Questions[0].ID, Approved: true}}
+	for i := range 20 {
+		c := cfg
+		c.Store = logUpTo(t, st, id, recordedAs(troupe.KindRunPaused, ""))
+		r, err := newEngine(t, c).Resume(t.Context(), id, engine.ResumeOptions{Answers: answers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Wait(t.Context())
+		evs, _ := c.Store.Events(t.Context(), id, 0)
+		troupetest.CheckFinishedLog(t, evs)
+		var seen []string
+		for _, ev := range evs[len(paused):] {
+			switch {
+			case ev.Kind == troupe.KindDispatchCompleted && ev.Agent == "rev", ev.Kind == troupe.KindDispatchStarted, ev.Kind == troupe.KindRunPaused:
+				seen = append(seen, string(ev.Kind)+" "+ev.Agent)
+			}
+		}
+		want := []string{"dispatch_completed rev", "dispatch_started asker", "dispatch_started late", "run_paused "}
+		if !slices.Equal(seen, want) {
+			t.Fatalf("resume %d recorded %q; want %q", i, seen, want)
+		}
+	}
+}

@@ -699,7 +699,7 @@ func (x *replayIndex) take() *call {
 // log does not hold started after every result it holds, and, if the log shows dispatches
 // waiting for a human (awaiting), after they were done with: a pausing run starts nothing
 // new. With nothing in flight (inflight), none of those will run again to ask, and nothing
-// waits for them any more.
+// waits for them any more. It starts after the reviews made again with their answers, too.
 func (x *replayIndex) waits(id string, inflight int) bool {
 	at, logged := x.startAt[id]
 	if !logged && x.budgetWhy != "" {
@@ -712,6 +712,12 @@ func (x *replayIndex) waits(id string, inflight int) bool {
 			return true
 		}
 		clear(x.awaiting)
+	}
+	if !logged && x.reviewOn != nil {
+		// A review made again with its answer is recorded first (queueReview): it finishes
+		// at once, and a dispatch starting beside it would ask, or fail the run, before or
+		// after its result freed a place or spent a budget, in no set order.
+		return true
 	}
 	if len(x.held) == 0 {
 		return false
