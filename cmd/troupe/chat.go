@@ -45,7 +45,7 @@ func chat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// troupe.yaml changes how messages are routed; its agents are the tutor's Go agents.
 	f, err := config.Load(dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe chat: %v\n", err)
+		report(stderr, "chat", err)
 		return exitUsage
 	}
 	rules := f.RouteRules()
@@ -88,7 +88,7 @@ To see where this file routes a message, or to run it: troupe plan %s "message",
 			fmt.Fprintln(stderr, "troupe chat: cancelled")
 			return exitCancelled
 		}
-		fmt.Fprintf(stderr, "troupe chat: %v\n", err)
+		report(stderr, "chat", err)
 		return exitFailed
 	}
 	return exitOK

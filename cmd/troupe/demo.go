@@ -47,12 +47,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	reg, err := e2i.Registry()
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+		report(stderr, "demo", err)
 		return exitFailed
 	}
 	eng, err := engine.New(engine.Config{Registry: reg, Planner: e2i.Rules()})
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+		report(stderr, "demo", err)
 		return exitFailed
 	}
 	req := troupe.Request{Query: query, ParsedQuery: e2i.ParseQuery(query), Seed: *seed}
@@ -76,11 +76,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				out.cancelled(context.Cause(ctx))
 				return exitCancelled
 			}
-			fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+			report(stderr, "demo", err)
 			return exitFailed
 		}
 		if err := out.event(ev); err != nil {
-			fmt.Fprintf(stderr, "troupe demo: %v\n", err)
+			report(stderr, "demo", err)
 			return exitFailed
 		}
 		if o, ok := ev.Data.(*troupe.Outcome); ok && (ev.Stage.Terminal() || ev.Kind == troupe.KindRunPaused) {
@@ -552,13 +552,27 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // notation is the one printf and Go's %q use, plain ASCII that every terminal font has, and
 // cannot be mistaken for text the agent wrote, as a control picture (␛) could. Bytes that are
 // not UTF-8 become U+FFFD, so that no stray byte reads as an 8-bit control either.
-func printable(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+func printable(s string) string { return escapeControls(s, false) }
+
+// printableText is printable for text troupe prints as it is, not within a line it lays out
+// (an error on stderr, which may quote an agent, a server or a subprocess, and may run over
+// several lines): line breaks and tabs stay, and every other control character is escaped.
+func printableText(s string) string { return escapeControls(s, true) }
+
+// report prints err on stderr as troupe cmd's error, through printableText.
+func report(stderr io.Writer, cmd string, err error) {
+	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, printableText(err.Error()))
+}
+
+func escapeControls(s string, keepLines bool) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && !(keepLines && (r == '\n' || r == '\t')) }) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
 		switch {
+		case keepLines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
 		case r == '\n' || r == '\r' || r == '\t' || r == '\v' || r == '\f':
 			b.WriteByte(' ')
 		case r < 0x20 || r == 0x7f:

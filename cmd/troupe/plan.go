@@ -44,22 +44,22 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	req, in, err := request(f, strings.Join(words[1:], " "), *input, state, 0)
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
+		report(stderr, "plan", err)
 		return exitUsage
 	}
 	cat, err := config.Catalog(f)
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
+		report(stderr, "plan", err)
 		return exitUsage
 	}
 	eng, err := engine.New(engineConfig(f, cat))
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe plan: %v\n", err)
+		report(stderr, "plan", err)
 		return exitUsage
 	}
 	pl, err := planOf(ctx, f, cat, eng, req)
 	if perr := in.refused(err, req.ParsedQuery); perr != nil {
-		fmt.Fprintf(stderr, "troupe plan: %v\n", perr) // a mistake in --input's file, as troupe run says
+		report(stderr, "plan", perr) // a mistake in --input's file, as troupe run says
 		return exitUsage
 	}
 	if err != nil {

@@ -52,13 +52,13 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 	}
 	req, in, err := request(f, strings.Join(words[1:], " "), *input, state, *seed)
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe run: %v\n", err)
+		report(stderr, "run", err)
 		return exitUsage
 	}
 	printWarnings(stderr, f) // before the run, whose live view may take the terminal
 	b, err := builtins()
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe run: %v\n", err)
+		report(stderr, "run", err)
 		return exitFailed
 	}
 	servers := newMCPServers()
@@ -68,12 +68,12 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		if buildCancelled(ctx, "run", stderr) {
 			return exitCancelled
 		}
-		fmt.Fprintf(stderr, "troupe run: %v\n", err)
+		report(stderr, "run", err)
 		return exitUsage
 	}
 	eng, err := engine.New(engineConfig(f, reg))
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe run: %v\n", err)
+		report(stderr, "run", err)
 		return exitUsage
 	}
 	defer func() {
@@ -88,7 +88,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		// terms before running. Other refusals are the run's to report.
 		if _, err := planOf(ctx, f, reg, eng, req); err != nil {
 			if perr := in.refused(err, req.ParsedQuery); perr != nil {
-				fmt.Fprintf(stderr, "troupe run: %v\n", perr)
+				report(stderr, "run", perr)
 				return exitUsage
 			}
 		}
@@ -113,7 +113,7 @@ func show(ctx context.Context, events iter.Seq2[troupe.Event, error], out runOut
 		return out.end(&troupe.Outcome{Status: troupe.RunCancelled, Error: &troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: context.Cause(ctx).Error()}}, exitCancelled)
 	}
 	failed := func(err error) int {
-		fmt.Fprintf(stderr, "troupe run: %v\n", err)
+		report(stderr, "run", err)
 		if _, ok := out.(*recorder); ok {
 			return out.end(&troupe.Outcome{Status: troupe.RunFailed, Error: runError(err)}, exitFailed)
 		}

@@ -933,3 +933,35 @@ func TestProgressViewCutsWideText(t *testing.T) {
 		t.Errorf("progress lines:\n%q\nwant:\n%q", got, want)
 	}
 }
+
+// What troupe prints on stderr may quote a server or a subprocess: an MCP server that fails as
+// it starts has its stderr quoted in the error. Its control characters are shown, not acted
+// on, in troupe validate's and troupe run's errors, and the error's own line breaks stay.
+func TestStderrErrorsCannotDriveTheTerminal(t *testing.T) {
+	dir := writeConfig(t, "version: 1\nagents:\n  t: {kind: mcp, mcp: {server: bad, tool: echo}}\nmcp_servers:\n"+
+		`  bad: {command: sh, args: [-c, "printf 'no \\033[2Jway\\n' >&2; exit 3"]}`+"\n")
+	controls := regexp.MustCompile(`[\x00-\x09\x0b-\x1f\x7f\x{80}-\x{9f}]`)
+	for _, cmd := range [][]string{{"validate", dir}, {"run", dir, "q"}} {
+		code, _, stderr := invoke(t, cmd...)
+		if code == exitOK || !strings.Contains(stderr, `no \x1b[2Jway`) {
+			t.Errorf("troupe %s: exit %d, stderr %q; want a failure quoting the server's stderr with its escape shown as \\x1b", cmd[0], code, stderr)
+		}
+		if c := controls.FindString(stderr); c != "" {
+			t.Errorf("troupe %s: stderr holds the control character %q: %q", cmd[0], c, stderr)
+		}
+	}
+}
+
+func TestPrintableText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain text, 日本語 ✓", "plain text, 日本語 ✓"},
+		{"file.yaml:3:4: one\n\tfile.yaml:5:6: two", "file.yaml:3:4: one\n\tfile.yaml:5:6: two"},
+		{"clear \x1b[2Jhere\r\n", `clear \x1b[2Jhere` + " \n"},
+		{"c1 \u009b2J, not utf-8 \x9b", `c1 \u009b2J, not utf-8 ` + "\ufffd"},
+	}
+	for _, tt := range tests {
+		if got := printableText(tt.in); got != tt.want {
+			t.Errorf("printableText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

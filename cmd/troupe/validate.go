@@ -43,7 +43,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return exitCancelled
 		}
 		if !errors.As(err, &buildErrs) {
-			fmt.Fprintln(stderr, err)
+			fmt.Fprintln(stderr, printableText(err.Error()))
 			fmt.Fprintf(stderr, "troupe validate: %s: its agents cannot be built\n", f.Path)
 			return exitUsage
 		}
@@ -51,7 +51,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	unplanned := examples(ctx, f)
 	if len(buildErrs) > 0 || len(unplanned) > 0 {
 		for _, e := range byPosition(append(slices.Clone(buildErrs), unplanned...)) {
-			fmt.Fprintln(stderr, e)
+			fmt.Fprintln(stderr, printableText(e.Error()))
 		}
 		if len(buildErrs) > 0 {
 			fmt.Fprintf(stderr, "troupe validate: %s: its agents cannot be built\n", f.Path)

@@ -623,12 +623,12 @@ func loadConfig(cmd, path string, stderr io.Writer) (*config.File, bool) {
 		var es config.Errors
 		if errors.As(err, &es) {
 			for _, e := range es {
-				fmt.Fprintln(stderr, e)
+				fmt.Fprintln(stderr, printableText(e.Error()))
 			}
 			n := len(es)
 			fmt.Fprintf(stderr, "troupe %s: %s: %d problem%s\n", cmd, path, n, plural(n))
 		} else {
-			fmt.Fprintf(stderr, "troupe %s: %v\n", cmd, err)
+			report(stderr, cmd, err)
 		}
 		return nil, false
 	}
@@ -644,7 +644,7 @@ func loadWithBuiltins(cmd, path string, stderr io.Writer) (f *config.File, b *tr
 	}
 	b, err := builtins()
 	if err != nil {
-		fmt.Fprintf(stderr, "troupe %s: %v\n", cmd, err)
+		report(stderr, cmd, err)
 		return nil, nil, exitFailed, false
 	}
 	return f, b, exitOK, true
