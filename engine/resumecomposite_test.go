@@ -1792,3 +1792,76 @@ func TestResumedAnsweredCompositeRunsAsTheRunEnds(t *testing.T) {
 		}
 	}
 }
+
+// A member's requires_human reaches the run's review through its composite's result: the run
+// pauses on the composite's review, and resumed with the answer it takes the composite's
+// result as the human saw it, approved, or fails it, rejected, without running a member again.
+func TestCompositeMemberReviewPausesTheRun(t *testing.T) {
+	var runs atomic.Int32
+	draft := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		runs.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"draft": "v1"}, RequiresHuman: true, TokensUsed: troupe.Ptr(int64(50))}, nil
+	})
+	team := flow.Sequential(flow.SequentialConfig{}, flow.Named("draft", draft))
+	st := memory.New()
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team"), Store: st}
+	id, paused := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	out := outcomeOf(paused)
+	if out == nil || out.Status != troupe.RunPaused || len(out.Questions) != 1 || out.Questions[0].Kind != troupe.QuestionReview || out.Questions[0].Agent != "team" {
+		t.Fatalf("the run ended with %+v; want paused on a review of team's result", out)
+	}
+	for _, approved := range []bool{true, false} {
+		c := cfg
+		c.Store = logUpTo(t, st, id, recordedAs(troupe.KindRunPaused, ""))
+		r, err := newEngine(t, c).Resume(t.Context(), id, engine.ResumeOptions{Answers: []troupe.Answer{{QuestionID: out.Questions[0].ID, Approved: approved}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Wait(t.Context())
+		evs, _ := c.Store.Events(t.Context(), id, 0)
+		troupetest.CheckFinishedLog(t, evs)
+		got := finalResult(t, evs, "team")
+		switch {
+		case approved && (got.Status != troupe.StatusCompleted || got.AgentResult["draft"] != "v1" || tokensOf(got) != 50):
+			t.Errorf("approved: team ended %s with %v and %d tokens; want completed with the draft and its 50", got.Status, got.AgentResult, tokensOf(got))
+		case !approved && (got.Status != troupe.StatusFailed || len(got.Errors) == 0 || got.Errors[len(got.Errors)-1].Code != troupe.CodeHumanRejected):
+			t.Errorf("rejected: team ended %s (%v); want failed, rejected by a human", got.Status, got.Errors)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the member ran %d times; want once (the resumed runs take the result under review)", n)
+	}
+}
+
+// What the members of a composite under review used stays counted while the review waits, in
+// a run resumed from a log that stops there as in the run that made it: a member another
+// composite runs then, crossing the token budget with them, spends it, and the next one is
+// refused. The resumed run counted nothing of the composite's until its review ended, and
+// started the member the uninterrupted run refused.
+func TestResumedReviewCountsItsMembersUse(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	var lateRan atomic.Int32
+	draft := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"draft": "v1"}, RequiresHuman: true, TokensUsed: troupe.Ptr(int64(100))}, nil
+	})
+	early := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindHumanAsked, "team") // team is under review by now
+		return &troupe.Result{AgentResult: map[string]any{"early": true}, TokensUsed: troupe.Ptr(int64(100))}, nil
+	})
+	late := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		lateRan.Add(1)
+		return &troupe.Result{AgentResult: map[string]any{"late": true}}, nil
+	})
+	team := flow.Sequential(flow.SequentialConfig{}, flow.Named("draft", draft))
+	other := flow.Sequential(flow.SequentialConfig{OnError: flow.ContinueOnError}, flow.Named("early", early), flow.Named("late", late))
+	cfg := engine.Config{Registry: agents(t, "team", team, "other", other), Planner: group(2, "team", "other"), Store: st}
+	req := troupe.Request{Query: "q", Budget: troupe.Budget{MaxTokens: 150}}
+	id, _ := runToEnd(t, cfg, req)
+	if n := lateRan.Load(); n != 0 {
+		t.Fatalf("uninterrupted: late ran %d times; want it refused, the budget spent by team's 100 and early's 100", n)
+	}
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindHumanAsked, "team"))
+	if n := lateRan.Load(); n != 0 {
+		t.Errorf("resumed: late ran %d times; want it refused, as without the crash (%d events)", n, len(evs))
+	}
+}

@@ -1457,6 +1457,9 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		res := *q.Result
 		c.work, c.reviewing = &res, true
 		c.asked = questionOrdinal(q.ID, id) - 1 // the review asks again under its recorded id
+		// What its members used (a composite's result under review) stays counted while
+		// the review waits, as it was in the run that made the log.
+		r.replay.precharge(c)
 		r.inflight++
 		if _, answered := r.replay.answer(q.ID); answered && r.replay.queueReview(c) {
 			return // started once the review before it is recorded (queueReview)

@@ -1056,6 +1056,18 @@ func leastConfidence(rs []*troupe.Result, counted func(i int) bool) *float64 {
 	return troupe.Ptr(aggregate.CombineConfidence(cs))
 }
 
+// reviewed sets r's requires_human when a member's completed result it answers with (counted)
+// asks for a human's review: the engine reviews the results of the dispatches it planned, so a
+// member's request reaches the human through its composite's result.
+func reviewed(r *troupe.Result, rs []*troupe.Result, counted func(i int) bool) {
+	for i, x := range rs {
+		if x != nil && x.RequiresHuman && x.Status == troupe.StatusCompleted && counted(i) {
+			r.RequiresHuman = true
+			return
+		}
+	}
+}
+
 // usage adds the tokens and cost of the members' results to r, so a composite's result
 // accounts for what its members spent (the engine counts each planned result once).
 func usage(r *troupe.Result, rs []*troupe.Result) {

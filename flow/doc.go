@@ -89,6 +89,9 @@
 // the enclosing planned dispatch's, which the engine keeps whatever the agent does.
 //
 // A member's question (Dispatch.Ask) goes to the enclosing runtime, and so to the run's
-// human-input handler. A member's requires_human does not: the engine reviews the results of
-// the dispatches it planned, and a composite's result does not carry its members' flags.
+// human-input handler. A member's requires_human reaches the human through its composite's
+// result: the engine reviews the results of the dispatches it planned, and a composite's
+// result asks for review when a completed member result it answers with does (a
+// first_success group's winner, a collect_all group's completed branches, a majority vote's
+// voters for the winning answer, a sequence's completed steps, a loop's completed cycles).
 package flow

@@ -162,6 +162,7 @@ func (l *LoopAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result
 			res.Confidence = r.Confidence
 		}
 	}
+	reviewed(res, out.Results, func(int) bool { return true })
 	usage(res, out.Results)
 	return res, err
 }

@@ -658,6 +658,7 @@ func (p *ParallelAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Re
 		res.AgentResult["voters"] = out.Vote.Voters
 	}
 	res.Confidence = leastConfidence(out.Results, func(i int) bool { return c.counted[i] })
+	reviewed(res, out.Results, func(i int) bool { return c.counted[i] })
 	for _, r := range out.Results {
 		if r != nil {
 			res.Warnings = append(res.Warnings, r.Warnings...)

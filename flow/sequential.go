@@ -177,6 +177,7 @@ func (s *SequentialAgent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.
 		res.Warnings = append(res.Warnings, r.Warnings...)
 	}
 	res.Confidence = leastConfidence(out.Results, func(int) bool { return true })
+	reviewed(res, out.Results, func(int) bool { return true })
 	if n := len(out.Handoffs); n > 0 {
 		res.Handoff = out.Handoffs[n-1].Map()
 	}
