@@ -183,19 +183,27 @@ func dial(ctx context.Context, cfg Config) (*session, error) {
 		conn = st.conn // nil if the command did not start
 	}
 	s := &session{cs: cs, conn: conn}
-	if conn != nil {
-		if alive := conn.started(); !alive && err == nil {
-			// ctx ended as the session was made: the server was killed (see started), and
-			// the caller has given up on it.
+	givenUp := false
+	if conn != nil && !conn.started() {
+		// ctx ended as the session was being made: the server was killed (see started), and
+		// the caller has given up on it. What the go-sdk saw of the kill (the pipe's EOF, as
+		// it read the answer to initialize) and how the server ended (by our SIGKILL) are
+		// consequences, not news: the error is the context's.
+		givenUp = true
+		if err == nil {
 			_ = cs.Close()
-			err = context.Cause(ctx)
 		}
+		err = context.Cause(ctx)
 	}
 	if err != nil {
 		if conn != nil {
 			_ = conn.Close() // the go-sdk has closed it, or is closing it: this waits for that
 		}
-		return nil, fmt.Errorf("mcptool: connect to %s: %w%s", describe(cfg), scrub(cfg, err), s.news())
+		news := ""
+		if !givenUp {
+			news = s.news()
+		}
+		return nil, fmt.Errorf("mcptool: connect to %s: %w%s", describe(cfg), scrub(cfg, err), news)
 	}
 	return s, nil
 }
