@@ -564,6 +564,8 @@ func report(stderr io.Writer, cmd string, err error) {
 	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, printableText(err.Error()))
 }
 
+// escapeControls shows s's control characters as printable describes; with keepLines, line
+// breaks and tabs stay as they are.
 func escapeControls(s string, keepLines bool) string {
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && !(keepLines && (r == '\n' || r == '\t')) }) {
 		return s
