@@ -410,6 +410,11 @@ func (a *Agent) apiError(ctx context.Context, secrets *wire.Secrets, err error, 
 		if body = strings.TrimSpace(secrets.String(body)); body != "" {
 			msg += ": " + cut(body, 500)
 		}
+		if (status == http.StatusUnauthorized || status == http.StatusForbidden) && os.Getenv(a.c.cfg.APIKeyEnv) == "" {
+			// No key was sent: the variable is unset or empty, which the server's own words
+			// ("you didn't provide an API key") do not name.
+			msg += fmt.Sprintf(" (no API key was sent: the environment variable %s is not set)", a.c.cfg.APIKeyEnv)
+		}
 		details := map[string]any{"http_status": status}
 		if res != nil {
 			if ra := wire.RetryAfter(res.Header.Get("Retry-After"), time.Now()); ra > 0 {

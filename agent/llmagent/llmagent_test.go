@@ -1040,3 +1040,25 @@ func sansEndpoint(t *testing.T, msg, base string) string {
 	_, rest, _ = strings.Cut(rest, ": ")
 	return model + ": " + rest
 }
+
+// A server that refuses a call made with no key (the variable APIKeyEnv names is unset) gets
+// an error that names the variable, which the server's own message cannot; with a key set,
+// the error does not say so.
+func TestRefusalWithoutKeyNamesTheVariable(t *testing.T) {
+	for _, set := range []bool{false, true} {
+		srv := newCompletionServer(t, reply{status: 401, body: `{"error":{"message":"You didn't provide an API key."}}`})
+		t.Setenv("TROUPE_TEST_LLM_KEY_UNSET", "")
+		if set {
+			t.Setenv("TROUPE_TEST_LLM_KEY_UNSET", "sk-test-123456789")
+		}
+		a, err := llmagent.New(llmagent.Config{BaseURL: srv.URL(), Model: "gpt-test", APIKeyEnv: "TROUPE_TEST_LLM_KEY_UNSET"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = a.Run(t.Context(), dispatch("hi", &runtime{}))
+		const hint = "the environment variable TROUPE_TEST_LLM_KEY_UNSET is not set"
+		if err == nil || strings.Contains(err.Error(), hint) == set || !strings.Contains(err.Error(), "HTTP 401") {
+			t.Errorf("key set %v: error %v; want HTTP 401, naming the unset variable only when it is unset", set, err)
+		}
+	}
+}
