@@ -86,7 +86,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer, t
 		// A parsed query from --input that planning refuses for a value of the wrong type is a
 		// mistake in the file, as a request field of the wrong type is: say so in the file's
 		// terms before running. Other refusals are the run's to report.
-		if _, err := planOf(ctx, f, reg, eng, req); err != nil {
+		if _, err := eng.Plan(req); err != nil { // planning alone: the run routes, as it plans, again
 			if perr := in.refused(err, req.ParsedQuery); perr != nil {
 				report(stderr, "run", perr)
 				return exitUsage
