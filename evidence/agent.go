@@ -174,7 +174,10 @@ type run struct {
 	timeUp    bool
 	budget    time.Duration
 
-	models   []string // model_used of each replicate's result
+	models []string // model_used of each replicate's result
+	// asked[i] says replicate i completed with requires_human: the bundle's result asks for a
+	// human's review when a valid replicate it answers with did.
+	asked    []bool
 	tokens   int64
 	cost     float64
 	costCap  float64
@@ -208,7 +211,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		results: make(chan outcome, s.K),
 		lints:   make(chan finding, s.K*len(s.Lints)),
 		cancels: make([]context.CancelCauseFunc, s.K), causes: make([]error, s.K),
-		in: make([]bundle.Input, s.K), fails: make([]troupe.ErrorInfo, s.K), ran: make([]bool, s.K), done: make([]bool, s.K), models: make([]string, s.K),
+		in: make([]bundle.Input, s.K), fails: make([]troupe.ErrorInfo, s.K), ran: make([]bool, s.K), done: make([]bool, s.K), models: make([]string, s.K), asked: make([]bool, s.K),
 		rctxs: make([]context.Context, s.K), exits: make([]chan struct{}, s.K), abandoned: make([]bool, s.K),
 		expired: make(chan int, s.K), abandon: make(chan int, s.K),
 		costCap: s.Budget.CostDollars, budget: budget}
@@ -688,6 +691,7 @@ func (r *run) record(o outcome) {
 	default:
 		in.Status = "completed"
 		r.accept(in, o.res)
+		r.asked[o.i] = o.res.RequiresHuman
 	}
 	if badUsage != "" {
 		in.Errors = append(in.Errors, badUsage)
@@ -807,6 +811,14 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 		AnalysisSummary: &summary, Warnings: r.warnings, TokensUsed: &tokens, CostDollars: &cost}
 	if m := b.Meta.Model; m != "" {
 		res.ModelUsed = &m
+	}
+	for i := range r.in {
+		// A valid replicate is evidence the bundle answers with, as a collect_all group's
+		// completed branch is: its request for a human's review is the bundle's, so it reaches
+		// the run's review. An invalid one's data is shown but vouches for nothing.
+		if r.ran[i] && r.asked[i] && r.in[i].Valid() {
+			res.RequiresHuman = true
+		}
 	}
 	return res, nil
 }

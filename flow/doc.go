@@ -93,5 +93,7 @@
 // result: the engine reviews the results of the dispatches it planned, and a composite's
 // result asks for review when a completed member result it answers with does (a
 // first_success group's winner, a collect_all group's completed branches, a majority vote's
-// voters for the winning answer, a sequence's completed steps, a loop's completed cycles).
+// voters for the winning answer, a sequence's completed steps, a loop's completed cycles). An
+// agent called as a tool (AsTool) whose completed result asks for review passes the request to
+// its caller's result through the Usage of the call's context (Usage.AddTo).
 package flow

@@ -55,3 +55,36 @@ func TestCompositePassesOnRequiresHuman(t *testing.T) {
 		})
 	}
 }
+
+// An agent called as a tool whose completed result asks for a human's review passes the request
+// to its caller's result through the Usage of the call's context (AddTo), as it passes its
+// spending: the engine reviews the caller's result. The tool's answer is the agent_result alone;
+// a failed call's request is not passed on (its result is not answered with).
+func TestAgentToolPassesOnRequiresHuman(t *testing.T) {
+	failedAsking := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{Status: troupe.StatusFailed, RequiresHuman: true, Errors: []troupe.ErrorInfo{{Code: troupe.CodeAgentError, Message: "bad"}}}, nil
+	})
+	for _, tc := range []struct {
+		name  string
+		agent troupe.Agent
+		want  bool
+	}{
+		{"asking", reviewMe, true},
+		{"not asking", noReview, false},
+		{"a composite whose member asks", flow.Sequential(flow.SequentialConfig{}, flow.Named("a", noReview), flow.Named("b", reviewMe)), true},
+		{"failed, asking", failedAsking, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, u := flow.WithUsage(t.Context())
+			out, _ := flow.AsTool("x", tc.agent).Call(ctx, troupe.NewDispatch(), []byte(`{"task":"t"}`))
+			if tc.want && string(out) != `{"draft":"v1"}` && string(out) != `{"draft":"v1","noReview":true}` {
+				t.Errorf("tool answered %s; want the agent_result alone", out)
+			}
+			res := &troupe.Result{AgentResult: map[string]any{"caller": true}}
+			u.AddTo(res)
+			if u.RequiresHuman() != tc.want || res.RequiresHuman != tc.want {
+				t.Errorf("Usage.RequiresHuman %v, caller's requires_human %v; want %v", u.RequiresHuman(), res.RequiresHuman, tc.want)
+			}
+		})
+	}
+}

@@ -41,7 +41,9 @@ var defaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{
 //
 // The called agent's tokens_used and cost_dollars — on success and on failure — are added to
 // the Usage of ctx (see WithUsage), for the calling agent to count in its own result; with no
-// Usage in ctx they are counted nowhere. Its agent_result alone is what the tool returns.
+// Usage in ctx they are counted nowhere. So is its requires_human, when its result completed
+// asking for a human's review: Usage.AddTo sets it on the caller's result, which the engine
+// reviews. Its agent_result alone is what the tool returns.
 //
 // With WithTimeout, the call returns a TIMEOUT error once the timeout has passed even when the
 // agent ignores its context: one still running 250 ms after its timeout is left running, and
@@ -160,6 +162,12 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	if res.TokensUsed != nil || res.CostDollars != nil {
 		UsageFrom(ctx).Add(deref(res.TokensUsed), deref(res.CostDollars))
 	}
+	if res.Status == troupe.StatusCompleted && res.RequiresHuman {
+		// The engine reviews the results of the dispatches it planned: the called agent's
+		// request for a human's review reaches the human through its caller's result, as a
+		// composite member's does through its composite's.
+		UsageFrom(ctx).requireHuman()
+	}
 	if res.Status != troupe.StatusCompleted {
 		if cause != nil && (res.Status == troupe.StatusFailed || res.Status == troupe.StatusTimeout && errors.Is(cause, troupe.ErrTimeout)) {
 			// The agent's own error, typed errors included (a cycle found deeper down, a
@@ -185,11 +193,16 @@ type usageKey struct{}
 //
 // Usage is safe for concurrent use. Its methods do nothing on a nil *Usage (reading gives 0),
 // so a tool may add to UsageFrom(ctx) whether or not its caller opened one.
+//
+// It also records whether an agent called through a tool completed asking for a human's
+// review (requires_human): AddTo passes that on to the caller's result, so the request reaches
+// the run's review instead of being lost with the called agent's result.
 type Usage struct {
 	mu     sync.Mutex
 	tokens int64
 	cost   float64
 	added  bool
+	human  bool
 }
 
 // WithUsage returns a context carrying a new, empty Usage, and that Usage. Agent tools called
@@ -219,6 +232,27 @@ func (u *Usage) Add(tokens int64, cost float64) {
 	u.mu.Unlock()
 }
 
+// requireHuman records that an agent called through a tool asked for a human's review.
+func (u *Usage) requireHuman() {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	u.human = true
+	u.mu.Unlock()
+}
+
+// RequiresHuman says whether an agent called through a tool completed asking for a human's
+// review (requires_human); the caller's result should ask for it too (AddTo sets it).
+func (u *Usage) RequiresHuman() bool {
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.human
+}
+
 // Tokens returns the tokens recorded so far.
 func (u *Usage) Tokens() int64 {
 	if u == nil {
@@ -239,15 +273,19 @@ func (u *Usage) Cost() float64 {
 	return u.cost
 }
 
-// AddTo adds what u recorded to r's TokensUsed and CostDollars (setting them when r has none).
-// It leaves r as it is when nothing was recorded. Call it once, on the final result.
+// AddTo adds what u recorded to r's TokensUsed and CostDollars (setting them when r has none),
+// and sets r's RequiresHuman when a called agent asked for a human's review. It leaves r as it
+// is when nothing was recorded. Call it once, on the final result.
 func (u *Usage) AddTo(r *troupe.Result) {
 	if u == nil || r == nil {
 		return
 	}
 	u.mu.Lock()
-	tokens, cost, added := u.tokens, u.cost, u.added
+	tokens, cost, added, human := u.tokens, u.cost, u.added, u.human
 	u.mu.Unlock()
+	if human {
+		r.RequiresHuman = true
+	}
 	if !added {
 		return
 	}

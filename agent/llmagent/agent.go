@@ -307,6 +307,9 @@ func (u *usage) result(c *compiled, out map[string]any) *troupe.Result {
 		ModelUsed:   troupe.Ptr(model),
 		CostDollars: troupe.Ptr(u.dollars()),
 		Annotations: map[string]any{"llm_usage": llm},
+		// An agent it called as a tool asked for a human's review: the engine reviews this
+		// dispatch's result, and the request reaches the human through it.
+		RequiresHuman: u.tools.RequiresHuman(),
 	}
 	if out != nil {
 		res.AnalysisSummary = troupe.Ptr(summarize(out))

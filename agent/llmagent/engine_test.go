@@ -1,6 +1,7 @@
 package llmagent_test
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -268,5 +269,28 @@ func TestEngineCostBudgetCountsAgentTools(t *testing.T) {
 	res := failedOnce(t, evs, "lead")
 	if len(res.Errors) != 1 || res.Errors[0].Code != troupe.CodeBudget || deref(res.TokensUsed) != int64(4200) || !near(deref(res.CostDollars).(float64), 0.084) {
 		t.Errorf("failed lead: errors %+v tokens %v cost %v; want BUDGET, 4200 tokens, $0.084", res.Errors, deref(res.TokensUsed), deref(res.CostDollars))
+	}
+}
+
+// An agent called as a tool that completes asking for a human's review: the lead's result asks
+// for it, so the run pauses on a review of the lead's result (no handler), instead of the
+// request being dropped with the tool's answer.
+func TestEngineAgentToolRequiresHumanReachesReview(t *testing.T) {
+	leadSrv := newCompletionServer(t,
+		reply{toolCalls: []wireToolCall{{"l1", "delegate_to_deployer", `{"task":"deploy v7"}`}}, usage: [2]int{10, 5}},
+		reply{content: "deployed v7", usage: [2]int{10, 5}},
+	)
+	deployer := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"deploy": "v7"}, RequiresHuman: true}, nil
+	})
+	lead := newAgent(t, llmagent.Config{BaseURL: leadSrv.URL(), Tools: []troupe.Tool{flow.AsTool("deployer", deployer)}})
+	evs, _ := runEngine(t, troupe.NewRegistry().MustAdd("lead", lead), troupe.Request{Query: "ship it", Context: troupe.NewContext("s", "q")})
+	last := troupetest.Last(evs)
+	out, _ := last.Data.(*troupe.Outcome)
+	if last.Kind != troupe.KindRunPaused || out == nil || len(out.Questions) != 1 || out.Questions[0].Kind != troupe.QuestionReview || out.Questions[0].Agent != "lead" {
+		t.Fatalf("run ended with %s %+v; want paused on a review of lead's result", last.Kind, last.Data)
+	}
+	if r := out.Questions[0].Result; r == nil || r.AgentResult["text"] != "deployed v7" {
+		t.Errorf("the review shows %+v; want lead's answer", r)
 	}
 }
