@@ -66,6 +66,12 @@ type replayIndex struct {
 	// crossed between them refuses. reviewOn is the one running.
 	reviewOn   *call
 	reviewNext []*call
+	// afterReviews are dispatches a transition made while such a review was queued or
+	// running (a fallback of one rejected, a dispatch the log shows started): they start once
+	// the last of those reviews is recorded, as new dispatches of the plan do (waits), not
+	// beside them, where what they do at once (ask, and pause the run) would come before or
+	// after a review's result in no set order.
+	afterReviews []*call
 
 	// The dispatches of the plan the log shows started, in log order, with their steps, for
 	// closing at the run's end those the log holds no result of and this run did not make
@@ -834,7 +840,8 @@ func (x *replayIndex) queueReview(c *call) bool {
 }
 
 // reviewed notes that c finished (or will never start) and returns the review queued to start
-// after it, or nil.
+// after it, or nil. Once the last has finished, the dispatches held for them are let go
+// (release).
 func (x *replayIndex) reviewed(c *call) *call {
 	if x == nil || x.reviewOn != c {
 		return nil
@@ -846,6 +853,26 @@ func (x *replayIndex) reviewed(c *call) *call {
 	x.reviewOn = x.reviewNext[0]
 	x.reviewNext = x.reviewNext[1:]
 	return x.reviewOn
+}
+
+// holdForReviews says whether c, a dispatch about to start, must wait for the answered
+// reviews queued or running (see afterReviews), and keeps it then.
+func (x *replayIndex) holdForReviews(c *call) bool {
+	if x == nil || x.reviewOn == nil || c.reviewing {
+		return false
+	}
+	x.afterReviews = append(x.afterReviews, c)
+	return true
+}
+
+// release returns the dispatches held for the answered reviews once none is queued or running.
+func (x *replayIndex) release() []*call {
+	if x == nil || x.reviewOn != nil || len(x.afterReviews) == 0 {
+		return nil
+	}
+	out := x.afterReviews
+	x.afterReviews = nil
+	return out
 }
 
 func (x *replayIndex) answer(qid string) (troupe.Answer, bool) {

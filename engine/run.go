@@ -959,6 +959,9 @@ func (r *Run) flushLocked() {
 			for next := r.replay.reviewed(c); next != nil; next = r.replay.reviewed(next) {
 				r.inflight-- // nor will the reviews queued after it
 			}
+			r.inflight -= len(r.replay.release()) // nor what waited for them
+		case r.replay.holdForReviews(c):
+			// Started once the answered reviews before it are recorded (afterReviews).
 		case c.reviewing:
 			r.scope.Go((*reviewJob)(c), 0, time.Time{})
 		default:
@@ -1682,6 +1685,7 @@ func (r *Run) completeLocked(c *call) {
 		if next := r.replay.reviewed(c); next != nil {
 			r.toStart = append(r.toStart, next) // once this one's result is recorded
 		}
+		r.toStart = append(r.toStart, r.replay.release()...) // what waited for the reviews
 	}
 	if x := r.rare; x != nil && x.preNotes != nil {
 		delete(x.preNotes, c) // carried onto its result by finish or timedOut

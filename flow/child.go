@@ -679,7 +679,7 @@ func (f *frame) runNew(ctx context.Context, m *member, dp *troupe.Dispatch, in i
 		// The runtime holds it waiting for a human (see dispatchAdmitter): it pauses, as
 		// it would asking, reporting what the log shows it used when it paused.
 		if pr, ok := f.pausedAgain(&d); ok {
-			return pr, err
+			return pr, recordedPauseOf(pr, err)
 		}
 		return result(ctx, m, &d, nil, err, time.Now()), err
 	}
@@ -994,6 +994,24 @@ func (e *recordedError) Error() string {
 }
 
 func (e *recordedError) Unwrap() error { return e.info.Err() }
+
+// recordedPauseOf is the error of res, a member's result a resumed run's log holds of its
+// pause, that waits still (paused, the runtime's troupe.ErrPaused): it reads as the error the
+// member paused with then (a tool's "flow: delegate_to_helper: …" wrapping), as recordedError
+// does, so the composite reports the pause as it did, and it is troupe.ErrPaused still.
+func recordedPauseOf(res *troupe.Result, paused error) error {
+	if len(res.Errors) == 0 {
+		return paused
+	}
+	return &recordedPause{recordedError{res.Errors[len(res.Errors)-1]}, paused}
+}
+
+type recordedPause struct {
+	recordedError
+	paused error
+}
+
+func (e *recordedPause) Unwrap() []error { return []error{e.info.Err(), e.paused} }
 
 // errorOf turns a failed result into the error a composite reports: seed 003's contract, with
 // the code, recoverability and fallback of the member's first error.

@@ -369,11 +369,12 @@ launch:
 			if errors.Is(err, troupe.ErrPaused) {
 				// It waits still, reported as the log shows it paused, with what it used
 				// then, as the group reported it then (see runNew).
+				if pr, ok := f.pausedAgain(&dsp); ok {
+					err = recordedPauseOf(pr, err)
+					out.Results[i], causes[i] = pr, err
+				}
 				if pausedAt < 0 || i < pausedAt {
 					paused, pausedAt = err, i
-				}
-				if pr, ok := f.pausedAgain(&dsp); ok {
-					out.Results[i], causes[i] = pr, err
 				}
 			}
 			if !resuming {
