@@ -1699,31 +1699,43 @@ func TestMootQuestionReleasesHeldDispatches(t *testing.T) {
 	})
 }
 
-// heldExecutor is the local executor with every job after a scope's first held back until
-// release is closed: a test's way to have a dispatch start only once something else happened.
+// heldExecutor is the local executor with the jobs hold picks (it is asked of each job, in the
+// order the engine hands them over) held back until release is closed, or, with a bound, until
+// that much time has passed: a test's way to have a job start only once something else
+// happened. The goroutine holding a job back is the scope's, and its Wait waits for it.
 type heldExecutor struct {
 	*local.Executor
+	hold    func(j troupe.Job) bool
 	release <-chan struct{}
+	bound   time.Duration // 0: none
 }
 
 func (e heldExecutor) Scope(ctx context.Context) troupe.Scope {
-	return &heldScope{Scope: e.Executor.Scope(ctx), release: e.release}
+	return &heldScope{Scope: e.Executor.Scope(ctx), e: e}
 }
 
 type heldScope struct {
 	troupe.Scope
-	release <-chan struct{}
-	n       atomic.Int32
-	held    sync.WaitGroup
+	e    heldExecutor
+	held sync.WaitGroup
 }
 
 func (s *heldScope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
-	if s.n.Add(1) == 1 {
+	if !s.e.hold(j) {
 		s.Scope.Go(j, delay, deadline)
 		return
 	}
 	s.held.Go(func() {
-		<-s.release
+		var bound <-chan time.Time
+		if s.e.bound > 0 {
+			t := time.NewTimer(s.e.bound)
+			defer t.Stop()
+			bound = t.C
+		}
+		select {
+		case <-s.e.release:
+		case <-bound:
+		}
 		s.Scope.Go(j, delay, deadline)
 	})
 }
@@ -1731,6 +1743,12 @@ func (s *heldScope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
 func (s *heldScope) Wait() {
 	s.held.Wait()
 	s.Scope.Wait()
+}
+
+// after returns a hold that picks the jobs is picks, all but the first skip of them.
+func after(skip int32, is func(troupe.Job) bool) func(troupe.Job) bool {
+	var n atomic.Int32
+	return func(j troupe.Job) bool { return is(j) && n.Add(1) > skip }
 }
 
 // A composite whose member paused for a human, made again by a run resumed with the answer,
@@ -1777,7 +1795,8 @@ func TestResumedAnsweredCompositeRunsAsTheRunEnds(t *testing.T) {
 		c.Store = cut
 		if held {
 			// team starts only once boom's failure has failed the run.
-			c.Executor = heldExecutor{Executor: local.New(local.Config{}), release: cut.recorded(troupe.KindDispatchFailed, "boom")}
+			c.Executor = heldExecutor{Executor: local.New(local.Config{}), release: cut.recorded(troupe.KindDispatchFailed, "boom"),
+				hold: after(1, func(troupe.Job) bool { return true })} // every job after boom's
 		}
 		r, err := newEngine(t, c).Resume(t.Context(), id, engine.ResumeOptions{Answers: answers})
 		if err != nil {

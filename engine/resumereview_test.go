@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,47 +15,6 @@ import (
 	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
 )
-
-// reviewHeldExecutor holds back the nth review job (the engine's answered reviews) a scope is
-// given until release is closed, or 200 ms have passed: with the fix, what release waits for
-// cannot happen before the review is recorded, and the review goes on after the wait.
-type reviewHeldExecutor struct {
-	*local.Executor
-	nth     int32
-	release <-chan struct{}
-}
-
-func (e reviewHeldExecutor) Scope(ctx context.Context) troupe.Scope {
-	return &reviewHeldScope{Scope: e.Executor.Scope(ctx), e: e}
-}
-
-type reviewHeldScope struct {
-	troupe.Scope
-	e    reviewHeldExecutor
-	n    atomic.Int32
-	held sync.WaitGroup // the goroutine holding the review back, which Wait waits for
-}
-
-func (s *reviewHeldScope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
-	if fmt.Sprintf("%T", j) != "*engine.reviewJob" || s.n.Add(1) != s.e.nth {
-		s.Scope.Go(j, delay, deadline)
-		return
-	}
-	s.held.Go(func() {
-		t := time.NewTimer(200 * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-s.e.release:
-		case <-t.C:
-		}
-		s.Scope.Go(j, delay, deadline)
-	})
-}
-
-func (s *reviewHeldScope) Wait() {
-	s.held.Wait()
-	s.Scope.Wait()
-}
 
 // Two reviews a paused run waits on, answered on resume: r1's rejected, r2's approved. r1's
 // fallback, fb, asks a question at once. The answered reviews are recorded one after another
@@ -97,7 +55,10 @@ func TestRejectedReviewFallbackWaitsForQueuedReviews(t *testing.T) {
 		c := cfg
 		c.Store = cut
 		if held {
-			c.Executor = reviewHeldExecutor{Executor: local.New(local.Config{}), nth: 2, release: cut.recorded(troupe.KindHumanAsked, "fb")}
+			// The review jobs after r1's (r2's) wait for fb's question, or 200 ms: with the
+			// fix, fb cannot ask before r2's review is recorded.
+			c.Executor = heldExecutor{Executor: local.New(local.Config{}), release: cut.recorded(troupe.KindHumanAsked, "fb"), bound: 200 * time.Millisecond,
+				hold: after(1, func(j troupe.Job) bool { return fmt.Sprintf("%T", j) == "*engine.reviewJob" })}
 		}
 		lateRan.Store(0)
 		r, err := newEngine(t, c).Resume(t.Context(), id, engine.ResumeOptions{Answers: answers})

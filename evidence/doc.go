@@ -68,7 +68,9 @@
 // the path they were taken from), field names and quality errors; statistics are computed on
 // the raw values before redaction. A bundle holds no
 // timing, so the same seeds and a deterministic sub-agent give a byte-identical agent_result;
-// which replicates a time-based stop rule cancels is, of course, a matter of timing.
+// which replicates a time-based stop rule cancels is, of course, a matter of timing. The
+// result asks for a human's review (requires_human) when a valid replicate's did; an invalid
+// replicate vouches for nothing, and its request is not passed on.
 //
 // # Lint lane
 //

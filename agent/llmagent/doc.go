@@ -25,7 +25,12 @@
 //     llm_usage annotation as tool_tokens and tool_cost_dollars. Before each completion the
 //     dispatch stops with code BUDGET once its cost, its tools' included, has reached the
 //     dispatch's max_cost_dollars or its tokens MaxTotalTokens. A server that reports no
-//     usage gets a warning on the result.
+//     usage gets a warning on the result. An agent called through a tool whose completed
+//     result asks for a human's review (requires_human) has the agent's result ask for it
+//     too, so the run reviews it.
+//
+// A call refused (HTTP 401 or 403) when no key was sent says which environment variable is
+// unset.
 //   - Transport: 408, 409, 429, 5xx and lost connections are retried at most MaxRetries
 //     times, honouring Retry-After (up to MaxRetryDelay) and otherwise backing off; each
 //     attempt is bounded by CallTimeout. HTTPClient is the seam for a recording or
