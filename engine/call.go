@@ -832,7 +832,7 @@ func (c *call) AdmitDispatch(d *troupe.Dispatch) (resuming bool, err error) {
 		c.chargeLogged(res)
 		return false, c.waitAgain(qs)
 	}
-	return x.ranMembers(d.DispatchID), nil
+	return x.unfinishedComposite(d.DispatchID), nil
 }
 
 // PausedResult gives a first_success group whose winner a resumed run took from its log the
@@ -934,9 +934,14 @@ func (c *call) RecordedAt(d *troupe.Dispatch) int {
 	return -1
 }
 
-// RanMembers says whether the resumed run's log shows the nested dispatch d running members of
-// its own when it stopped (package flow asks, before it asks AdmitDispatch).
-func (c *call) RanMembers(d *troupe.Dispatch) bool { return c.r.replay.ranMembers(d.DispatchID) }
+// RanMembers says whether the resumed run's log shows the nested dispatch d, a composite,
+// unfinished when it stopped, running members of its own or with one waiting for a human
+// (package flow asks, before it asks AdmitDispatch): a first_success group taking its winner
+// from the log makes it again, cancelled, so that it ends as the win ended it in the run that
+// made the log, with what its finished members used.
+func (c *call) RanMembers(d *troupe.Dispatch) bool {
+	return c.r.replay.unfinishedComposite(d.DispatchID)
+}
 
 // waitAgain pauses c on qs, questions the log shows asked through it and left unanswered, as
 // Ask does when there is no one to ask, and returns the error Ask returns then.

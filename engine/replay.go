@@ -91,6 +91,11 @@ type replayIndex struct {
 	// Composites (planned or nested) the log shows running members when it stops: started,
 	// unfinished, and not waiting for a human's answer (see ranMembers). Read-only once built.
 	running map[string]bool
+	// Nested composites the log shows unfinished when it stops, running members (running) or
+	// with one waiting for a human: a first_success group taking its winner from the log
+	// makes them again, cancelled, to end as the win ended them (RanMembers). Read-only once
+	// built.
+	unfinished map[string]bool
 	// Questions asked by nested dispatches that the log, read so far, holds no answer to, with
 	// the nested dispatch that asked and the ones it is nested in: a member finishing with one
 	// of them open paused for a human rather than failed.
@@ -238,10 +243,13 @@ func (x *replayIndex) findRunning() {
 			waiting[id] = true
 		}
 	}
-	x.running = map[string]bool{}
+	x.running, x.unfinished = map[string]bool{}, map[string]bool{}
 	for id := range x.nestedOpen {
-		if x.enclosing[id] && !waiting[id] {
-			x.running[id] = true
+		if x.enclosing[id] {
+			x.unfinished[id] = true
+			if !waiting[id] {
+				x.running[id] = true
+			}
 		}
 	}
 	for _, st := range x.started {
@@ -379,6 +387,13 @@ func (x *replayIndex) precharge(c *call) {
 // goroutine may ask.
 func (x *replayIndex) ranMembers(id string) bool {
 	return x != nil && x.running[id]
+}
+
+// unfinishedComposite says whether the log stops with nested dispatch id, a composite,
+// unfinished: running members of its own, or with one waiting for a human. x.unfinished is
+// read-only by then.
+func (x *replayIndex) unfinishedComposite(id string) bool {
+	return x != nil && x.unfinished[id]
 }
 
 // nestedLogged says whether the log shows nested dispatch id started. The index is read-only

@@ -1884,3 +1884,81 @@ func TestResumedReviewCountsItsMembersUse(t *testing.T) {
 		t.Errorf("resumed: late ran %d times; want it refused, as without the crash (%d events)", n, len(evs))
 	}
 }
+
+// A first_success group's branch that is a composite, one of whose members waits for a human
+// (there is no one to ask) while another runs, is cancelled when another branch wins, and
+// reports what its cancelled member used; the group's result counts it. Resumed from a log
+// that holds that member's cancellation and not the composite's, the group takes its winner
+// from the log and makes the waiting composite again, cancelled as the win cancelled it, to
+// take its finished member from the log and end as it did. It was passed over, as a branch
+// waiting for an answer, and what its member used was left out of the group's result and of
+// the run's totals (the property test's seed 30, case 2117).
+func TestResumedFirstSuccessCountsWaitingBranchUse(t *testing.T) {
+	st := &gateStore{Store: memory.New()}
+	s0 := troupe.AgentFunc(func(context.Context, *troupe.Dispatch) (*troupe.Result, error) {
+		return &troupe.Result{AgentResult: map[string]any{"s0": true}, TokensUsed: troupe.Ptr(int64(100))}, nil
+	})
+	block := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	ask := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		_, err := d.Ask(ctx, troupe.Question{Prompt: "which way?"})
+		return nil, err // paused: there is no one to ask
+	})
+	win := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-st.recorded(troupe.KindDispatchFailed, "ask")
+		<-st.recorded(troupe.KindDispatchStarted, "block")
+		return &troupe.Result{AgentResult: map[string]any{"won": true}, TokensUsed: troupe.Ptr(int64(10))}, nil
+	})
+	slow := flow.Sequential(flow.SequentialConfig{}, flow.Named("s0", s0), flow.Named("block", block))
+	inner := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("ask", ask), flow.Named("slow", slow))
+	team := flow.Parallel(flow.ParallelConfig{Strategy: flow.FirstSuccess}, flow.Named("inner", inner), flow.Named("win", win))
+	cfg := engine.Config{Registry: agents(t, "team", team), Planner: group(1, "team")}
+	cfg.Store = st
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	want := finalResult(t, ref, "team")
+	if want.Status != troupe.StatusCompleted || want.TokensUsed == nil || *want.TokensUsed != 110 {
+		t.Fatalf("uninterrupted: team ended %s with tokens %v; want completed with s0's 100 and win's 10", want.Status, want.TokensUsed)
+	}
+	wantInner := finalNested(t, ref, "inner")
+
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "slow"))
+	got := finalResult(t, evs, "team")
+	if got.Status != want.Status || got.TokensUsed == nil || *got.TokensUsed != 110 {
+		t.Errorf("resumed: team ended %s with tokens %v; want %s with 110, as without the crash", got.Status, got.TokensUsed, want.Status)
+	}
+	if agg := aggregation(t, evs); agg.TotalTokensUsed == nil || *agg.TotalTokensUsed != 110 {
+		t.Errorf("resumed: the run's total tokens are %v, want 110", agg.TotalTokensUsed)
+	}
+	if gotInner := finalNested(t, evs, "inner"); gotInner.Status != wantInner.Status || !slices.Equal(messages(gotInner.Errors), messages(wantInner.Errors)) {
+		t.Errorf("resumed: inner ended %s (%v); want %s (%v), as without the crash", gotInner.Status, gotInner.Errors, wantInner.Status, wantInner.Errors)
+	}
+	if t.Failed() {
+		t.Logf("uninterrupted:\n%s\nresumed:\n%s", dumpLog(ref), dumpLog(evs))
+	}
+}
+
+// finalNested is the last result the log holds of a dispatch to agent nested in a composite.
+func finalNested(t *testing.T, evs []troupe.Event, agent string) *troupe.Result {
+	t.Helper()
+	var last *troupe.Result
+	for _, ev := range evs {
+		if res, ok := ev.Data.(*troupe.Result); ok && ev.Parent != "" && res.AgentName == agent {
+			last = res
+		}
+	}
+	if last == nil {
+		t.Fatalf("the log holds no result of %s", agent)
+	}
+	return last
+}
+
+// messages are errs' messages.
+func messages(errs []troupe.ErrorInfo) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Message
+	}
+	return out
+}

@@ -314,13 +314,17 @@ func (f *frame) admit(d *troupe.Dispatch) (resuming bool, err error) {
 }
 
 // runningMembers is asked of the runtime whether a resumed run's log shows member dispatch d,
-// a composite, running members of its own when it stopped; it has no side effects, unlike
-// dispatchAdmitter, which counts against budgets what it admits.
+// a composite, unfinished when it stopped: running members of its own, or with one waiting
+// for a human while others had finished. A group whose context has ended makes such a
+// composite again, cancelled, to take its finished members from the log and end as they let
+// it. It has no side effects, unlike dispatchAdmitter, which counts against budgets what it
+// admits.
 type runningMembers interface {
 	RanMembers(d *troupe.Dispatch) bool
 }
 
-// ranMembers says whether the log shows member dispatch d running members of its own.
+// ranMembers says whether the log shows member dispatch d, a composite, unfinished
+// (runningMembers).
 func (f *frame) ranMembers(d *troupe.Dispatch) bool {
 	r, ok := f.outer.(runningMembers)
 	return ok && r.RanMembers(d)

@@ -328,10 +328,11 @@ launch:
 		// Cancelled before it started every branch: a group made again by a resumed run that
 		// is ending, most often, or one whose winner it took from the log. The branches its
 		// log shows finished ended as they did (taken above), and the others never start,
-		// but for composites the log shows running members, which take theirs and end as
-		// they let them (a sequence cancelled by the win reports what its finished steps
-		// used, as it did), and for members the log shows waiting for a human, which wait
-		// still: the group pauses, as it did (see dispatchAdmitter).
+		// but for composites the log shows unfinished, running members or with one waiting
+		// for a human, which take their finished members and end as they let them (a
+		// sequence cancelled by the win reports what its finished steps used, as it did),
+		// and for members the log shows waiting for a human, which wait still: the group
+		// pauses, as it did (see dispatchAdmitter).
 		refused := refusedBeforeStop(limit, out, taken, launched, ctx.Err() != nil, func(i int) error {
 			dsp := f.dispatchOf(&ms[i], inputOf(i))
 			return f.refusal(&dsp)
