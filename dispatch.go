@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -79,10 +80,11 @@ func (u UpstreamResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(all)
 }
 
-// UnmarshalJSON reads u's fields and keeps every other key in Extra.
+// UnmarshalJSON reads u's fields and keeps every other key in Extra. Keys match exactly: one
+// that names a field only ignoring case ("Agent") is kept in Extra, not decoded into the field.
 func (u *UpstreamResult) UnmarshalJSON(b []byte) error {
 	var f upstreamFields
-	if err := json.Unmarshal(b, &f); err != nil {
+	if err := unmarshalExact(b, &f); err != nil {
 		return err
 	}
 	var all map[string]any
@@ -394,11 +396,19 @@ var dispatchRequired = []string{"dispatch_id", "session_id", "query_id", "target
 
 // DecodeDispatch decodes a JSON dispatch request, applies seed 000's defaults (priority,
 // execution_mode, collect_signals, dispatched_at = now), and validates it against agents. A
-// missing required field, a wrongly typed field and every rule of Validate are reported.
+// missing required field, a wrongly typed field and every rule of Validate are reported. Member
+// names match exactly, as in seed 000's pydantic model: one that names a field only ignoring
+// case ("Target_Agent") is an extra member, ignored, where encoding/json would decode it into
+// the field.
 func DecodeDispatch(data []byte, agents AgentSet, now time.Time) (*Dispatch, error) {
 	raw, present, err := decodeKeys("dispatch", data)
 	if err != nil {
 		return nil, err
+	}
+	if dropFolded(raw, reflect.TypeFor[Dispatch]()) {
+		if data, err = json.Marshal(raw); err != nil {
+			return nil, err
+		}
 	}
 	var es ValidationErrors
 	for _, k := range dispatchRequired {

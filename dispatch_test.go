@@ -821,3 +821,40 @@ func TestUpstreamResultKeepsOtherKeys(t *testing.T) {
 		t.Error("Clone shares Extra")
 	}
 }
+
+// Seed 000's models are pydantic models, whose member names are exact: a member named as a
+// field only ignoring case is an extra member, ignored. encoding/json matched it to the field,
+// so "Target_Agent" sent the dispatch to another agent than its target_agent, and "Priority"
+// got a valid dispatch refused for a value no field of it holds. An upstream result keeps
+// such a member as one of its other keys.
+func TestDecodeDispatchMatchesNamesExactly(t *testing.T) {
+	reg := seedRegistry(t)
+	d, err := decodeDispatchRaw(t, reg, "", `"Target_Agent":"explainer"`, `"Priority":"urgent"`,
+		`"upstream_results":[{"agent":"causal_impact","Agent":"gap_analyzer","result":{}}]`)
+	if err != nil {
+		t.Fatalf("DecodeDispatch: %v", err)
+	}
+	if d.TargetAgent != "causal_impact" || d.Priority != troupe.PriorityMedium {
+		t.Errorf("target_agent %q, priority %q; want causal_impact and medium, the members spelled as the seed spells them", d.TargetAgent, d.Priority)
+	}
+	want := []troupe.UpstreamResult{{Agent: "causal_impact", Result: map[string]any{}, Extra: map[string]any{"Agent": "gap_analyzer"}}}
+	if diff := cmp.Diff(want, d.UpstreamResults); diff != "" {
+		t.Errorf("upstream results (-want +got):\n%s", diff)
+	}
+	// Alone, a member named only ignoring case fills nothing: the field is missing.
+	_, err = decodeDispatchRaw(t, reg, "target_agent", `"TARGET_AGENT":"causal_impact"`)
+	var ve troupe.ValidationErrors
+	if !errors.As(err, &ve) || !containsProblem(ve, "target_agent", "required") {
+		t.Errorf("with only TARGET_AGENT: %v; want target_agent required", err)
+	}
+}
+
+// containsProblem says whether es reports problem for field.
+func containsProblem(es troupe.ValidationErrors, field, problem string) bool {
+	for _, e := range es {
+		if e.Field == field && e.Problem == problem {
+			return true
+		}
+	}
+	return false
+}

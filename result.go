@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -28,6 +29,13 @@ type TrainingSignal struct {
 	Output    map[string]any `json:"output,omitempty"`
 	Quality   *float64       `json:"quality,omitempty"`
 	Metadata  map[string]any `json:"metadata,omitempty"`
+}
+
+// UnmarshalJSON decodes a training signal matching member names exactly, as seed 000's model
+// does: a member that names a field only ignoring case ("Quality") is ignored.
+func (s *TrainingSignal) UnmarshalJSON(b []byte) error {
+	type plain TrainingSignal
+	return unmarshalExact(b, (*plain)(s))
 }
 
 // Result is seed 000's AgentDispatchResponse, field for field, with its DSPy signal fields;
@@ -214,11 +222,19 @@ var resultLists = []string{"errors", "warnings", "training_signals"}
 var resultRequired = []string{"dispatch_id", "session_id", "query_id", "agent_name", "status", "execution_time_ms", "started_at", "completed_at"}
 
 // DecodeResult decodes a JSON dispatch response and validates it against agents: missing
-// required fields, wrongly typed fields and every rule of Validate are reported together.
+// required fields, wrongly typed fields and every rule of Validate are reported together. Member
+// names match exactly, as in seed 000's pydantic model: one that names a field only ignoring
+// case ("Confidence") is an extra member, ignored, where encoding/json would decode it into
+// the field.
 func DecodeResult(data []byte, agents AgentSet) (*Result, error) {
 	raw, present, err := decodeKeys("result", data)
 	if err != nil {
 		return nil, err
+	}
+	if dropFolded(raw, reflect.TypeFor[Result]()) {
+		if data, err = json.Marshal(raw); err != nil {
+			return nil, err
+		}
 	}
 	var es ValidationErrors
 	for _, k := range resultRequired {

@@ -548,3 +548,21 @@ func TestSeed000NullListItems(t *testing.T) {
 		})
 	}
 }
+
+// A result's member named as a field only ignoring case is an extra member, ignored, as in
+// seed 000's pydantic model: "Confidence" overrode the confidence the agent gave, and
+// "Status" could turn a failed result completed. A training signal's members match exactly too.
+func TestDecodeResultMatchesNamesExactly(t *testing.T) {
+	reg := seedRegistry(t)
+	r, err := decodeResultRaw(t, reg, "", `"Confidence":0.1`, `"STATUS":"failed"`,
+		`"training_signals":[{"signature":"S","Quality":0.9,"quality":0.4}]`)
+	if err != nil {
+		t.Fatalf("DecodeResult: %v", err)
+	}
+	if r.Confidence == nil || *r.Confidence != 0.82 || r.Status != troupe.StatusCompleted {
+		t.Errorf("confidence %v, status %q; want 0.82 and completed, the members spelled as the seed spells them", r.Confidence, r.Status)
+	}
+	if len(r.TrainingSignals) != 1 || r.TrainingSignals[0].Quality == nil || *r.TrainingSignals[0].Quality != 0.4 {
+		t.Errorf("training signals %+v; want one of quality 0.4", r.TrainingSignals)
+	}
+}

@@ -100,7 +100,7 @@ func unknownField(b []byte, t reflect.Type, path string) error {
 		if json.Unmarshal(b, &obj) != nil {
 			return nil
 		}
-		names, types := jsonFields(t)
+		names, types := jsonvalue.Fields(t)
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			ft, ok := types[k]
 			if !ok {
@@ -136,27 +136,6 @@ func unknownField(b []byte, t reflect.Type, path string) error {
 		}
 	}
 	return nil
-}
-
-// jsonFields are the JSON names of struct type t's fields, in declaration order, and the type
-// of each: a tag's name, or the Go name when the tag gives none. (troupe's request types embed
-// no structs, whose fields encoding/json would promote.)
-func jsonFields(t reflect.Type) (names []string, types map[string]reflect.Type) {
-	types = map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if !f.IsExported() || tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = f.Name
-		}
-		names = append(names, name)
-		types[name] = f.Type
-	}
-	return names, types
 }
 
 // parsedProblem rewrites err, the planner's or router's refusal of a parsed query read from
