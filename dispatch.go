@@ -188,7 +188,8 @@ func (d *Dispatch) Ask(ctx context.Context, q Question) (Answer, error) {
 }
 
 // Partial records a partial result; with on_timeout=use_partial it becomes the result of a
-// dispatch that times out.
+// dispatch that times out. The engine's result guardrails check it as it is recorded, as they
+// check a result: one they block is kept in the timeout's result, refused, and not used.
 func (d *Dispatch) Partial(result map[string]any) {
 	if d.rt != nil {
 		d.rt.Partial(result)

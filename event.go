@@ -202,7 +202,7 @@ type Outcome struct {
 	Fallback  map[string]string `json:"fallback,omitempty"`  // primary agent → fallback agent used
 	Questions []Question        `json:"questions,omitempty"` // what a paused run waits for
 	Failed    []string          `json:"failed,omitempty"`    // agents whose final result is not completed
-	Skipped   []string          `json:"skipped,omitempty"`   // planned agents never dispatched
+	Skipped   []string          `json:"skipped,omitempty"`   // planned agents never dispatched ("task t2" for a task a router never placed)
 	Budget    string            `json:"budget,omitempty"`    // the budget spent, when it kept dispatches from starting
 }
 

@@ -278,6 +278,9 @@ func (c *call) failed(ctx context.Context, err error) {
 				c.work.AgentResult = c.partial
 			}
 			r.mu.Unlock()
+			if len(c.work.AgentResult) > 0 && len(c.guards()) > 0 {
+				withPartialNotes(c.work, c.guardPartial(ctx, c.work.AgentResult))
+			}
 			return
 		}
 		c.fail(troupe.StatusFailed, info)
@@ -339,14 +342,16 @@ func (c *call) checkPartial() {
 }
 
 // partialUsable reports whether a timed-out dispatch's result carries a partial result that
-// on_timeout use_partial may use: one its agent reported and checkPartial did not refuse.
+// on_timeout use_partial may use: one its agent reported that neither checkPartial nor a
+// result guardrail (guardPartial) refused.
 func partialUsable(res *troupe.Result) bool {
 	if len(res.AgentResult) == 0 {
 		return false
 	}
 	for _, e := range res.Errors {
-		if e.Code == troupe.CodeInvalidOutput {
-			return false
+		switch e.Code {
+		case troupe.CodeInvalidOutput, troupe.CodeBlocked, troupe.CodePanic:
+			return false // invalid (checkPartial), or a result guardrail refused it (guardPartial)
 		}
 	}
 	return true
@@ -434,6 +439,10 @@ func (c *call) review(ctx context.Context) {
 	case errors.Is(err, troupe.ErrPaused) && c.isPaused():
 	case errors.As(err, &ae) && ae.Code == troupe.CodePanic: // the handler panicked (Ask)
 		c.fail(troupe.StatusFailed, troupe.ErrorInfoOf(err))
+	case err != nil && ctx.Err() != nil && c.r.ctxErr() != nil:
+		// The run ended (cancelled, or failed by another dispatch) while a human reviewed:
+		// the review was cut short, as an agent's own question is, and the dispatch with it.
+		c.fail(troupe.StatusCancelled, troupe.ErrorInfo{Code: troupe.CodeCancelled, Message: "review cut short: " + c.r.ctxCauseText()})
 	case err != nil:
 		c.fail(troupe.StatusFailed, troupe.ErrorInfo{Code: troupe.CodeHumanRequired, Message: "review: " + err.Error(), Recoverable: true})
 	case !ans.Approved:
@@ -482,11 +491,24 @@ func (c *call) timedOut() {
 	c.res = &troupe.Result{
 		DispatchID: c.d.DispatchID, SessionID: c.d.SessionID, QueryID: c.d.QueryID, AgentName: c.d.TargetAgent,
 		Status: troupe.StatusTimeout, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(),
-		AgentResult: c.partial,
+		AgentResult: c.partial, TraceID: &r.rec.traceID,
 		Errors: []troupe.ErrorInfo{{Code: troupe.CodeTimeout, Recoverable: true,
 			Message: fmt.Sprintf("%s did not finish within its deadline (%v)", c.d.TargetAgent, c.timeout)}},
 	}
-	if r.ctxErr() != nil && (now.Sub(start) < c.timeout || c.reviewing) {
+	var reviewed *troupe.Result // what the result under review reported; c.work is the handler's to write
+	if x := r.rare; c.reviewing && x != nil {
+		reviewed = x.underReview[c]
+	}
+	// What it used so far was spent: a composite's finished members, an agent's result under
+	// review. The run's totals and budgets count it, as they counted it while it ran.
+	spentSoFar(c.res, reviewed, c.use, now)
+	switch {
+	case r.ctxErr() != nil && c.reviewing:
+		// The agent had finished: the human-input handler is what did not return.
+		c.res.Status = troupe.StatusCancelled
+		c.res.Errors[0] = troupe.ErrorInfo{Code: troupe.CodeCancelled,
+			Message: fmt.Sprintf("the human-input handler reviewing %s's result did not return within the cancel grace after the run ended", c.d.TargetAgent)}
+	case r.ctxErr() != nil && now.Sub(start) < c.timeout:
 		// Not its deadline: the run was cancelled and the agent did not stop within the
 		// executor's grace. Saying "timeout" would send a reader after the wrong cause.
 		c.res.Status = troupe.StatusCancelled
@@ -496,10 +518,99 @@ func (c *call) timedOut() {
 	if x := r.rare; x != nil && x.preNotes[c] != nil {
 		carryNotes(c.res, x.preNotes[c]) // what guardrails said before it ran
 	}
+	if x := r.rare; x != nil && len(c.partial) > 0 {
+		withPartialNotes(c.res, x.partialNotes[c]) // and of its partial result
+	}
 	if c.paused {
 		// It asked a human and then ran out of time: its question no longer holds the run.
 		r.unpauseLocked(c)
 	}
+}
+
+// openNested is a dispatch nested in a planned one that the log shows started and not finished.
+type openNested struct {
+	d      *troupe.Dispatch
+	parent string
+	ctx    *troupe.Context
+}
+
+// takeOpenNestedLocked returns, and forgets, the dispatches nested in c that the log shows
+// started and not finished, oldest first.
+func (r *Run) takeOpenNestedLocked(c *call) []openNested {
+	x := r.rare
+	if x == nil {
+		return nil
+	}
+	open := x.openNested[c]
+	delete(x.openNested, c)
+	return open
+}
+
+// closeNestedLocked records open, the dispatches nested in c still unfinished as c, cut off at
+// its deadline or at the cancel grace, ended (c.res says how), just after c's own result:
+// cancelled with it, newest first, so that every dispatch the log shows started is answered.
+// Whatever they do from now on is not recorded (c is expired), as nothing its agent does is.
+// After c's result, not before it: a run resumed from a log that stops between the two takes
+// c's result and closes them as it ends (closeOpenLocked), where one that stopped before c's
+// result would make c again and find them finished.
+func (r *Run) closeNestedLocked(c *call, open []openNested) {
+	if len(open) == 0 {
+		return
+	}
+	now := r.nowLocked()
+	why := c.res.Errors[0].Message
+	for _, o := range slices.Backward(open) {
+		d := o.d
+		res := &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
+			Status: troupe.StatusCancelled, StartedAt: d.DispatchedAt, CompletedAt: now, ExecutionTimeMS: max(now.Sub(d.DispatchedAt).Milliseconds(), 0),
+			TraceID: &r.rec.traceID, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled,
+				Message: fmt.Sprintf("left unfinished: %s, which it ran in, ended: %s", c.d.TargetAgent, why)}}}
+		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
+		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchFailed, Step: c.t.step, Parent: o.parent, DispatchID: d.DispatchID,
+			Agent: d.TargetAgent, Status: res.Status, Context: o.ctx, Data: res})
+	}
+}
+
+// spentSoFar fills res, the result the run makes for a dispatch it ends unfinished (timed out,
+// cut off, or waiting for a human as the run ends), with what the dispatch reported using by
+// then: w, a result it returned (one under review), when w reports usage, and its start; or
+// else what its nested dispatches reported (u): a composite's finished members, an agent's
+// tools. It was spent: the run's totals count it, as they count a dispatch the run cancels
+// mid-way, and as the budgets counted it while the dispatch ran.
+func spentSoFar(res, w *troupe.Result, u *nestedUse, now time.Time) {
+	if w != nil && !w.StartedAt.IsZero() {
+		res.StartedAt = w.StartedAt
+		res.ExecutionTimeMS = now.Sub(w.StartedAt).Milliseconds()
+	}
+	switch {
+	case w != nil && (w.TokensUsed != nil || w.CostDollars != nil):
+		res.TokensUsed, res.CostDollars = w.TokensUsed, w.CostDollars
+	case u != nil:
+		if u.tokensSeen {
+			res.TokensUsed = troupe.Ptr(u.tokens)
+		}
+		if u.costSeen {
+			res.CostDollars = troupe.Ptr(u.cost)
+		}
+	}
+}
+
+// underReviewLocked notes what c's result, about to go under a human's review, reported: its
+// start, tokens and cost (runRare.underReview).
+func (r *Run) underReviewLocked(c *call) {
+	x := r.more()
+	if x.underReview == nil {
+		x.underReview = make(map[*call]*troupe.Result)
+	}
+	w := c.work
+	snap := &troupe.Result{StartedAt: w.StartedAt}
+	if w.TokensUsed != nil {
+		snap.TokensUsed = troupe.Ptr(*w.TokensUsed)
+	}
+	if w.CostDollars != nil {
+		snap.CostDollars = troupe.Ptr(*w.CostDollars)
+	}
+	x.underReview[c] = snap
 }
 
 // unpauseLocked forgets the questions c asked, which no longer hold the run: c ran out of
@@ -540,12 +651,83 @@ func (c *call) Progress(kind string, data any) {
 }
 
 // Partial records a partial result for on_timeout use_partial.
+//
+// The result guardrails (the agent's and the run's) check each partial result as it is
+// recorded, on the agent's goroutine, as they check a result: a partial one of them blocks is
+// kept with a BLOCKED error, which keeps on_timeout use_partial from using it, and their
+// warnings and annotations go with it (partialNotes).
 func (c *call) Partial(result map[string]any) {
-	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	if !c.expired {
-		c.partial = result
+	var notes *troupe.Result
+	if len(result) > 0 && len(c.guards()) > 0 {
+		notes = c.guardPartial(c.r.context(), result)
 	}
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.expired {
+		return
+	}
+	c.partial = result
+	switch x := r.rare; {
+	case notes != nil:
+		x = r.more()
+		if x.partialNotes == nil {
+			x.partialNotes = make(map[*call]*troupe.Result)
+		}
+		x.partialNotes[c] = notes
+	case x != nil && x.partialNotes != nil:
+		delete(x.partialNotes, c) // an earlier partial's
+	}
+}
+
+// guardPartial runs the result guardrails over m, a partial result of c's agent, and returns
+// what they said (nil for nothing): their warnings and annotations, and an error saying why m
+// is not to be used, if one blocked it or panicked.
+func (c *call) guardPartial(ctx context.Context, m map[string]any) *troupe.Result {
+	probe := &troupe.Result{DispatchID: c.d.DispatchID, SessionID: c.d.SessionID, QueryID: c.d.QueryID, AgentName: c.d.TargetAgent,
+		Status: troupe.StatusTimeout, AgentResult: m}
+	var notes troupe.Result
+	for _, g := range c.guards() {
+		v, perr := checkGuarded(ctx, g, c.d, probe)
+		if perr != nil {
+			info := troupe.ErrorInfoOf(perr)
+			info.Message = fmt.Sprintf("partial result not used: guardrail %s panicked: %v", g.Name(), info.Message)
+			notes.Errors = append(notes.Errors, info)
+			break
+		}
+		notes.Warnings = append(notes.Warnings, v.Warnings...)
+		if len(v.Annotations) > 0 {
+			notes.Annotate(g.Name(), v.Annotations)
+		}
+		if v.Block {
+			notes.Errors = append(notes.Errors, troupe.ErrorInfo{Code: troupe.CodeBlocked, Message: fmt.Sprintf("partial result not used: %s blocked it: %s", g.Name(), v.Reason)})
+			break
+		}
+	}
+	if len(notes.Warnings) == 0 && len(notes.Annotations) == 0 && len(notes.Errors) == 0 {
+		return nil
+	}
+	return &notes
+}
+
+// checkGuarded runs g's check of res, turning a panic into a *troupe.PanicError.
+func checkGuarded(ctx context.Context, g troupe.Guardrail, d *troupe.Dispatch, res *troupe.Result) (v troupe.Verdict, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = troupe.NewPanicError(p)
+		}
+	}()
+	return g.CheckResult(ctx, d, res), nil
+}
+
+// withPartialNotes adds to res, a timeout result carrying a partial result, what the result
+// guardrails said of that partial (guardPartial).
+func withPartialNotes(res, notes *troupe.Result) {
+	if notes == nil {
+		return
+	}
+	carryNotes(res, notes)
+	res.Errors = append(slices.Clip(res.Errors), notes.Errors...)
 }
 
 // Ask records the question, then answers it from the log (a resumed run), the run's handler,
@@ -636,8 +818,17 @@ func (c *call) Emit(ev troupe.Event) {
 			x.askers = map[string]string{}
 		}
 		x.askers[d.DispatchID] = ev.Parent
+		if x.openNested == nil {
+			x.openNested = map[*call][]openNested{}
+		}
+		x.openNested[c] = append(x.openNested[c], openNested{d: d, parent: ev.Parent, ctx: ev.Context})
 	}
 	if res, ok := ev.Data.(*troupe.Result); ok && (ev.Kind == troupe.KindDispatchCompleted || ev.Kind == troupe.KindDispatchFailed) {
+		if x := r.rare; x != nil {
+			if open := x.openNested[c]; len(open) > 0 {
+				x.openNested[c] = slices.DeleteFunc(open, func(o openNested) bool { return o.d.DispatchID == res.DispatchID })
+			}
+		}
 		c.chargeNestedLocked(res, ev.Parent)
 		if res.Status == troupe.StatusCompleted {
 			held := r.pausing

@@ -106,9 +106,20 @@ type runRare struct {
 	routeTokens int64
 	fallbacks   map[string]string
 	preNotes    map[*call]*troupe.Result // what guardrails noted before a dispatch ran, until it completes (timedOut carries them)
-	lateSetup   map[string]*setupOnce    // agents set up when first dispatched, not at INITIALIZE
-	deps        map[*task][]depRef       // depends_on of tasks whose plan does not name agents (resolveDeps)
-	tornDown    bool                     // teardown has run: an agent set up from now on is torn down at once
+	// What a result under a human's review reported (its start, tokens and cost), from when
+	// the review begins until the dispatch completes: a review cut off by the run's end
+	// reports it (timedOut), though the handler may still write the result.
+	underReview map[*call]*troupe.Result
+	// What the result guardrails said of a dispatch's latest partial result (guardPartial),
+	// until it completes: a timeout result carrying that partial carries it.
+	partialNotes map[*call]*troupe.Result
+	// The dispatches nested in each planned one (a composite's members, an agent's tools)
+	// that the log shows started and not finished, oldest first: a planned dispatch cut off
+	// at its deadline, or at the cancel grace, ends them too (closeNestedLocked).
+	openNested map[*call][]openNested
+	lateSetup  map[string]*setupOnce // agents set up when first dispatched, not at INITIALIZE
+	deps       map[*task][]depRef    // depends_on of tasks whose plan does not name agents (resolveDeps)
+	tornDown   bool                  // teardown has run: an agent set up from now on is torn down at once
 	// askers is the parent of each nested dispatch started, by id: the chain from a nested
 	// dispatch that asks a question up to the planned one (see dropMootLocked).
 	askers map[string]string
@@ -213,6 +224,19 @@ type task struct {
 	attempt  int32 // attempt of the current agent
 	serial   int32 // dispatches made for this task
 	partial  bool
+}
+
+// name names the agent of task t, which was never dispatched: the plan's, or else its routing
+// decision's target, or, for a task a router was to place and never did, the task itself
+// ("task t2").
+func (t *task) name() string {
+	switch {
+	case t.t.Agent != "":
+		return t.t.Agent
+	case t.decision != nil && t.decision.Target != "":
+		return t.decision.Target
+	}
+	return "task " + t.t.ID
 }
 
 // fallbacksOf lists the agents that may stand in for d's target, in order: the decision's own
@@ -1459,6 +1483,7 @@ func (r *Run) dispatchLocked(t *task, agent, reason string, delay time.Duration)
 		// with that result, which the agent is not asked to make again.
 		res := *q.Result
 		c.work, c.reviewing = &res, true
+		r.underReviewLocked(c)
 		c.asked = questionOrdinal(q.ID, id) - 1 // the review asks again under its recorded id
 		// What its members used (a composite's result under review) stays counted while
 		// the review waits, as it was in the run that made the log.
@@ -1626,13 +1651,16 @@ func (r *Run) drain() {
 					// c.work is not read: the agent's goroutine may still be writing it.
 					c.expired = true
 					c.timedOut()
+					open := r.takeOpenNestedLocked(c)
 					r.completeLocked(c)
+					r.closeNestedLocked(c, open)
 				case !c.reviewing && c.work.RequiresHuman && c.work.Status == troupe.StatusCompleted:
 					// A human reviews the result once the dispatch is done with, in a job of its
 					// own: the agent's deadline does not run on while a human reads. Still in
 					// flight (it has no outcome yet: the review may change it), it starts once
 					// this transition is recorded.
 					c.reviewing = true
+					r.underReviewLocked(c)
 					r.toStart = append(r.toStart, c)
 				default:
 					c.res = c.work
@@ -1689,6 +1717,15 @@ func (r *Run) completeLocked(c *call) {
 	}
 	if x := r.rare; x != nil && x.preNotes != nil {
 		delete(x.preNotes, c) // carried onto its result by finish or timedOut
+	}
+	if x := r.rare; x != nil && x.underReview != nil {
+		delete(x.underReview, c)
+	}
+	if x := r.rare; x != nil && x.partialNotes != nil {
+		delete(x.partialNotes, c)
+	}
+	if x := r.rare; x != nil && x.openNested != nil {
+		delete(x.openNested, c)
 	}
 	if c.paused {
 		if res == nil || res.Status != troupe.StatusCompleted || c.reviewing {
@@ -2217,21 +2254,7 @@ func (r *Run) endPausedLocked() {
 		// resumed run took those members' results from the log. A composite a resumed run
 		// made again and kept waiting without running (prepare) used what its members' logged
 		// results say (precharge).
-		if w := c.work; w != nil && !w.StartedAt.IsZero() {
-			res.StartedAt = w.StartedAt
-			res.ExecutionTimeMS = now.Sub(w.StartedAt).Milliseconds()
-		}
-		switch w, u := c.work, c.use; {
-		case w != nil && (w.TokensUsed != nil || w.CostDollars != nil):
-			res.TokensUsed, res.CostDollars = w.TokensUsed, w.CostDollars
-		case u != nil:
-			if u.tokensSeen {
-				res.TokensUsed = troupe.Ptr(u.tokens)
-			}
-			if u.costSeen {
-				res.CostDollars = troupe.Ptr(u.cost)
-			}
-		}
+		spentSoFar(res, c.work, c.use, now)
 		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
 		c.paused, c.res = false, res
 		if c.t.last == c {
@@ -2350,7 +2373,7 @@ func (r *Run) unfinished() (failed, skipped []string) {
 			case t.final != nil && t.final.Status != troupe.StatusCompleted && !t.partial:
 				failed = append(failed, t.final.AgentName)
 			case t.final == nil && t.last == nil:
-				skipped = append(skipped, t.t.Agent)
+				skipped = append(skipped, t.name())
 			}
 		}
 	}
@@ -2370,7 +2393,7 @@ func (r *Run) judgedFailedLocked(reason string) {
 		for _, t := range st {
 			switch {
 			case t.last == nil:
-				never = append(never, t.t.Agent)
+				never = append(never, t.name())
 			case t.final != nil && t.final.Status != troupe.StatusCompleted && !t.partial && len(t.final.Errors) > 0:
 				causes = append(causes, t.final.Errors[0].Err())
 			}
@@ -2558,8 +2581,10 @@ func (r *Run) stateLocked() troupe.OrchestratorState {
 				// task, as tally and unfinished count it: its record, the timeout the log
 				// keeps, holds that result.
 				s.CompletedAgents[t.final.AgentName] = t.final
+				delete(s.FailedAgents, t.final.AgentName) // an earlier task's, superseded
 			default:
 				s.FailedAgents[t.final.AgentName] = t.final
+				delete(s.CompletedAgents, t.final.AgentName)
 			}
 		}
 	}
