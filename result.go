@@ -129,6 +129,11 @@ func (r *Result) Succeeded() bool { return r != nil && r.Status == StatusComplet
 // Seed 000 requires dispatch_id, session_id, query_id and agent_name to be present, not
 // non-empty: its model types them as plain str and its validator never looks at them, so an
 // empty one is valid. DecodeResult reports them when absent.
+//
+// Two checks are troupe's, not the seed's, whose model leaves tokens_used unbounded and has no
+// cost_dollars: tokens_used and cost_dollars must not be negative, and a cost must be finite.
+// Both are added to the run's spend and checked against its budgets, where a negative one would
+// give back budget an agent spent.
 func (r *Result) Validate(agents AgentSet) error {
 	if r.plainlyValid(agents) {
 		return nil

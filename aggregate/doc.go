@@ -33,7 +33,9 @@
 // other map types) is a leaf compared as a whole. A path that is a leaf in one result and an
 // object in another is compared at that path too, so a shape disagreement is not missed. Keys
 // are not escaped: a literal key "a.b" and a nested a → b name the same path, and within one
-// result the first in sorted key order (the nested one) is kept.
+// result the first in sorted key order (the nested one) is kept. Only a nested object gives a
+// path its shape: a literal "a.b" does not make "a" an object, so {"a": 1} and {"a.b": 2} hold
+// two different paths and do not conflict, where {"a": 1} and {"a": {"b": 2}} do.
 //
 // Two values are equal when they would encode to the same JSON: numbers compare by exact
 // value whatever their Go type (int 1, float64 1.0 and json.Number("1") are equal; integer
