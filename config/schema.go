@@ -93,8 +93,17 @@ func checkSchema(t *tree) (Errors, [][]string) {
 			}
 			bad = append(bad, loc)
 			problem := fmt.Sprintf("%q is not a valid name", k.Property)
-			if len(loc) == 2 && loc[0] == "agents" {
+			parent := ""
+			if len(loc) >= 2 {
+				parent = loc[len(loc)-2]
+			}
+			switch {
+			case len(loc) == 2 && loc[0] == "agents":
 				problem = fmt.Sprintf("%q is not a valid agent name: a letter, then letters, digits, _ and -", k.Property)
+			case parent == "env":
+				problem = fmt.Sprintf("%q is not a valid environment variable name: a letter or _, then letters, digits and _", k.Property)
+			case parent == "headers" || parent == "headers_from_env":
+				problem = fmt.Sprintf("%q is not a valid header name: letters, digits and !#$%%&'*+-.^_`|~, no spaces or colons", k.Property)
 			}
 			out = append(out, t.keyErrorAt(pointer(loc...), problem))
 			return

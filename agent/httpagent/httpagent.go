@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -83,79 +84,133 @@ type Agent struct {
 	secrets *wire.Secrets // the values read from the environment, scrubbed from what errors quote
 }
 
-// New validates cfg, reads the secrets it names from the environment and returns the agent.
+// ConfigError is New's refusal of a Config: every problem it found, each at its field.
+type ConfigError struct {
+	Problems []ConfigProblem
+}
+
+// ConfigProblem is one problem of a Config. Field names the field as a workflow file's http
+// block does ("url", "headers", "headers_from_env", "bearer_token_env", "timeout",
+// "max_response_bytes", "tls"), Key the header it is about, if any, and Err what is wrong. It
+// never holds a secret's value.
+type ConfigProblem struct {
+	Field, Key string
+	Err        error
+}
+
+// goFields are Config's Go names of the fields ConfigProblem names.
+var goFields = map[string]string{"url": "URL", "headers": "Headers", "headers_from_env": "HeadersFromEnv", "bearer_token_env": "BearerTokenEnv",
+	"timeout": "Timeout", "max_response_bytes": "MaxResponseBytes", "tls": "TLS"}
+
+// Error lists the problems at Config's Go fields: "httpagent: Config.URL: …; Config.Headers[X Team]: …".
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("httpagent: ")
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("Config." + goFields[p.Field])
+		if p.Key != "" {
+			b.WriteString("[" + p.Key + "]")
+		}
+		b.WriteString(": " + p.Err.Error())
+	}
+	return b.String()
+}
+
+// New validates cfg, reads the secrets it names from the environment and returns the agent. A
+// Config it refuses gets a *ConfigError with every problem found, in the order of Config's
+// fields and, within a map, of its keys.
 func New(cfg Config) (*Agent, error) {
+	var problems []ConfigProblem
+	bad := func(field, key, format string, args ...any) {
+		problems = append(problems, ConfigProblem{Field: field, Key: key, Err: fmt.Errorf(format, args...)})
+	}
 	u, err := url.Parse(cfg.URL)
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+	var shown string
+	switch ue := (*url.Error)(nil); {
+	case errors.As(err, &ue):
 		// Not ue itself, which quotes the URL, and a password in it.
-		return nil, fmt.Errorf("httpagent: Config.URL is not a URL: %w", ue.Err)
+		bad("url", "", "not a URL: %w", ue.Err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		shown, _ = wire.ShownURL(u)
+		bad("url", "", "%q is not an http or https URL", shown)
+	case u.Host == "":
+		shown, _ = wire.ShownURL(u)
+		bad("url", "", "%q has no host", shown)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		shown, _ := wire.ShownURL(u)
-		return nil, fmt.Errorf("httpagent: Config.URL %q is not an http or https URL", shown)
-	}
-	if cfg.Timeout < 0 || cfg.MaxResponseBytes < 0 {
-		return nil, errors.New("httpagent: Config.Timeout and Config.MaxResponseBytes cannot be negative")
-	}
-	if cfg.TLS != nil && cfg.Client != nil {
-		return nil, errors.New("httpagent: Config.TLS and Config.Client are exclusive: configure TLS in the client's transport")
+	// A header net/http would refuse to send fails New, not every dispatch.
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		if !validHeaderName(k) {
+			bad("headers", k, "%q is not a valid header name", k)
+		} else if why := badHeaderValue(cfg.Headers[k]); why != "" {
+			bad("headers", k, "the value is not a valid header value: %s", why)
+		}
 	}
 	lookup := cfg.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	a := &Agent{url: u.String(), header: make(http.Header), timeout: cfg.Timeout, max: cfg.MaxResponseBytes, client: cfg.Client, agents: cfg.Agents}
 	var secrets []string
-	a.shown, secrets = wire.ShownURL(u)
+	env := func(field, key, name, what string) (string, bool) {
+		v, ok := lookup(name)
+		switch {
+		case !ok:
+			bad(field, key, "the environment variable %s is not set", name)
+		case v == "":
+			bad(field, key, "the environment variable %s is set but empty", name)
+		case badHeaderValue(v) != "":
+			// The value is a secret: the error says what is wrong with it, never what it is.
+			bad(field, key, "the environment variable %s is not a valid %s: %s", name, what, badHeaderValue(v))
+		default:
+			secrets = append(secrets, v)
+			return v, true
+		}
+		return "", false
+	}
+	fromEnv := map[string]string{}
+	for _, h := range slices.Sorted(maps.Keys(cfg.HeadersFromEnv)) {
+		if !validHeaderName(h) {
+			bad("headers_from_env", h, "%q is not a valid header name", h)
+		} else if v, ok := env("headers_from_env", h, cfg.HeadersFromEnv[h], "header value"); ok {
+			fromEnv[h] = v
+		}
+	}
+	var token string
+	if cfg.BearerTokenEnv != "" {
+		token, _ = env("bearer_token_env", "", cfg.BearerTokenEnv, "Authorization header value")
+	}
+	if cfg.Timeout < 0 {
+		bad("timeout", "", "%v is negative", cfg.Timeout)
+	}
+	if cfg.MaxResponseBytes < 0 {
+		bad("max_response_bytes", "", "%d is negative", cfg.MaxResponseBytes)
+	}
+	if cfg.TLS != nil && cfg.Client != nil {
+		bad("tls", "", "Config.TLS and Config.Client are exclusive: configure TLS in the client's transport")
+	}
+	if len(problems) > 0 {
+		return nil, &ConfigError{Problems: problems}
+	}
+	a := &Agent{url: u.String(), header: make(http.Header), timeout: cfg.Timeout, max: cfg.MaxResponseBytes, client: cfg.Client, agents: cfg.Agents}
+	var urlSecrets []string
+	a.shown, urlSecrets = wire.ShownURL(u)
+	secrets = append(secrets, urlSecrets...)
 	if a.timeout == 0 {
 		a.timeout = DefaultTimeout
 	}
 	if a.max == 0 {
 		a.max = DefaultMaxResponseBytes
 	}
-	// A header net/http would refuse to send fails New, not every dispatch. In the order of
-	// the names, so that the same Config fails the same way.
 	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
-		if !validHeaderName(k) {
-			return nil, fmt.Errorf("httpagent: Config.Headers: %q is not a valid header name", k)
-		}
-		if why := badHeaderValue(cfg.Headers[k]); why != "" {
-			return nil, fmt.Errorf("httpagent: Config.Headers[%s]: the value is not a valid header value: %s", k, why)
-		}
 		a.header.Set(k, cfg.Headers[k])
 	}
-	env := func(what, name string) (string, error) {
-		v, ok := lookup(name)
-		if !ok || v == "" {
-			return "", fmt.Errorf("httpagent: %s: environment variable %s is not set", what, name)
-		}
-		secrets = append(secrets, v)
-		return v, nil
+	for _, h := range slices.Sorted(maps.Keys(fromEnv)) {
+		a.header.Set(h, fromEnv[h])
 	}
-	for _, h := range slices.Sorted(maps.Keys(cfg.HeadersFromEnv)) {
-		if !validHeaderName(h) {
-			return nil, fmt.Errorf("httpagent: Config.HeadersFromEnv: %q is not a valid header name", h)
-		}
-		name := cfg.HeadersFromEnv[h]
-		v, err := env("Config.HeadersFromEnv["+h+"]", name)
-		if err != nil {
-			return nil, err
-		}
-		// The value is a secret: the error says what is wrong with it, never what it is.
-		if why := badHeaderValue(v); why != "" {
-			return nil, fmt.Errorf("httpagent: Config.HeadersFromEnv[%s]: environment variable %s is not a valid header value: %s", h, name, why)
-		}
-		a.header.Set(h, v)
-	}
-	if cfg.BearerTokenEnv != "" {
-		v, err := env("Config.BearerTokenEnv", cfg.BearerTokenEnv)
-		if err != nil {
-			return nil, err
-		}
-		if why := badHeaderValue(v); why != "" {
-			return nil, fmt.Errorf("httpagent: Config.BearerTokenEnv: environment variable %s is not a valid Authorization header value: %s", cfg.BearerTokenEnv, why)
-		}
-		a.header.Set("Authorization", "Bearer "+v)
+	if token != "" {
+		a.header.Set("Authorization", "Bearer "+token)
 	}
 	a.secrets = wire.NewSecrets(secrets...)
 	a.header.Set("Content-Type", "application/json")
@@ -249,7 +304,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 		return nil, a.transportError(ctx, err, nil)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, a.max+1))
+	// One byte past the bound tells a body over it from one at it; at the largest bound
+	// (math.MaxInt64, which the config schema allows) there is no byte past it to read.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, a.max+min(1, math.MaxInt64-a.max)))
 	failed := resp.StatusCode < 200 || resp.StatusCode > 299
 	if err != nil && (!failed || ctx.Err() != nil) {
 		return nil, a.transportError(ctx, err, resp)

@@ -499,10 +499,14 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		cfg  httpagent.Config
 		want string
 	}{
-		{"no URL", httpagent.Config{}, `Config.URL "" is not`},
+		{"no URL", httpagent.Config{}, `Config.URL: "" is not`},
 		{"not http", httpagent.Config{URL: "ftp://h/x"}, "not an http or https URL"},
 		{"token variable unset", httpagent.Config{URL: "http://h", BearerTokenEnv: "NOPE_TOKEN", LookupEnv: env(nil)}, "environment variable NOPE_TOKEN is not set"},
-		{"header variable unset", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-K": "NOPE_KEY"}, LookupEnv: env(nil)}, "HeadersFromEnv[X-K]: environment variable NOPE_KEY"},
+		{"header variable unset", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-K": "NOPE_KEY"}, LookupEnv: env(nil)}, "HeadersFromEnv[X-K]: the environment variable NOPE_KEY"},
+		{"token variable empty", httpagent.Config{URL: "http://h", BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": ""})}, "Config.BearerTokenEnv: the environment variable TOK is set but empty"},
+		{"no host", httpagent.Config{URL: "http:///x"}, `Config.URL: "http:///x" has no host`},
+		{"every problem", httpagent.Config{URL: "http://h", Headers: map[string]string{"X A": "v", "X-B": "a\nb"}, Timeout: -1},
+			`Config.Headers[X A]: "X A" is not a valid header name; Config.Headers[X-B]: the value is not a valid header value: it holds a newline; Config.Timeout: -1ns is negative`},
 		{"TLS and Client", httpagent.Config{URL: "https://h", TLS: &tls.Config{}, Client: http.DefaultClient}, "exclusive"},
 		{"negative timeout", httpagent.Config{URL: "http://h", Timeout: -1}, "negative"},
 		// Header values net/http would refuse to send, on every dispatch: refused once, here,
@@ -510,17 +514,17 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"a header value with a newline", httpagent.Config{URL: "http://h", Headers: map[string]string{"X-Team": "search\nX-Admin: 1"}},
 			"Config.Headers[X-Team]: the value is not a valid header value: it holds a newline"},
 		{"a header name with a space", httpagent.Config{URL: "http://h", Headers: map[string]string{"X Team": "search"}},
-			`Config.Headers: "X Team" is not a valid header name`},
+			`Config.Headers[X Team]: "X Team" is not a valid header name`},
 		{"an empty header name", httpagent.Config{URL: "http://h", Headers: map[string]string{"": "search"}},
 			`Config.Headers: "" is not a valid header name`},
 		{"a header name from the environment with a colon", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-Key:": "KEY"}, LookupEnv: env(map[string]string{"KEY": "s3cr3t-key"})},
-			`Config.HeadersFromEnv: "X-Key:" is not a valid header name`},
+			`Config.HeadersFromEnv[X-Key:]: "X-Key:" is not a valid header name`},
 		{"a secret header value with a newline", httpagent.Config{URL: "http://h", HeadersFromEnv: map[string]string{"X-Key": "KEY"}, LookupEnv: env(map[string]string{"KEY": "s3cr3t-key\n"})},
-			"Config.HeadersFromEnv[X-Key]: environment variable KEY is not a valid header value: it holds a newline"},
+			"Config.HeadersFromEnv[X-Key]: the environment variable KEY is not a valid header value: it holds a newline"},
 		{"a token with a carriage return", httpagent.Config{URL: "http://h", BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": "s3cr3t-key\r\n"})},
-			"Config.BearerTokenEnv: environment variable TOK is not a valid Authorization header value: it holds a carriage return"},
+			"Config.BearerTokenEnv: the environment variable TOK is not a valid Authorization header value: it holds a carriage return"},
 		{"a token with a NUL", httpagent.Config{URL: "http://h", BearerTokenEnv: "TOK", LookupEnv: env(map[string]string{"TOK": "s3cr3t-key\x00"})},
-			"Config.BearerTokenEnv: environment variable TOK is not a valid Authorization header value: it holds control character 0x00"},
+			"Config.BearerTokenEnv: the environment variable TOK is not a valid Authorization header value: it holds control character 0x00"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := httpagent.New(tc.cfg)

@@ -210,6 +210,8 @@ func compile(cfg Config) (*compiled, error) {
 		bad("base_url", "%w", err)
 	} else if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
 		bad("base_url", "%q is not an http or https URL", endpoint)
+	} else if u, _ := url.Parse(cfg.BaseURL); u.Host == "" {
+		bad("base_url", "%q has no host", endpoint)
 	}
 	if cfg.APIKeyEnv == "" {
 		cfg.APIKeyEnv = DefaultAPIKeyEnv

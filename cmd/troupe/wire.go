@@ -88,7 +88,8 @@ func buildExec(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Ag
 		return nil, errors.Join(errs...)
 	}
 	var env []string
-	for k, v := range a.Exec.Env {
+	for _, k := range slices.Sorted(maps.Keys(a.Exec.Env)) {
+		v := a.Exec.Env[k]
 		env = append(env, k+"="+v)
 	}
 	return execagent.New(execagent.Config{Command: cmd, Dir: dir, Env: env, Timeout: agentTimeout(b, a)})
@@ -154,24 +155,25 @@ func program(b *config.Builder, name string) (string, error) {
 
 func buildHTTP(_ context.Context, b *config.Builder, a *config.Agent) (troupe.Agent, error) {
 	h := a.HTTP
-	// The adapter would refuse an unset variable too, but naming its own Config field, at the
-	// agent, and only the first: here each is the file's field, at its line.
-	var errs []error
-	if v := h.BearerTokenEnv; v != "" {
-		if _, ok := os.LookupEnv(v); !ok {
-			errs = append(errs, a.Field(fmt.Errorf("the environment variable %s is not set", v), "http", "bearer_token_env"))
+	ag, err := httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv,
+		Timeout: agentTimeout(b, a), MaxResponseBytes: h.MaxResponseBytes})
+	if ce, ok := errors.AsType[*httpagent.ConfigError](err); ok {
+		// Each problem at the http block's field, at its line, in the file's words: not the
+		// adapter's Config.BearerTokenEnv at the agent, and every one, not the first.
+		var errs []error
+		for _, p := range ce.Problems {
+			switch {
+			case p.Field == "timeout":
+				errs = append(errs, a.Field(p.Err, "timeout"))
+			case p.Key != "":
+				errs = append(errs, a.Field(p.Err, "http", p.Field, p.Key))
+			default:
+				errs = append(errs, a.Field(p.Err, "http", p.Field))
+			}
 		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(h.HeadersFromEnv)) {
-		if _, ok := os.LookupEnv(h.HeadersFromEnv[k]); !ok {
-			errs = append(errs, a.Field(fmt.Errorf("the environment variable %s is not set", h.HeadersFromEnv[k]), "http", "headers_from_env", k))
-		}
-	}
-	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return httpagent.New(httpagent.Config{URL: h.URL, Headers: h.Headers, HeadersFromEnv: h.HeadersFromEnv, BearerTokenEnv: h.BearerTokenEnv,
-		Timeout: agentTimeout(b, a), MaxResponseBytes: h.MaxResponseBytes})
+	return ag, err
 }
 
 // members builds the named agents as members of a composite, with what each declares: the
@@ -483,6 +485,15 @@ func (s *mcpServers) client(ctx context.Context, b *config.Builder, name string)
 	defer cancel()
 	c, err := mcptool.Connect(cctx, cfg)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// Its connect_timeout, not the caller's: say which bound, and how long, so a
+			// slow server (raise it) can be told from a hung one.
+			bound := fmt.Sprintf("connect_timeout %v", timeout)
+			if decl.ConnectTimeout <= 0 {
+				bound += " (the default: the file sets no connect_timeout)"
+			}
+			err = fmt.Errorf("%w: it did not finish starting (initialize, list its tools) within %s", err, bound)
+		}
 		return nil, serverField(name, err)
 	}
 	s.clients[name] = c

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/troupehq/troupe"
 )
@@ -83,6 +84,14 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
+			if !utf8.ValidString(line) {
+				// Read on, it would reach the tutor with U+FFFD for the byte: said, and
+				// skipped, so that the learner types it again.
+				at := firstInvalid(line)
+				fmt.Fprintf(out, "(not read: byte %d, 0x%02x, is not UTF-8 text; type the line again)\n", at+1, line[at])
+				fmt.Fprint(out, p)
+				continue
+			}
 			if cfg.Echo {
 				fmt.Fprintln(out, line)
 			}
@@ -148,4 +157,16 @@ func Converse(ctx context.Context, cfg ConverseConfig, in io.Reader, out io.Writ
 		}
 	}
 	return s.State(), nil
+}
+
+// firstInvalid is the index of the first byte of s that is not part of valid UTF-8, or len(s).
+func firstInvalid(s string) int {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(s)
 }
