@@ -686,8 +686,13 @@ func (w *world) timedAgent(timeout, linger time.Duration) troupe.Agent {
 				return nil, err
 			}
 			res, err := w.outcome(d, b)
-			if wrap && err != nil {
+			switch {
+			case wrap && err != nil:
 				err = timedOut(d.TargetAgent, timeout, err)
+			case wrap:
+				// A result its composite took for a timeout then, returned past that
+				// timeout (kept for what it used).
+				err = timedOut(d.TargetAgent, timeout, context.DeadlineExceeded)
 			}
 			return res, err
 		}
@@ -1039,10 +1044,16 @@ func (w *world) deadlined(a troupe.Agent, timeout time.Duration) troupe.Agent {
 			w.timedOutAt[vd] = map[string]bool{}
 		}
 		w.timedOutAt[vd][key] = true
-		if err != nil && rctx != ctx && ctx.Err() == nil {
+		switch {
+		case err != nil && rctx != ctx && ctx.Err() == nil:
 			// As its composite wraps what its member returned (the message carries it).
 			err = &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true, Message: fmt.Sprintf("%s did not finish within %v", d.TargetAgent, timeout),
 				Cause: err}
+		case rctx != ctx && ctx.Err() == nil && rctx.Err() != nil:
+			// A result past its deadline (a cancelled collect_all group whose finished
+			// members let it complete): too late, as its composite takes it.
+			err = &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true, Message: fmt.Sprintf("%s did not finish within %v", d.TargetAgent, timeout),
+				Cause: context.DeadlineExceeded}
 		}
 		return res, err
 	})

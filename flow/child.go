@@ -45,6 +45,9 @@ const MaxNesting = 64
 type member struct {
 	spec    *troupe.AgentSpec
 	in, out *schema.Schema
+	// tool: the agent of an agent tool (AsTool), whose own tool calls' spending runNew folds
+	// into its result (see foldToolUse).
+	tool bool
 }
 
 // compile checks a composite's members once, at its first run.
@@ -722,17 +725,27 @@ func (f *frame) runNew(ctx context.Context, m *member, dp *troupe.Dispatch, in i
 	}
 	pre, err := f.prepare(ctx, m, &d, st, guards, resuming)
 	var out *troupe.Result
-	gone := false
+	gone, timedOut := false, false
 	switch {
 	case err != nil:
+	case m.tool:
+		out, gone, timedOut, err = f.invokeTool(ctx, m, &d, rt)
 	case m.spec.Timeout > 0:
 		// A timeout holds even against an agent that ignores its context: the member runs on
 		// a goroutine of its own, which the composite leaves behind if it must.
-		out, gone, err = f.invokeTimed(ctx, m, &d, rt)
+		out, gone, timedOut, err = f.invokeTimed(ctx, m, &d, rt)
 	default:
 		out, err = invoke(ctx, m.spec.Agent, &d) // inline: no goroutine for a member without a timeout
 	}
-	res := result(ctx, m, &d, out, err, start)
+	var res *troupe.Result
+	if timedOut {
+		// Its timeout passed first: it timed out, though the composite's context may have
+		// ended since (cancelled as it finished, or abandoned it), which the mark still says.
+		res = build(context.WithoutCancel(ctx), m, &d, out, err, start)
+		markEnded(ctx, res)
+	} else {
+		res = result(ctx, m, &d, out, err, start)
+	}
 	if gone && res.Status == troupe.StatusCancelled {
 		// Cancelled rather than timed out, and it did not stop either.
 		res.Errors[len(res.Errors)-1].Message += fmt.Sprintf("; %s did not stop within %v and was abandoned", m.spec.Name, abandonGrace)
@@ -874,6 +887,48 @@ func invoke(ctx context.Context, a troupe.Agent, d *troupe.Dispatch) (out *troup
 // not complete, made once ctx had ended, carries the contextEndedKey mark (see endedWithContext).
 func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Result, err error, start time.Time) *troupe.Result {
 	res := build(ctx, m, d, out, err, start)
+	markEnded(ctx, res)
+	return res
+}
+
+// invokeTool runs m, an agent tool's agent, with a Usage of its own (foldToolUse), under its
+// timeout if it has one.
+func (f *frame) invokeTool(ctx context.Context, m *member, d *troupe.Dispatch, rt *nested) (out *troupe.Result, gone, timedOut bool, err error) {
+	uctx, u := WithUsage(ctx)
+	if m.spec.Timeout > 0 {
+		out, gone, timedOut, err = f.invokeTimed(uctx, m, d, rt)
+	} else {
+		out, err = invoke(uctx, m.spec.Agent, d)
+	}
+	if !gone {
+		out = foldToolUse(out, u)
+	}
+	return out, gone, timedOut, err
+}
+
+// foldToolUse adds to out, what an agent called through a tool returned, what the tools it
+// called spent with no Usage of its own open (they added to u, which its tool opened for it):
+// its result, recorded as a nested dispatch's, then counts what its own nested dispatches
+// spent, as a composite's counts its members' — which the runtime's budgets take it to — and
+// its caller gets each token once, through it. An agent that opened its own Usage added it to
+// out already, and u holds nothing. What an abandoned call's tools spend later is lost with it.
+func foldToolUse(out *troupe.Result, u *Usage) *troupe.Result {
+	if u.Tokens() == 0 && u.Cost() == 0 && !u.RequiresHuman() {
+		return out
+	}
+	if out == nil {
+		out = &troupe.Result{} // what it used, beside its error
+	} else {
+		cp := *out // the agent's own result stays as it returned it
+		out = &cp
+	}
+	u.AddTo(out)
+	return out
+}
+
+// markEnded marks res, a member's result that did not complete, with contextEndedKey when ctx,
+// its composite's context, has ended.
+func markEnded(ctx context.Context, res *troupe.Result) {
 	if res.Status != troupe.StatusCompleted && ctx.Err() != nil && len(res.Errors) > 0 {
 		last := &res.Errors[len(res.Errors)-1]
 		det := make(map[string]any, len(last.Details)+1)
@@ -881,7 +936,6 @@ func result(ctx context.Context, m *member, d *troupe.Dispatch, out *troupe.Resu
 		det[contextEndedKey] = true
 		last.Details = det
 	}
-	return res
 }
 
 // contextEndedKey marks, in the details of the last error of a member's result that did not

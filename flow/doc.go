@@ -59,11 +59,13 @@
 // spends reaches its caller through the context instead: the caller opens a Usage with
 // WithUsage, calls its tools with the context that returns, and adds the Usage to its own
 // result (Usage.AddTo; package llmagent does this for every tool call, and counts it against
-// the dispatch's budget before its next completion). An agent called through a tool that
-// opens no Usage of its own leaves the tools it calls adding to its caller's, beside its own
-// result; one that opens its own adds it to its result, which its tool then adds to the
-// caller's — either way each token reaches the top-level result exactly once, however deeply
-// tools nest. Tools called with no Usage in their context count nowhere.
+// the dispatch's budget before its next completion). An agent called through a tool runs with
+// a Usage its tool opens for it: what the tools it calls spend, when it opens none of its own,
+// is added to its result, as one that opens its own adds it — so its result, recorded as a
+// nested dispatch's, counts what its own nested dispatches spent, as a composite's counts its
+// members', and its tool adds it to the caller's. Either way each token reaches the top-level
+// result exactly once, however deeply tools nest, and the run's budgets count each once while
+// the dispatch runs. Tools called with no Usage in their context count nowhere.
 //
 // A composite is a troupe.Setupper and troupe.Teardowner: Setup sets up the members that need
 // it, in order, and Teardown tears them down, the last first, so an engine that sets the
@@ -75,7 +77,10 @@
 // context: a member with one runs on a goroutine of its own, with the timeout as its context's
 // deadline (a member without one runs on the composite's goroutine, at no extra cost). When
 // that context ends — the deadline passes, or the composite is cancelled — and the member has
-// not returned 250 ms later, the composite stops waiting for it. Its result is recorded as
+// not returned 250 ms later, the composite stops waiting for it. A member that returns after
+// its own timeout passed, within those 250 ms, timed out all the same, whatever it returned (a
+// result is kept for what it reports using, under the TIMEOUT error), as the engine records a
+// planned agent past its deadline. An abandoned member's result is recorded as
 // timed out (status timeout, code TIMEOUT, a message saying it did not finish within its
 // timeout and was abandoned, details {"abandoned": true}; cancelled instead when the
 // composite was cancelled first), with its dispatch_failed event, and the composite goes on as

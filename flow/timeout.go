@@ -33,11 +33,23 @@ const (
 	abandoned
 )
 
-// outcome is what a timed member's Run returned.
+// outcome is what a timed member's Run returned, and whether its context had ended by then.
 type outcome struct {
-	out *troupe.Result
-	err error
+	out  *troupe.Result
+	err  error
+	late bool
 }
+
+// ownDeadline is the cause of a timed member's context when its own timeout ended it, not its
+// composite's context: which came first decides whether the member timed out or was cancelled,
+// though the other may follow before it returns. Each invocation has its own, compared by
+// identity: the contexts of members nested in the member inherit it as their cause, and their
+// own timeouts did not pass. It reads as context.DeadlineExceeded does, and matches it. (Not
+// of size zero: Go may give every new zero-size value one address.)
+type ownDeadline struct{ _ byte }
+
+func (*ownDeadline) Error() string { return context.DeadlineExceeded.Error() }
+func (*ownDeadline) Unwrap() error { return context.DeadlineExceeded }
 
 // invokeTimed runs member m, which has a timeout, on a goroutine of its own, and waits for it
 // until its context has ended and abandonGrace has passed. A member that has not returned by
@@ -45,19 +57,26 @@ type outcome struct {
 // the composite or the run), its goroutine is left to f.strays, which the composite's
 // Teardown waits for, and invokeTimed returns a TIMEOUT error with gone true. What the member
 // returns later is dropped.
-func (f *frame) invokeTimed(ctx context.Context, m *member, d *troupe.Dispatch, rt *nested) (out *troupe.Result, gone bool, err error) {
-	actx, cancel := context.WithTimeout(ctx, m.spec.Timeout)
+//
+// Its timeout holds as a planned agent's deadline does: a member whose timeout passed before
+// it returned timed out, whatever it returned then (a result is kept for what it reports
+// using, under the TIMEOUT error), and so even when its composite's context ended after its
+// timeout, before it returned or was abandoned: timedOut says so, for the result's status.
+func (f *frame) invokeTimed(ctx context.Context, m *member, d *troupe.Dispatch, rt *nested) (out *troupe.Result, gone, timedOut bool, err error) {
+	own := new(ownDeadline)
+	actx, cancel := context.WithTimeoutCause(ctx, m.spec.Timeout, own)
 	defer cancel()
 	var state atomic.Int32
 	ret := make(chan outcome, 1) // the goroutine's last act; buffered, so it never blocks
 	strays := f.strays
 	go func() {
 		out, err := invoke(actx, m.spec.Agent, d)
+		late := actx.Err() != nil
 		if !state.CompareAndSwap(running, returned) {
 			strays.Done() // abandoned: what it says now comes too late
 			return
 		}
-		ret <- outcome{out, err}
+		ret <- outcome{out, err, late}
 	}()
 	var o outcome
 	select {
@@ -74,19 +93,29 @@ func (f *frame) invokeTimed(ctx context.Context, m *member, d *troupe.Dispatch, 
 			if state.CompareAndSwap(running, abandoned) {
 				rt.cut.close()
 				rt.endRunning(fmt.Sprintf("%s was abandoned past its timeout, and this with it", m.spec.Name))
-				return nil, true, &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
+				timedOut := context.Cause(actx) == error(own)
+				cause := context.Cause(actx)
+				if timedOut {
+					cause = context.DeadlineExceeded
+				}
+				return nil, true, timedOut, &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
 					Message: fmt.Sprintf("%s did not finish within %v and was abandoned, still running %v after its context ended", m.spec.Name, m.spec.Timeout, abandonGrace),
-					Details: map[string]any{"abandoned": true}, Cause: context.Cause(actx)}
+					Details: map[string]any{"abandoned": true}, Cause: cause}
 			}
 			strays.Done()
 			o = <-ret // it returned as the grace ran out
 		}
 	}
-	if o.err != nil && actx.Err() != nil && ctx.Err() == nil {
-		o.err = &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
+	switch timedOut := context.Cause(actx) == error(own); {
+	case timedOut && o.err != nil:
+		return o.out, false, true, &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
 			Message: fmt.Sprintf("%s did not finish within %v", m.spec.Name, m.spec.Timeout), Cause: o.err}
+	case timedOut && o.late:
+		// A result, returned after its timeout: too late, as a planned agent's would be.
+		return o.out, false, true, &troupe.AgentError{Code: troupe.CodeTimeout, Recoverable: true,
+			Message: fmt.Sprintf("%s did not finish within %v", m.spec.Name, m.spec.Timeout), Cause: context.DeadlineExceeded}
 	}
-	return o.out, false, o.err
+	return o.out, false, false, o.err
 }
 
 // cutoff stops a member its composite abandoned from reaching the run through its runtime:

@@ -158,7 +158,9 @@ func (t *agentTool) Call(ctx context.Context, caller *troupe.Dispatch, args json
 	if len(stack) > 0 {
 		in.reason += " by " + stack[len(stack)-1]
 	}
-	res, cause := f.run(context.WithValue(ctx, stackKey{}, next), &ms[0], in, over(caller))
+	m := ms[0]
+	m.tool = true
+	res, cause := f.run(context.WithValue(ctx, stackKey{}, next), &m, in, over(caller))
 	if res.TokensUsed != nil || res.CostDollars != nil {
 		UsageFrom(ctx).Add(deref(res.TokensUsed), deref(res.CostDollars))
 	}
