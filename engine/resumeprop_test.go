@@ -819,8 +819,16 @@ func (w *world) lingering(ctx context.Context, d *troupe.Dispatch, b behaviour, 
 			}
 		case own:
 			// Its composite turns this into a timeout, or has gone on without it. (Not
-			// ctx.Err(): the deadline may be yet to reach ctx at this very instant.)
+			// ctx.Err(): the deadline may be yet to reach ctx at this very instant.) Held
+			// past its deadline, it is a timeout though its composite's context ended
+			// meanwhile (its run failing, say), which a resumed run that ends before making
+			// it again cannot know (see lateDone).
 			err = context.DeadlineExceeded
+			if ret > vd {
+				w.mu.Lock()
+				w.lateDone = true
+				w.mu.Unlock()
+			}
 		case ret-vd > stray.Grace:
 			ret, err = vd+stray.Grace, abandoned(d.TargetAgent, timeout)
 			if ok && dlV <= ret {
