@@ -620,13 +620,28 @@ func consensusOf(f *field, valid []int, pd []float64) (any, bool) {
 	if len(valid) < 2 {
 		return nil, false
 	}
-	n, first := len(f.vals), valid[0]
+	first := valid[0]
 	for _, i := range valid {
-		if !f.has[i] || (i != first && pd[first*n+i] != 0) {
+		if !f.has[i] || (i != first && f.differ(first, i, pd)) {
 			return nil, false
 		}
 	}
 	return f.vals[first], true
+}
+
+// differ says whether replicates i and j hold different values at f: a distance above 0, or, in
+// a "text" field, whose distance compares words without case or order, other text. Elsewhere a
+// distance of 0 is the same value (a set's elements in another order are the same set).
+func (f *field) differ(i, j int, pd []float64) bool {
+	if pd[i*len(f.vals)+j] != 0 {
+		return true
+	}
+	if f.n != nil && f.n.mode == "text" {
+		a, aok := f.vals[i].(string)
+		b, bok := f.vals[j].(string)
+		return aok && bok && a != b
+	}
+	return false
 }
 
 // slabs hands out the small slices of a summary from shared chunks, to allocate less.
@@ -656,14 +671,15 @@ func disagreementOf(f *field, withData []int, in []Input, pd []float64, opts *Op
 	}
 	n := len(f.vals)
 	var sum float64
-	pairs := 0
+	pairs, differ := 0, false
 	for a := range withData {
 		for b := a + 1; b < len(withData); b++ {
 			sum += pd[withData[a]*n+withData[b]]
 			pairs++
+			differ = differ || f.differ(withData[a], withData[b], pd)
 		}
 	}
-	if sum == 0 {
+	if !differ {
 		return Disagreement{}, false
 	}
 	pf := opts.presentField(f)
@@ -681,7 +697,6 @@ func disagreementOf(f *field, withData []int, in []Input, pd []float64, opts *Op
 }
 
 func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slabs) (Distribution, bool) {
-	n := len(f.vals)
 	var buf [8]float64
 	nums := buf[:0]
 	var d Distribution
@@ -694,7 +709,7 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 		d.N++
 		if first < 0 {
 			first = i
-		} else if pd[first*n+i] != 0 {
+		} else if f.differ(first, i, pd) {
 			unanimous = false
 		}
 		if x, ok := number(f.vals[i]); ok && f.n.mode != "categorical" {
@@ -714,11 +729,17 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 	if categorical && !unanimous {
 		segs := opts.presentField(f).segs
 		var cats []any // the values counted, as presented
+		quote := false // a value of another kind than string shares the field, counted or not
 		for _, i := range valid {
 			if !f.has[i] {
 				continue
 			}
 			v := f.vals[i]
+			if arr, ok := v.([]any); ok {
+				quote = quote || slices.ContainsFunc(arr, func(e any) bool { _, ok := e.(string); return !ok })
+			} else if _, ok := v.(string); !ok {
+				quote = true
+			}
 			if _, ok := number(v); ok && f.n.mode != "categorical" {
 				continue
 			}
@@ -732,9 +753,9 @@ func distributionOf(f *field, valid []int, pd []float64, opts *Options, sl *slab
 			}
 			cats = append(cats, opts.present(segs, v))
 		}
-		// Strings are named as they are, unless other kinds of values are counted beside them:
-		// then by their JSON text, so that "true" and true are two categories, not one.
-		quote := slices.ContainsFunc(cats, func(v any) bool { _, ok := v.(string); return !ok })
+		// Strings are named as they are, unless other kinds of values share the field: then by
+		// their JSON text, so that "true" and true are two categories, not one, and the string
+		// "3" beside the numbers 3 (averaged, not counted) is not read as one of them.
 		d.Counts = make(map[string]int, len(cats))
 		for _, v := range cats {
 			d.Counts[categoryName(v, quote)]++

@@ -300,8 +300,9 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (res *troupe.Result
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		// The run was cancelled or the dispatch timed out: there is nobody to hand a bundle to.
-		return nil, context.Cause(ctx)
+		// The run was cancelled or the dispatch timed out: there is nobody to hand a bundle to,
+		// but what the replicates used is reported beside the error.
+		return r.spent(), context.Cause(ctx)
 	}
 	return r.finish(earlyStop)
 }
@@ -788,11 +789,11 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 				}
 			}
 		}
-		return nil, &troupe.AgentError{Code: code, Message: r.s.red.String(msg), Recoverable: recoverable}
+		return r.spent(), &troupe.AgentError{Code: code, Message: r.s.red.String(msg), Recoverable: recoverable}
 	}
 	b, out, err := bundle.Build(r.meta(earlyStop), in, s.bundleOptions())
 	if err != nil {
-		return nil, &troupe.AgentError{Code: troupe.CodeAgentError, Message: "evidence bundle could not be built", Cause: err}
+		return r.spent(), &troupe.AgentError{Code: troupe.CodeAgentError, Message: "evidence bundle could not be built", Cause: err}
 	}
 	if b.Summary.Truncated {
 		r.warn(fmt.Sprintf("bundle truncated to its caps: omitted %s", omittedText(b.Summary.Omitted)))
@@ -821,6 +822,13 @@ func (r *run) finish(earlyStop bool) (*troupe.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// spent is what a bundle that produced none returns beside its error: what its replicates used
+// (the only place it is counted, as in a bundle's result) and its warnings.
+func (r *run) spent() *troupe.Result {
+	tokens, cost := r.tokens, r.cost
+	return &troupe.Result{TokensUsed: &tokens, CostDollars: &cost, Warnings: r.warnings}
 }
 
 func omittedText(o *bundle.Omitted) string {
@@ -921,7 +929,17 @@ func (rt *replicaRuntime) Partial(map[string]any) {}
 // Enclosing passes on the agents enclosing the bundle's dispatch (troupe.Encloser): a
 // replicate runs as the bundle's agent, so a replicate calling, as a tool, a composite that
 // encloses the bundle is refused at once, not after that composite ran again inside itself.
-func (rt *replicaRuntime) Enclosing() []string { return rt.r.d.Enclosing() }
+//
+// An abandoned replicate asking after the bundle's Run returned gets nothing: the dispatch is
+// the engine's again, which rebinds it.
+func (rt *replicaRuntime) Enclosing() []string {
+	rt.r.mu.RLock()
+	defer rt.r.mu.RUnlock()
+	if rt.r.ended {
+		return nil
+	}
+	return rt.r.d.Enclosing()
+}
 
 // jsonish turns an arbitrary progress payload into JSON values the redactor can walk.
 func jsonish(v any) any {

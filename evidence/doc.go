@@ -63,7 +63,9 @@
 // The result's agent_result is the bundle in seed 004's JSON shape; its confidence is the
 // bundle's, an agreement figure (see above); its analysis_summary is computed from the statistics; its tokens_used and
 // cost_dollars are the sums over the replicates — the only place the replicates' usage is
-// counted, since they do not run as dispatches of their own. Unless Config.KeepRaw, the bundle
+// counted, since they do not run as dispatches of their own; a bundle that ends without one (no
+// replicate produced output, or the run was cancelled) returns its error beside a result that
+// carries those sums and its warnings, which the engine counts. Unless Config.KeepRaw, the bundle
 // itself is redacted too — replicate data, summary values (field-path rules apply to them by
 // the path they were taken from), field names and quality errors; statistics are computed on
 // the raw values before redaction. A bundle holds no

@@ -54,8 +54,11 @@ func (r *run) drainLints() {
 
 func (r *run) lintFinding(f finding) {
 	if f.err != nil {
-		r.emit(EventWarning, map[string]any{"lint": f.lint, "replicate": f.replicate,
-			"message": r.s.red.String(fmt.Sprintf("lint %s failed on %s: %v", f.lint, f.replicate, f.err))})
+		// The lint failed (its check panicked): said in the result as its findings would
+		// be, so that the run's warnings show the lint did not run, not that it found nothing.
+		msg := r.s.red.String(fmt.Sprintf("lint %s failed on %s: %v", f.lint, f.replicate, f.err))
+		r.warnings = append(r.warnings, msg)
+		r.emit(EventWarning, map[string]any{"lint": f.lint, "replicate": f.replicate, "message": msg})
 		return
 	}
 	for _, msg := range f.findings {
