@@ -82,10 +82,11 @@ type enclosingRuntime struct {
 
 func (e enclosingRuntime) Enclosing() []string { e.asked.Add(1); return []string{"outer"} }
 
-// A replicate abandoned past its deadline, still running after the bundle's Run returned, reaches
-// nothing of the bundle's dispatch, which is the engine's again: its Enclosing read it.
-func TestAbandonedReplicateAsksNothingOfTheEnclosing(t *testing.T) {
-	release, after := make(chan struct{}), make(chan []string, 1)
+// abandonedReplicate is a bundle whose replicate r2 ignores its context until release is
+// closed, then sends what its dispatch's Enclosing says: abandoned past its 20 ms deadline, it
+// is still running when Run returns.
+func abandonedReplicate(t *testing.T) (a *evidence.Agent, release chan struct{}, after chan []string) {
+	release, after = make(chan struct{}), make(chan []string, 1)
 	sub := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 		if d.UserContext[evidence.ReplicateKey] == "r2" {
 			<-release // ignores its context
@@ -97,6 +98,13 @@ func TestAbandonedReplicateAsksNothingOfTheEnclosing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a, release, after
+}
+
+// A replicate abandoned past its deadline, still running after the bundle's Run returned, reaches
+// nothing of the bundle's dispatch, which is the engine's again: its Enclosing read it.
+func TestAbandonedReplicateAsksNothingOfTheEnclosing(t *testing.T) {
+	a, release, after := abandonedReplicate(t)
 	var asked atomic.Int32
 	d := dispatch(nil)
 	d.Bind(enclosingRuntime{&recorder{}, &asked})
@@ -109,7 +117,7 @@ func TestAbandonedReplicateAsksNothingOfTheEnclosing(t *testing.T) {
 	if err := a.Teardown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := asked.Load() - before; n != 0 {
+	if n := asked.Load() - before; n != 0 || got != nil {
 		t.Errorf("after the bundle ended, its abandoned replicate reached the bundle's runtime %d time(s) (Enclosing = %v)", n, got)
 	}
 }
@@ -117,18 +125,7 @@ func TestAbandonedReplicateAsksNothingOfTheEnclosing(t *testing.T) {
 // The same as the engine does it: once the bundle's Run returned, the engine rebinds the
 // bundle's dispatch while the abandoned replicate still runs. Under -race this raced.
 func TestAbandonedReplicateDoesNotRaceTheRebind(t *testing.T) {
-	release, after := make(chan struct{}), make(chan []string, 1)
-	sub := troupe.AgentFunc(func(_ context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-		if d.UserContext[evidence.ReplicateKey] == "r2" {
-			<-release // ignores its context
-			after <- d.Enclosing()
-		}
-		return ok(map[string]any{"score": 0.5}, 1, 0), nil
-	})
-	a, err := evidence.New(sub, evidence.Config{Schema: []byte(scoreSchema), Replicate: evidence.Ceiling{Timeout: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, release, after := abandonedReplicate(t)
 	d := dispatch(&recorder{})
 	if _, err := a.Run(t.Context(), d); err != nil {
 		t.Fatal(err)
