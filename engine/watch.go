@@ -35,38 +35,48 @@ func (r *Run) Events(ctx context.Context) iter.Seq2[troupe.Event, error] {
 			r.mu.Unlock()
 		}()
 		for {
-			var evs []troupe.Event
-			var err error
-			if r.log != nil {
-				evs = buf[:r.log.EventsInto(r.rec.req.RunID, after, buf[:])]
-			} else {
-				evs, err = r.e.store.Events(r.bg(), r.rec.req.RunID, after)
-			}
-			if err != nil {
-				r.mu.Lock()
-				if r.err != nil {
-					err = r.err // the log could not be written: say why, not that it is missing
-				}
-				r.mu.Unlock()
-				yield(troupe.Event{}, err)
-				return
-			}
-			for _, ev := range evs {
-				after = ev.Seq
-				if !yield(ev, nil) {
-					return
-				}
-				if ev.Stage.Terminal() || ev.Kind == troupe.KindRunPaused {
-					return
-				}
-			}
+			// What the run has numbered, whether it has finished, and why it failed, read
+			// before its log: events the log holds under the run's id past the last the run
+			// numbered are another run's (one that took the id while this one could not write
+			// its first event), never this run's to show.
 			r.mu.Lock()
-			fin, seq, rerr := r.finished, r.seq, r.err
+			fin, limit, rerr := r.finished, r.seq, r.err
 			r.mu.Unlock()
-			if after < seq {
-				continue
+			if after < limit {
+				var evs []troupe.Event
+				var err error
+				if r.log != nil {
+					evs = buf[:r.log.EventsInto(r.rec.req.RunID, after, buf[:])]
+				} else {
+					evs, err = r.e.store.Events(r.bg(), r.rec.req.RunID, after)
+				}
+				if err != nil {
+					r.mu.Lock()
+					if r.err != nil {
+						err = r.err // the log could not be written: say why, not that it is missing
+					}
+					r.mu.Unlock()
+					yield(troupe.Event{}, err)
+					return
+				}
+				for _, ev := range evs {
+					if ev.Seq > limit {
+						break
+					}
+					after = ev.Seq
+					if !yield(ev, nil) {
+						return
+					}
+					if ev.Stage.Terminal() || ev.Kind == troupe.KindRunPaused {
+						return
+					}
+				}
+				if r.log != nil && len(evs) == len(buf) && after < limit {
+					continue // the buffer was full: read on
+				}
 			}
 			if fin {
+				// Every event it recorded was read above.
 				if rerr != nil {
 					yield(troupe.Event{}, rerr)
 				}

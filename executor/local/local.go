@@ -205,19 +205,25 @@ func (s *scope) Go(j troupe.Job, delay time.Duration, deadline time.Time) {
 			if s.delayed == nil {
 				s.delayed = make(map[*job]*time.Timer)
 			}
-			s.delayed[jb] = time.AfterFunc(delay, func() {
+			// A deadline that falls within the delay ends the wait then: the job expires at
+			// its deadline, not when the delay would have ended.
+			wait, atDeadline := delay, false
+			if !deadline.IsZero() {
+				if d := deadline.Sub(s.e.clock()); d < delay {
+					wait, atDeadline = max(d, 0), true
+				}
+			}
+			s.delayed[jb] = time.AfterFunc(wait, func() {
 				s.mu.Lock()
 				_, still := s.delayed[jb]
 				delete(s.delayed, jb)
 				// A deadline that passed while the job waited out its delay has passed first:
 				// the job expires without running, rather than starting with a live context.
-				late := still && !s.cancelled && !jb.deadline.IsZero() && !jb.deadline.After(s.e.clock())
+				late := still && !s.cancelled && (atDeadline || !jb.deadline.IsZero() && !jb.deadline.After(s.e.clock()))
 				s.mu.Unlock()
 				switch {
 				case late:
-					jb.state.Store(stateDone)
-					jb.ctx.cancel(context.DeadlineExceeded)
-					jb.j.Done(true) // the delay's share of the scope holds it open meanwhile
+					expireDelayed(jb)
 				case still:
 					s.enqueue(jb)
 				}
@@ -467,10 +473,17 @@ func (s *scope) cancelAll() {
 	}
 	heap.Init(&s.running)
 	s.armLocked() // deadlines only moved earlier: it re-arms if the earliest did
-	var ready []*job
+	var ready, late []*job
+	now := s.e.clock()
 	for jb, t := range s.delayed {
 		if t.Stop() {
-			ready = append(ready, jb)
+			// One whose deadline passed while it waited has passed first: it expires, as
+			// its timer would have expired it, rather than running on the cancellation.
+			if !jb.deadline.IsZero() && !jb.deadline.After(now) {
+				late = append(late, jb)
+			} else {
+				ready = append(ready, jb)
+			}
 			delete(s.delayed, jb)
 		}
 	}
@@ -478,10 +491,23 @@ func (s *scope) cancelAll() {
 	for _, jb := range cancel {
 		jb.ctx.cancel(err)
 	}
+	for _, jb := range late {
+		expireDelayed(jb)
+		s.active.Done() // the delay timer's share
+	}
 	for _, jb := range ready {
 		s.enqueue(jb)
 		s.active.Done() // the delay timer's share
 	}
+}
+
+// expireDelayed reports jb, a job whose deadline passed while it waited out its delay, expired
+// without running it. The delay's share of the scope, released after, holds the scope open
+// meanwhile.
+func expireDelayed(jb *job) {
+	jb.state.Store(stateDone)
+	jb.ctx.cancel(context.DeadlineExceeded)
+	jb.j.Done(true)
 }
 
 // cancelFinished records that cancelAll has run and wakes a Wait waiting for it.
