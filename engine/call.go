@@ -657,11 +657,17 @@ func (c *call) Progress(kind string, data any) {
 // kept with a BLOCKED error, which keeps on_timeout use_partial from using it, and their
 // warnings and annotations go with it (partialNotes).
 func (c *call) Partial(result map[string]any) {
+	r := c.r
 	var notes *troupe.Result
 	if len(result) > 0 && len(c.guards()) > 0 {
-		notes = c.guardPartial(c.r.context(), result)
+		r.mu.Lock()
+		expired := c.expired
+		r.mu.Unlock()
+		if expired {
+			return // a straggler: nothing it says is recorded, nor checked
+		}
+		notes = c.guardPartial(r.context(), result)
 	}
-	r := c.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c.expired {

@@ -1715,16 +1715,10 @@ func (r *Run) completeLocked(c *call) {
 		}
 		r.toStart = append(r.toStart, r.replay.release()...) // what waited for the reviews
 	}
-	if x := r.rare; x != nil && x.preNotes != nil {
+	if x := r.rare; x != nil {
 		delete(x.preNotes, c) // carried onto its result by finish or timedOut
-	}
-	if x := r.rare; x != nil && x.underReview != nil {
 		delete(x.underReview, c)
-	}
-	if x := r.rare; x != nil && x.partialNotes != nil {
 		delete(x.partialNotes, c)
-	}
-	if x := r.rare; x != nil && x.openNested != nil {
 		delete(x.openNested, c)
 	}
 	if c.paused {
