@@ -12,6 +12,7 @@ import (
 	"github.com/troupehq/troupe/engine"
 	"github.com/troupehq/troupe/executor/local"
 	"github.com/troupehq/troupe/flow"
+	"github.com/troupehq/troupe/store/memory"
 	"github.com/troupehq/troupe/troupetest"
 )
 
@@ -293,5 +294,30 @@ func TestCancelDuringRetryBackoff(t *testing.T) {
 	out := outcome(t, evs)
 	if out.Status != troupe.RunCancelled || a.Calls() != 1 || st.Status != troupe.RunCancelled {
 		t.Errorf("run ended %s (state %s), a ran %d times; want cancelled, a run once", out.Status, st.Status, a.Calls())
+	}
+}
+
+// A run resumed from a log that stops between a timed-out composite's result and the closing of
+// its member still open takes the composite's result and closes the member as it ends, so its
+// log answers every start too, and the run ends as it did.
+func TestResumedTimedOutCompositeClosesItsOpenMember(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	stuck := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-release
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("m", stuck))
+	st := memory.New()
+	cfg := engine.Config{Registry: agents(t, "seq", opt(seq, troupe.WithTimeout(20*time.Millisecond))), Planner: chain("seq"), Store: st}
+	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})
+	troupetest.CheckFinishedLog(t, ref)
+	evs := resumeFrom(t, st, id, cfg, recordedAs(troupe.KindDispatchFailed, "seq"))
+	troupetest.CheckFinishedLog(t, evs)
+	if got, want := troupetest.Last(evs).Kind, troupetest.Last(ref).Kind; got != want {
+		t.Errorf("resumed: the run ended with %s, want %s as without the crash", got, want)
+	}
+	if m := finalNested(t, evs, "m"); m.Status != troupe.StatusCancelled {
+		t.Errorf("resumed: m ended %s (%v), want cancelled", m.Status, m.Errors)
 	}
 }
