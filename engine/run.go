@@ -1169,8 +1169,16 @@ func (r *Run) routeLocked(t *task) bool {
 	if replayed {
 		d = *recorded
 	} else {
-		in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.stageStateLocked(), Available: r.e.names}
+		in := troupe.RouteInput{Task: *t.t, Query: r.rec.req.Query, ParsedQuery: r.rec.req.ParsedQuery, State: r.stageStateLocked(), Available: r.availableLocked()}
 		d, err = routeSafely(r.e.router, r.context(), in, r.rec.req.Context)
+		if err == nil && r.excluded(d.Target) && d.Target != t.t.Agent {
+			// The request's criteria hold at run time as at planning (seed 000's
+			// excluded_agents), for a router that chose despite what it was offered.
+			err = fmt.Errorf("router chose %q, which the request's criteria exclude", d.Target)
+		}
+		if err == nil && d.Fallback != "" && r.excluded(d.Fallback) {
+			d.Fallback = "" // not one to stand in: the request excludes it
+		}
 	}
 	if err == nil && !r.e.reg.Has(d.Target) {
 		if _, planned := r.e.router.(plannedRouter); planned && d.Target == t.t.Agent {
@@ -1194,8 +1202,11 @@ func (r *Run) routeLocked(t *task) bool {
 		if r.ctxErr() != nil {
 			return false // the run was cancelled while routing: it ends cancelled, not failed
 		}
-		r.failLocked(troupe.StageRoute, failInfo(err, troupe.CodeUnknownAgent, fmt.Sprintf("routing task %s: %v", t.t.ID, err)), "routing failed", err)
+		r.failLocked(troupe.StageRoute, failInfo(err, routeErrorCode(err), fmt.Sprintf("routing task %s: %v", t.t.ID, err)), "routing failed", err)
 		return false
+	}
+	if !replayed && d.Fallback == d.Target {
+		d.Fallback = "" // no agent stands in for itself (fallbacksOf leaves it out too)
 	}
 	if !replayed && d.Fallback == "" && r.pol.Error() == troupe.Fallback && r.pol.FallbackEnabled() {
 		if fbs := r.fallbacksOf(&d); len(fbs) > 0 {
@@ -1205,6 +1216,38 @@ func (r *Run) routeLocked(t *task) bool {
 	*t.decision = d
 	r.emitLocked(troupe.Event{Stage: troupe.StageRoute, Kind: troupe.KindRouteDecided, Step: t.step, DispatchID: r.nextID(t), Agent: d.Target, Data: t.decision})
 	return true
+}
+
+// availableLocked are the agents a router may choose from: the registry's, less those the
+// request's criteria exclude.
+func (r *Run) availableLocked() []string {
+	c := r.criteria()
+	if c == nil || len(c.ExcludedAgents) == 0 {
+		return r.e.names
+	}
+	return slices.DeleteFunc(slices.Clone(r.e.names), r.excluded)
+}
+
+// excluded says whether the request's criteria exclude agent name.
+func (r *Run) excluded(name string) bool {
+	c := r.criteria()
+	return c != nil && slices.Contains(c.ExcludedAgents, name)
+}
+
+// routeErrorCode is the code of a routing failure: UNKNOWN_AGENT when no available agent was
+// found (or the one chosen is not registered), INVALID_INPUT when the request's parsed query
+// has the wrong shape for the router, and AGENT_ERROR when the router itself failed (a model
+// that classifies, unreachable).
+func routeErrorCode(err error) string {
+	var ve troupe.ValidationErrors
+	var one *troupe.ValidationError
+	switch {
+	case errors.Is(err, troupe.ErrUnknownAgent):
+		return troupe.CodeUnknownAgent
+	case errors.As(err, &ve), errors.As(err, &one):
+		return troupe.CodeInvalidInput
+	}
+	return troupe.CodeAgentError
 }
 
 // nextID returns the id the task's next dispatch will have: derived from the seed, the task's
@@ -1563,8 +1606,9 @@ func depNames(refs []depRef) []string {
 
 // resolveDeps makes the depends_on of every task's dispatches name agents, as seed 000 has it
 // ("agent names this dispatch depends on", which validate_dispatch_request checks against the
-// valid agents). A dependency on a task of the plan, by id, names the task's agent, or, for a
-// task the router places at run time, the agent it was routed to; one on a registered agent
+// valid agents). A dependency on a task of the plan, by id, names the task's agent, or, with a
+// router (which places tasks at run time, and may send one to another agent than the plan's),
+// the agent it was routed to; one on a registered agent
 // stays as it is. A dependency that names neither, or a task that does not run in an earlier
 // stage, makes the plan invalid. A plan whose tasks are named after their agents (as the rule
 // planner's are) needs no change and costs nothing here; others keep their names in
@@ -1607,10 +1651,12 @@ func (r *Run) resolveDep(p *troupe.Plan, stage int, dep string) (depRef, error) 
 	for i := stage - 1; i >= 0; i-- {
 		for j := range p.Stages[i].Tasks {
 			if t := &p.Stages[i].Tasks[j]; t.ID == dep {
-				if t.Agent != "" && r.e.reg.Has(t.Agent) {
+				if _, planned := r.e.router.(plannedRouter); planned && t.Agent != "" && r.e.reg.Has(t.Agent) {
 					return depRef{name: t.Agent}, nil
 				}
-				return depRef{on: r.stages[i][j]}, nil // the agent the router chose for it
+				// The agent the router chose for it: with a router, a task the plan gave an
+				// agent may be sent to another, and that one is what ran.
+				return depRef{on: r.stages[i][j]}, nil
 			}
 		}
 	}
@@ -2583,18 +2629,21 @@ func (r *Run) stateLocked() troupe.OrchestratorState {
 		}
 	}
 	// An agent that failed and that a fallback replaced failed too, though its task completed:
-	// its latest failed result, unless it completed elsewhere in the run.
+	// its latest failed result (of the latest task, its latest attempt), unless its latest
+	// task result completed.
+	var attempts []*call
 	for _, st := range r.stages {
 		for _, t := range st {
+			attempts = attempts[:0]
 			for c := t.last; c != nil; c = c.prev {
+				attempts = append(attempts, c)
+			}
+			for _, c := range slices.Backward(attempts) { // oldest first: later ones overwrite
 				res := c.res
 				if res == nil || res.Status == troupe.StatusCompleted || c.paused {
 					continue // a dispatch waiting for a human's answer has not failed
 				}
-				if _, ok := s.CompletedAgents[res.AgentName]; ok {
-					continue
-				}
-				if _, ok := s.FailedAgents[res.AgentName]; !ok {
+				if _, ok := s.CompletedAgents[res.AgentName]; !ok {
 					s.FailedAgents[res.AgentName] = res
 				}
 			}
