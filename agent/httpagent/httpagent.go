@@ -144,7 +144,7 @@ func New(cfg Config) (*Agent, error) {
 	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		if !validHeaderName(k) {
 			bad("headers", k, "%q is not a valid header name", k)
-		} else if why := badHeaderValue(cfg.Headers[k]); why != "" {
+		} else if why := wire.BadHeaderValue(cfg.Headers[k]); why != "" {
 			bad("headers", k, "the value is not a valid header value: %s", why)
 		}
 	}
@@ -160,9 +160,9 @@ func New(cfg Config) (*Agent, error) {
 			bad(field, key, "the environment variable %s is not set", name)
 		case v == "":
 			bad(field, key, "the environment variable %s is set but empty", name)
-		case badHeaderValue(v) != "":
+		case wire.BadHeaderValue(v) != "":
 			// The value is a secret: the error says what is wrong with it, never what it is.
-			bad(field, key, "the environment variable %s is not a valid %s: %s", name, what, badHeaderValue(v))
+			bad(field, key, "the environment variable %s is not a valid %s: %s", name, what, wire.BadHeaderValue(v))
 		default:
 			secrets = append(secrets, v)
 			return v, true
@@ -236,23 +236,6 @@ func validHeaderName(name string) bool {
 		}
 	}
 	return true
-}
-
-// badHeaderValue says why net/http would refuse to send v as a header's value — it holds a
-// control character other than a tab; a newline would split the header — or "" when it would
-// send it. It never quotes v, which may be a secret.
-func badHeaderValue(v string) string {
-	for i := range len(v) {
-		switch c := v[i]; {
-		case c == '\n':
-			return "it holds a newline"
-		case c == '\r':
-			return "it holds a carriage return"
-		case c < ' ' && c != '\t' || c == 0x7f:
-			return fmt.Sprintf("it holds control character 0x%02x", c)
-		}
-	}
-	return ""
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of the agent's client.

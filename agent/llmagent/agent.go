@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,7 @@ type usage struct {
 	prompt, completion int64
 	cost               float64
 	model              string
+	warnings           []string // what the server reported of usage that could not be counted
 	tools              *flow.Usage
 }
 
@@ -74,6 +76,12 @@ func (u *usage) dollars() float64 { return u.cost + u.tools.Cost() }
 func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
 	c := a.c
 	key := os.Getenv(c.cfg.APIKeyEnv)
+	if why := wire.BadHeaderValue(key); why != "" {
+		// It cannot be sent (a trailing newline, as a secret mounted from a file has): every
+		// call would fail the same way, retried in vain. The error never quotes the key.
+		return nil, &troupe.AgentError{Code: troupe.CodeInvalidInput,
+			Message: fmt.Sprintf("llmagent: %s: the API key in the environment variable %s cannot be sent as a header: %s", c.cfg.Model, c.cfg.APIKeyEnv, why)}
+	}
 	// A server may echo the key back, in any spelling (a 401 quoting it): it is scrubbed from
 	// every error the calls return, as are the base URL's password and key-like query values.
 	secrets := wire.NewSecrets(append([]string{key}, c.masked...)...)
@@ -148,7 +156,7 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			if u.prompt+u.completion == 0 {
 				// Budgets count on usage: say so when a server reports none (some omit it
 				// from streams).
-				res.Warnings = []string{"llmagent: " + c.cfg.Model + ": the server reported no token usage; tokens_used and cost_dollars are 0"}
+				res.Warnings = append(res.Warnings, "llmagent: "+c.cfg.Model+": the server reported no token usage; tokens_used and cost_dollars are 0")
 			}
 			if c.cfg.Stream && t.finishReason == "" {
 				// A stream cut short ends as cleanly as a whole one; only a finish_reason says
@@ -171,9 +179,15 @@ func (a *Agent) Run(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, er
 			}
 			return res, nil
 		}
-		if reasks >= c.cfg.MaxReasks {
+		if reasks >= c.cfg.MaxReasks || turn >= c.cfg.MaxTurns {
+			// No re-ask left, or no turn to ask it in: the answer is invalid, and the dispatch
+			// fails saying why, not that no answer came.
+			when := fmt.Sprintf("after %d re-asks", reasks)
+			if reasks < c.cfg.MaxReasks {
+				when = fmt.Sprintf("on turn %d of %d (max_turns), with none left to ask again", turn, c.cfg.MaxTurns)
+			}
 			return u.result(c, nil), &troupe.AgentError{Code: troupe.CodeInvalidOutput, Details: schema.Details(verr),
-				Message: fmt.Sprintf("llmagent: %s: answer invalid after %d re-asks: %v (last answer: %q)", c.cfg.Model, reasks, verr, cut(t.content, 200))}
+				Message: fmt.Sprintf("llmagent: %s: answer invalid %s: %v (last answer: %q)", c.cfg.Model, when, verr, cut(t.content, 200))}
 		}
 		reasks++
 		d.Progress("reask", map[string]any{"attempt": reasks, "errors": verr.Error()})
@@ -264,6 +278,13 @@ func stripFence(s string) string {
 }
 
 func (u *usage) add(c *compiled, t *turn) {
+	if t.promptTokens < 0 || t.completionTokens < 0 {
+		// No server spends less than nothing: counted, it would give back budget and shrink
+		// the run's totals. Counted as 0, and said.
+		u.warnings = append(u.warnings, fmt.Sprintf("llmagent: %s: the server reported negative token usage (prompt %d, completion %d); counted as 0",
+			c.cfg.Model, t.promptTokens, t.completionTokens))
+		t.promptTokens, t.completionTokens = max(t.promptTokens, 0), max(t.completionTokens, 0)
+	}
 	u.prompt += t.promptTokens
 	u.completion += t.completionTokens
 	model := t.model
@@ -310,6 +331,7 @@ func (u *usage) result(c *compiled, out map[string]any) *troupe.Result {
 		// An agent it called as a tool asked for a human's review: the engine reviews this
 		// dispatch's result, and the request reaches the human through it.
 		RequiresHuman: u.tools.RequiresHuman(),
+		Warnings:      slices.Clip(u.warnings),
 	}
 	if out != nil {
 		res.AnalysisSummary = troupe.Ptr(summarize(out))

@@ -58,8 +58,18 @@ func (a *Agent) complete(ctx context.Context, d *troupe.Dispatch, p openai.ChatC
 	}
 	var resp wireCompletion
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return nil, &troupe.AgentError{Code: troupe.CodeInvalidOutput, Recoverable: true,
+		ae := &troupe.AgentError{Code: troupe.CodeInvalidOutput, Recoverable: true,
 			Message: fmt.Sprintf("llmagent: %s: the response is not a chat completion: %v: %s", a.server(), err, excerpt(secrets, string(raw), 200))}
+		// What it reports having spent is counted all the same, if it can be read (content
+		// as a list of parts, say, fails only the answer).
+		var spent struct {
+			Model string    `json:"model"`
+			Usage wireUsage `json:"usage"`
+		}
+		if json.Unmarshal(raw, &spent) == nil && (spent.Usage.PromptTokens != 0 || spent.Usage.CompletionTokens != 0) {
+			return &turn{model: spent.Model, promptTokens: spent.Usage.PromptTokens, completionTokens: spent.Usage.CompletionTokens}, ae
+		}
+		return nil, ae
 	}
 	t := &turn{model: resp.Model, promptTokens: resp.Usage.PromptTokens, completionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
@@ -135,10 +145,13 @@ type wireCompletion struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage wireUsage `json:"usage"`
+}
+
+// wireUsage is a completion's usage member.
+type wireUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
 }
 
 // stream asks for a streamed completion, emitting each piece of text as a "token" progress
@@ -198,7 +211,17 @@ func (a *Agent) stream(ctx context.Context, d *troupe.Dispatch, p openai.ChatCom
 			// An event carrying an error object: the server's answer, judged as the same
 			// object in a whole (unstreamed) 200 is, by its code, not a stream cut short.
 			if rerr := reportedError(a.server(), secrets, ev.Error); rerr != nil {
-				return nil, rerr
+				// What the event, or the chunks before it, reported spent is counted.
+				if ev.Usage.PromptTokens != 0 || ev.Usage.CompletionTokens != 0 {
+					t.promptTokens, t.completionTokens = ev.Usage.PromptTokens, ev.Usage.CompletionTokens
+				}
+				if ev.Model != "" {
+					t.model = ev.Model
+				}
+				if t.promptTokens == 0 && t.completionTokens == 0 {
+					return nil, rerr
+				}
+				return t, rerr
 			}
 		}
 		if t.promptTokens == 0 && t.completionTokens == 0 {
@@ -252,7 +275,15 @@ func (a *Agent) callTool(ctx context.Context, d *troupe.Dispatch, tc toolCall) (
 		if isFatal(err) || ctx.Err() != nil {
 			return "", fmt.Errorf("llmagent: tool %s: %w", tc.name, err)
 		}
-		return "error: " + err.Error(), nil
+		msg := err.Error()
+		if limit := a.c.cfg.MaxToolResultBytes; int64(len(msg)) > limit {
+			// An error is a result the model reads too, and is sent again with every later
+			// turn: over the bound, its start is sent, and the model told how long it was.
+			d.Progress("tool_result_too_large", map[string]any{"tool": tc.name, "id": tc.id, "bytes": len(msg), "max_bytes": limit, "error": true})
+			runes := max(int(min(limit/4, 2000)), 16) // a rune is at most 4 bytes
+			return fmt.Sprintf("error (%d bytes, over the %d a tool result may have, max_tool_result_bytes; its start): %s", len(msg), limit, cut(msg, runes)), nil
+		}
+		return "error: " + msg, nil
 	}
 	if len(out) == 0 {
 		return "null", nil

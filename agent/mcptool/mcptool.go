@@ -64,7 +64,8 @@ type Config struct {
 	// ClientName is how troupe introduces itself to the server; "" means "troupe".
 	ClientName string
 	// MaxResultBytes bounds a tool's result as Call returns it (its JSON encoding) and as
-	// Agent's agent_result; a larger result is a *ResultTooLargeError. 0 means
+	// Agent's agent_result, and the text of a result flagged isError, which a *ToolError
+	// would carry; a larger one is a *ResultTooLargeError. 0 means
 	// DefaultMaxResultBytes; negative is an error of Connect. Over streamable HTTP it also
 	// bounds what is read of the server's responses: a JSON body, or one event of an SSE
 	// stream, may be at most twice MaxResultBytes plus 64 KiB (a result's structured content
@@ -137,11 +138,13 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	cs := s.cs
 	c := &Client{cfg: cfg, sess: s, timeout: cfg.CallTimeout, swap: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	var offered []string // every tool the server lists, included or not
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			cs.Close()
 			return nil, fmt.Errorf("mcptool: %s: list tools: %w%s", describe(cfg), scrub(cfg, err), s.news())
 		}
+		offered = append(offered, tool.Name)
 		if len(cfg.Include) > 0 && !slices.Contains(cfg.Include, tool.Name) {
 			continue
 		}
@@ -158,7 +161,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	for _, want := range cfg.Include {
 		if _, ok := c.Tool(want); !ok {
 			cs.Close()
-			return nil, fmt.Errorf("mcptool: %s: no tool named %q (offered: %s)", describe(cfg), want, strings.Join(c.Names(), ", "))
+			return nil, fmt.Errorf("mcptool: %s: no tool named %q (offered: %s)", describe(cfg), want, strings.Join(offered, ", "))
 		}
 	}
 	return c, nil
@@ -523,7 +526,10 @@ func (t *Tool) bound(size int) error {
 func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var in map[string]any
 	if len(args) > 0 {
-		if err := json.Unmarshal(args, &in); err != nil {
+		if err := json.Unmarshal(args, &in); err != nil || in == nil {
+			if err == nil {
+				err = errors.New("got null") // empty arguments mean {}; null is not an object
+			}
 			return nil, fmt.Errorf("arguments are not a JSON object: %w", err)
 		}
 	}
@@ -580,6 +586,11 @@ func (t *Tool) call(ctx context.Context, args json.RawMessage) (*mcp.CallToolRes
 		}
 		if strings.TrimSpace(msg) == "" {
 			msg = "the tool reported an error without saying what"
+		}
+		if err := t.bound(len(msg)); err != nil {
+			// An error is a result too (isError), bound as one: its whole text would reach
+			// the caller, and a model, however long.
+			return nil, err
 		}
 		return nil, &ToolError{Tool: t.info.Name, Message: msg}
 	}
@@ -675,6 +686,9 @@ func arguments(d *troupe.Dispatch) (json.RawMessage, error) {
 			return nil, fmt.Errorf("mcptool: user_context.arguments is %T, want a JSON object", v)
 		}
 		return json.Marshal(v)
+	}
+	if d.ParsedQuery == nil {
+		return nil, nil // no arguments: {}
 	}
 	return json.Marshal(d.ParsedQuery)
 }
