@@ -53,7 +53,8 @@ check it; add this first line to a file for editors using the YAML language serv
 
     # yaml-language-server: $schema=https://raw.githubusercontent.com/troupehq/troupe/main/config/troupe.schema.json
 
-troupe validate FILE checks a file, reporting every problem at once as file:line:column: field: problem.
+troupe validate FILE checks a file, reporting every problem at once as file:line:column: field: problem
+(no field for a problem of the file as a whole: its syntax, its size).
 It builds every agent and plans each of the file's examples as troupe plan would; what leaves plain-text
 queries unplannable but the file usable with parsed ones (--input), such as routing with no parser, is a warning;
 so is an MCP server no agent uses, which building neither starts nor checks.

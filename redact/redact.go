@@ -57,7 +57,7 @@ func Builtin() []Rule {
 		// http.Header dump —, as a decoded document's authorization member is. A Digest's
 		// quoted parameters (username="Mufasa", realm="a b") are part of it. A value the bearer
 		// or basic rule already replaced stays as they left it.
-		{Name: "authorization", Pattern: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["'\[]?)` + authValue),
+		{Name: "authorization", Pattern: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*(?:\[\s*)?["']?)` + authValue),
 			Replacement: "${1}[REDACTED:authorization]", Valid: notRedactedAuthorization, spans: authorizationSpans},
 		// The userinfo of a URL that carries a password, whole: the user may be the token
 		// (https://TOKEN:x-oauth-basic@github.com). Up to the last @ of the authority, as URL
@@ -97,7 +97,7 @@ func Builtin() []Rule {
 		// A Cookie or Set-Cookie header's name=value pairs (a Set-Cookie's attributes with
 		// them), as a header line or a member of a JSON document; the header name stays. A
 		// value may be quoted, its quotes JSON-escaped. "cookie: oatmeal" has no pair: it stays.
-		{Name: "cookie", Pattern: regexp.MustCompile(`(?i)\b((?:set-)?cookie["']?\s*:\s*["']?)` + cookiePair + `(?:;\s*` + cookiePair + `)*`),
+		{Name: "cookie", Pattern: regexp.MustCompile(`(?i)\b((?:set-)?cookie["']?\s*:\s*(?:\[\s*)?["']?)` + cookiePair + `(?:;\s*` + cookiePair + `)*`),
 			Replacement: "${1}[REDACTED:cookie]"},
 		// key=value secrets: in a URL query or form body (?access_token=abc&page=2), the value
 		// up to the next parameter, whatever its length; a quoted value up to its closing quote
@@ -119,7 +119,7 @@ func Builtin() []Rule {
 		// that isBareSecret can tell "invalid token: malformed" from "token: malformed".
 		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:\b` + proseQualifiers + `[ \t]+(?:[a-z]+[ \t]+){0,2})?\b` + secretNames + `)` +
 			`(["']?\s*[:=]\s*["']?)[^\s"',;]{4,}`), Replacement: secret, Valid: isBareSecret, spans: bareSecretSpans},
-		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:;\s*|\b(?:[a-z0-9]+[_-])+)pwd\s*=\s*)(?:\{[^}\n]*\}[^\s"';]*|[^\s"';]+)`), Replacement: "${1}[REDACTED:secret]",
+		{Name: "secret", Pattern: regexp.MustCompile(`(?i)((?:;\s*|\b(?:[a-z0-9]+[_-])+)pwd\s*=\s*)(?:\{[^}\n]*\}[^\s"';]*|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"';]+)`), Replacement: "${1}[REDACTED:secret]",
 			spans: pwdSpans},
 		// An address, but not a file name with a pixel density (icon@2x.png) or whose
 		// "top-level domain" is a file type no registry delegates (logo@dark.svg).
@@ -136,12 +136,16 @@ const pemBegin = `-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`
 // (realm="a b"). A quoted parameter's text does not start with what follows a JSON string's
 // closing quote (a comma, a colon, a bracket, a space), so that base64 padding before it is no
 // parameter: in {"Authorization": "Token abc=", "x": "y"} the value ends at abc=.
-const authValue = `(?:` + authUnit + `)(?:[ \t]*(?:` + authUnit + `))*`
+const authValue = `(?:` + authFirst + `)(?:[ \t]*(?:` + authUnit + `))*`
+
+// authFirst is authValue's first unit: not a "[", which opens the list of values of an
+// http.Header encoded as JSON or dumped by Go, never a credential.
+const authFirst = `="(?:[^\s"\\,:}\]](?:[^"\\\r\n]|\\.)*)?"|\\["\\/]|[^\s"'\\\]\[]`
 
 const authUnit = `="(?:[^\s"\\,:}\]](?:[^"\\\r\n]|\\.)*)?"|\\["\\/]|[^\s"'\\\]]`
 
 // redactedAuthorization is an Authorization header the bearer or basic rule already redacted.
-var redactedAuthorization = regexp.MustCompile(`(?i)^(?:proxy-)?authorization["']?\s*[:=]\s*["'\[]?\[REDACTED`)
+var redactedAuthorization = regexp.MustCompile(`(?i)^(?:proxy-)?authorization["']?\s*[:=]\s*(?:\[\s*)?["']?\[REDACTED`)
 
 func notRedactedAuthorization(match string) bool { return !redactedAuthorization.MatchString(match) }
 
@@ -168,6 +172,11 @@ func isBareSecret(match string) bool {
 	sep := strings.IndexAny(match, ":=")
 	v := strings.TrimLeft(match[sep+1:], " \t\r\n\f\"'")
 	if strings.HasPrefix(v, "[REDACTED") {
+		return false
+	}
+	if match[sep] == '=' && strings.HasPrefix(match[sep+1:], "&") {
+		// An empty value in a query or form ("token=&page=2"): what follows is the next
+		// parameter, not this one's value.
 		return false
 	}
 	w := strings.TrimRight(v, ".!?:)>")

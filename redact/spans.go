@@ -284,8 +284,29 @@ func pwdSpans(s string, yield func(lo, hi int)) {
 				continue
 			}
 		}
+		if p < len(s) && (s[p] == '"' || s[p] == '\'') {
+			// A quoted value (it must be, to hold a ';'): to its closing quote, on its line.
+			if c := closingQuote(s, p); c >= 0 {
+				yield(lo, c+1)
+				continue
+			}
+		}
 		yield(lo, end.after(p))
 	}
+}
+
+// closingQuote returns the index of the quote that closes the one at s[q], on its line: for a
+// double quote, past backslash escapes; or -1 if the line has none.
+func closingQuote(s string, q int) int {
+	for i := q + 1; i < len(s) && s[i] != '\n'; i++ {
+		switch {
+		case s[q] == '"' && s[i] == '\\':
+			i++
+		case s[i] == s[q]:
+			return i
+		}
+	}
+	return -1
 }
 
 // authorizationSpans are the spans of an Authorization or Proxy-Authorization header: from its
@@ -315,6 +336,9 @@ func authorizationSpans(s string, yield func(lo, hi int)) {
 			continue
 		}
 		p = skipSpace(s, p+1)
+		if p < len(s) && s[p] == '[' {
+			p = skipSpace(s, p+1) // an http.Header's list of values, as JSON or a Go dump
+		}
 		if p < len(s) && (s[p] == '"' || s[p] == '\'') {
 			p++
 		}

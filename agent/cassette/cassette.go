@@ -348,7 +348,9 @@ func (c *Cassette) replay(req *http.Request, body []byte) (*http.Response, error
 	red := c.red.withSent(req) // as when recording, so a body that quotes the key still matches
 	u := red.url(req.URL)
 	rb := red.body(req.Header.Get("Content-Type"), body, false).bytes()
-	k := red.key(req.Method, u, rb)
+	// Sorted again after redaction, as a recorded URL is read (a pattern may have redacted a
+	// parameter whole).
+	k := red.key(req.Method, sortedQuery(u), rb)
 	c.mu.Lock()
 	is := c.pending[k]
 	if len(is) == 0 {
@@ -504,9 +506,7 @@ func (r redactor) withSent(req *http.Request) redactor {
 }
 
 func (r *redactor) text(s string) string {
-	for _, v := range r.sent {
-		s = strings.ReplaceAll(s, v, Redacted)
-	}
+	s = r.unsent(s)
 	for _, re := range r.patterns {
 		s = re.ReplaceAllString(s, Redacted)
 	}
@@ -521,21 +521,42 @@ func sortedQuery(s string) string {
 	if err != nil || u.RawQuery == "" {
 		return s
 	}
-	u.RawQuery = u.Query().Encode()
+	u.RawQuery = sortQuery(u.RawQuery, nil)
 	return u.String()
+}
+
+// sortQuery is a raw query with its parameters sorted, those secret says are secrets valued
+// Redacted: re-encoded by key, as url.Values encodes, when the query parses; otherwise (a pair
+// with a ";", a bad escape, which url.ParseQuery drops) pair by pair as written, so that no
+// parameter is lost from the file nor from what a request is matched on.
+func sortQuery(raw string, secret func(key string) bool) string {
+	if q, err := url.ParseQuery(raw); err == nil {
+		for k := range q {
+			if secret != nil && secret(k) {
+				q[k] = []string{Redacted}
+			}
+		}
+		return q.Encode() // sorted by key: a stable match whatever order the caller built
+	}
+	pairs := strings.Split(raw, "&")
+	for i, p := range pairs {
+		k, _, _ := strings.Cut(p, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if secret != nil && secret(k) {
+			pairs[i] = url.QueryEscape(k) + "=" + Redacted
+		}
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, "&")
 }
 
 func (r *redactor) url(u *url.URL) string {
 	v := *u
 	v.User = nil
 	if v.RawQuery != "" {
-		q := v.Query()
-		for k := range q {
-			if r.query[strings.ToLower(k)] {
-				q[k] = []string{Redacted}
-			}
-		}
-		v.RawQuery = q.Encode() // sorted by key: a stable match whatever order the caller built
+		v.RawQuery = sortQuery(v.RawQuery, func(k string) bool { return r.query[strings.ToLower(k)] })
 	}
 	return r.text(v.String())
 }
@@ -610,16 +631,23 @@ func (r *redactor) quotesSent(b []byte) bool {
 	return false
 }
 
+// splitEvents cuts a stream after each blank line, keeping the line ends, which the event
+// stream format allows as LF, CRLF or CR.
 func splitEvents(s string) []string {
 	var out []string
 	for s != "" {
-		i := strings.Index(s, "\n\n")
-		if i < 0 {
+		end := -1
+		for _, sep := range []string{"\r\n\r\n", "\n\n", "\r\r"} {
+			if i := strings.Index(s, sep); i >= 0 && (end < 0 || i+len(sep) < end) {
+				end = i + len(sep)
+			}
+		}
+		if end < 0 {
 			out = append(out, s)
 			break
 		}
-		out = append(out, s[:i+2])
-		s = s[i+2:]
+		out = append(out, s[:end])
+		s = s[end:]
 	}
 	return out
 }
@@ -650,6 +678,19 @@ func (r *redactor) strings(v any) any {
 	case string:
 		return r.text(x)
 	case map[string]any:
+		// A member's name may echo a secret of the request too (an error map keyed by the
+		// key sent): names lose the request's secrets, as values do; patterns apply to values.
+		renamed := false
+		for k := range x {
+			renamed = renamed || r.unsent(k) != k
+		}
+		if renamed {
+			y := make(map[string]any, len(x))
+			for k, e := range x {
+				y[r.unsent(k)] = r.strings(e)
+			}
+			return y
+		}
 		for k, e := range x {
 			x[k] = r.strings(e)
 		}
@@ -659,6 +700,14 @@ func (r *redactor) strings(v any) any {
 		}
 	}
 	return v
+}
+
+// unsent is s with the request's secrets replaced.
+func (r *redactor) unsent(s string) string {
+	for _, v := range r.sent {
+		s = strings.ReplaceAll(s, v, Redacted)
+	}
+	return s
 }
 
 // key is what replay matches on: the method, the redacted URL with its query sorted, and the

@@ -138,7 +138,7 @@ Flags:
   --input FILE.json    the request from a file, {"query": ..., "parsed_query": {...}, "state": {...}},
                        or a parsed query alone, {"intent": "causal", "kpis": ["NRx"], ...}
   --state key=value    session state (repeatable); the value is JSON (true, 3, "x", [1]),
-                       True or False (booleans, as Python writes them), or else a string
+                       True or False in any case (booleans; Python writes True), or else a string
   --seed N             seed of the run: fixes its ids (0 picks one)
 ` + dashDash
 
@@ -155,7 +155,7 @@ Flags:
   --input FILE.json           the request from a file, {"query": ..., "parsed_query": {...}, "state": {...}},
                               or a parsed query alone, {"intent": "causal", "kpis": ["NRx"], ...}
   --state key=value           session state (repeatable); the value is JSON (true, 3, "x", [1]),
-                              True or False (booleans, as Python writes them), or else a string
+                              True or False in any case (booleans; Python writes True), or else a string
 ` + dashDash
 
 const validateUsage = `Usage: troupe validate CONFIG
@@ -164,7 +164,7 @@ Checks a workflow file: its YAML, its fields against the schema (config/troupe.s
 unknown fields are errors), and that everything it names exists — agents in rules, pairs,
 composites and fallbacks, builtin agents, schema files — with no composite containing
 itself and no cycle in after. Every problem is reported at once, as
-file:line:column: field: problem. Then it builds every agent, without running any, and
+file:line:column: field: problem (no field for the file as a whole: its syntax, its size). Then it builds every agent, without running any, and
 plans each of the file's examples as troupe plan would: an example that cannot be planned is
 an error at its query. What may be wrong but need not be is a warning,
 file:line:column: warning: field: problem, which does not change the exit code: an llm

@@ -217,11 +217,15 @@ func (r *Router) Route(ctx context.Context, in troupe.RouteInput, c troupe.Conte
 			return dec, nil
 		}
 	}
+	// What asking the model cost is on the decision returned with an error too: the engine
+	// counts a decision's usage whether or not routing succeeded.
+	var spent troupe.RoutingDecision
+	usage.charge(&spent)
 	if ctx.Err() != nil {
-		return troupe.RoutingDecision{}, context.Cause(ctx) // the run was cancelled: decide nothing
+		return spent, context.Cause(ctx) // the run was cancelled: decide nothing
 	}
 	if ferr != nil {
-		return troupe.RoutingDecision{}, fmt.Errorf("%w (LLM classification failed: %v)", ferr, err)
+		return spent, fmt.Errorf("%w (LLM classification failed: %v)", ferr, err)
 	}
 	meta := maps.Clone(first.Metadata)
 	if meta == nil {
