@@ -26,8 +26,16 @@ func (ds *Dataset) logGap(brand, target, kpi string, controls []string, lo, hi i
 	gap := make([]float64, Weeks)
 	for w := range Weeks {
 		vals := make([]float64, len(cs))
+		missing := false
 		for i := range cs {
 			vals[i] = cs[i][w]
+			missing = missing || math.IsNaN(vals[i])
+		}
+		if missing {
+			// A control without that week would leave the mean to the others, whose level
+			// differs: the gap would move for no change in the target. The week is left out.
+			gap[w] = math.NaN()
+			continue
 		}
 		gap[w] = math.Log(y[w]) - math.Log(mean(vals))
 	}

@@ -102,14 +102,21 @@ func explainGap(c *composer) string {
 		weeks, region, rate, kpi, peerRate, peer, pct(gap), units(total), kpi, units(perWeek))
 	if _, ok := c.result["gap_explained_by_effect"]; ok {
 		share, effect := c.n("gap_explained_by_effect"), c.n("causal_units_per_week")
+		// The share is of the gap the analyzer compared it with: the window's, or, when the
+		// change came later than the window's start, the gap since the change.
+		which := "that gap"
+		if from, ok := lookupNumber(c.result, "gap_compared_from_week"); ok && from > Weeks-weeks+1 {
+			from = c.n("gap_compared_from_week") // cited: counted as evidence
+			which = fmt.Sprintf("the gap since week %.0f (%s a week)", from, units(c.n("gap_since_change_per_week")))
+		}
 		switch {
 		case effect > 0:
-			out += fmt.Sprintf(" The estimated change is a rise of %s a week, so it explains none of that gap.", units(effect))
+			out += fmt.Sprintf(" The estimated change is a rise of %s a week, so it explains none of %s.", units(effect), which)
 		case share >= 1:
-			out += fmt.Sprintf(" The estimated effect, %s a week, is %s of that gap: without it the %s would be level with or ahead of the %s.",
-				units(math.Abs(effect)), pct(share), region, peer)
+			out += fmt.Sprintf(" The estimated effect, %s a week, is %s of %s: without it the %s would be level with or ahead of the %s.",
+				units(math.Abs(effect)), pct(share), which, region, peer)
 		default:
-			out += fmt.Sprintf(" The estimated effect, %s a week, accounts for %s of that gap.", units(math.Abs(effect)), pct(share))
+			out += fmt.Sprintf(" The estimated effect, %s a week, accounts for %s of %s.", units(math.Abs(effect)), pct(share), which)
 		}
 	}
 	return out

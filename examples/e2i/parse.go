@@ -96,8 +96,8 @@ func DefaultParserRules() ParserRules {
 		DefaultIntent: "exploratory",
 		Intents: []IntentKeywords{
 			{"what_if", Keywords{
-				Words: []string{"scenario", "scenarios"}, Stems: []string{"simulat"},
-				Phrases: []string{"what if", "what would happen"},
+				Words: []string{"scenario", "scenarios", "pilot"}, Stems: []string{"simulat", "experiment"},
+				Phrases: []string{"what if", "what would happen", "sample size", "power analysis"},
 			}},
 			{"model_deployment", Keywords{Stems: []string{"deploy"}, Phrases: []string{"ship the model", "ship a model"}}},
 			{"ml_training", Keywords{

@@ -61,6 +61,10 @@ func TestParseQuery(t *testing.T) {
 		{"What if a pilot must detect an effect size of 0.5?", map[string]any{
 			"intent": "what_if", "time_period": "recent", "effect_size": 0.5,
 		}},
+		// Designing an experiment is the experiment designer's: its sample size is the answer.
+		{"What sample size do we need to detect a 10% lift in Kisqali NRx?", map[string]any{
+			"intent": "what_if", "brands": []string{"Kisqali"}, "kpis": []string{"NRx"}, "time_period": "recent", "change_pct": 10.0,
+		}},
 		{"Simulate d=.25 with $1,500,000 for the West, Q3", map[string]any{
 			"intent": "what_if", "regions": []string{"West"}, "time_period": "last quarter", "effect_size": 0.25, "budget": 1.5e6,
 		}},

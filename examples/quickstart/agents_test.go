@@ -104,6 +104,8 @@ func TestAgentsReadTheSameNumbers(t *testing.T) {
 		{"Summarise 10−4 and 10-4", map[string]any{"count": 4.0, "mean": 3.0, "min": -4.0, "max": 10.0, "range": 14.0, "median": 3.0}},
 		// Other dashes are no minus: an en dash writes a range.
 		{"Summarise 4–8", map[string]any{"count": 2.0, "mean": 6.0, "min": 4.0, "max": 8.0, "range": 4.0, "median": 6.0}},
+		// A number may start at its point: .5 is a half, not 5.
+		{"Summarise .5 and 1.5 and -.5", map[string]any{"count": 3.0, "mean": 0.5, "min": -0.5, "max": 1.5, "range": 2.0, "median": 0.5}},
 	} {
 		for _, enc := range encodings {
 			t.Run(enc.name+"/"+tt.query, func(t *testing.T) {

@@ -18,9 +18,10 @@ def number(text):
 def extremes(dispatch):
     # U+2212 MINUS SIGN, as typeset text writes one, is a minus: "−5" is -5.
     query = dispatch["query"].replace("\u2212", "-")
-    # A number may group its thousands with commas (1,000 is one number); 4,8 is two.
+    # A number may group its thousands with commas (1,000 is one number); 4,8 is two. One may
+    # start at its point (.5 is a half).
     numbers = [number(n) for n in
-               re.findall(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?", query, re.ASCII)]
+               re.findall(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?(?:\d+(?:\.\d+)?|\.\d+)", query, re.ASCII)]
     if not numbers:
         raise ValueError("no numbers in the query")
     low, high, median = min(numbers), max(numbers), statistics.median(numbers)

@@ -13,8 +13,9 @@ get() {
 		sed -E -e "s/^\"$1\":\"//" -e 's/"$//' -e 's/\\\\/ /g' -e 's/\\u2212/-/g' \
 			-e 's/\\(u[0-9a-fA-F]{4}|.)/ /g' -e "s/$minus/-/g"
 }
-# A number may group its thousands with commas (1,000 is one number); 4,8 is two.
-numbers=$(get query | grep -Eo -- '-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?|-?[0-9]+(\.[0-9]+)?' | tr -d , || true)
+# A number may group its thousands with commas (1,000 is one number); 4,8 is two. One may
+# start at its point (.5 is a half).
+numbers=$(get query | grep -Eo -- '-?[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?|-?([0-9]+(\.[0-9]+)?|\.[0-9]+)' | tr -d , || true)
 if [ -z "$numbers" ]; then
 	echo "no numbers in the query" >&2
 	exit 1
