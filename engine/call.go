@@ -561,11 +561,7 @@ func (r *Run) closeNestedLocked(c *call, open []openNested) {
 	why := c.res.Errors[0].Message
 	for _, o := range slices.Backward(open) {
 		d := o.d
-		res := &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
-			Status: troupe.StatusCancelled, StartedAt: d.DispatchedAt, CompletedAt: now, ExecutionTimeMS: max(now.Sub(d.DispatchedAt).Milliseconds(), 0),
-			TraceID: &r.rec.traceID, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled,
-				Message: fmt.Sprintf("left unfinished: %s, which it ran in, ended: %s", c.d.TargetAgent, why)}}}
-		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
+		res := r.endedResultLocked(d, now, fmt.Sprintf("left unfinished: %s, which it ran in, ended: %s", c.d.TargetAgent, why))
 		r.emitLocked(troupe.Event{Stage: troupe.StageExecute, Kind: troupe.KindDispatchFailed, Step: c.t.step, Parent: o.parent, DispatchID: d.DispatchID,
 			Agent: d.TargetAgent, Status: res.Status, Context: o.ctx, Data: res})
 	}

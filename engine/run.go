@@ -2283,11 +2283,7 @@ func (r *Run) endPausedLocked() {
 		if slices.Index(x.askedBy, c) < i {
 			continue // it asked more than one question
 		}
-		start := c.d.DispatchedAt
-		res := &troupe.Result{DispatchID: c.d.DispatchID, SessionID: c.d.SessionID, QueryID: c.d.QueryID, AgentName: c.d.TargetAgent,
-			Status: troupe.StatusCancelled, StartedAt: start, CompletedAt: now, ExecutionTimeMS: now.Sub(start).Milliseconds(), TraceID: &r.rec.traceID,
-			Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled,
-				Message: fmt.Sprintf("%s was waiting for a human's answer to %s when the run ended", c.d.TargetAgent, x.questions[i].ID)}}}
+		res := r.endedResultLocked(c.d, now, fmt.Sprintf("%s was waiting for a human's answer to %s when the run ended", c.d.TargetAgent, x.questions[i].ID))
 		// What it reported using when it paused (a composite: what its members that finished
 		// used; a result under review: what the agent used) was spent: the run's totals count
 		// it, as they count a dispatch the run cancels mid-way, and as they would once a
@@ -2295,7 +2291,6 @@ func (r *Run) endPausedLocked() {
 		// made again and kept waiting without running (prepare) used what its members' logged
 		// results say (precharge).
 		spentSoFar(res, c.work, c.use, now)
-		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
 		c.paused, c.res = false, res
 		if c.t.last == c {
 			c.t.final = res
@@ -2306,6 +2301,17 @@ func (r *Run) endPausedLocked() {
 	}
 	clear(x.askedBy)
 	x.questions, x.askedBy, r.pausing = x.questions[:0], x.askedBy[:0], false
+}
+
+// endedResultLocked is the result the run records for dispatch d, which it ends unfinished at
+// now, saying why: cancelled, with the run's trace id, marked as the run's cancellation when the
+// run's caller cancelled it (noteRunCancelLocked).
+func (r *Run) endedResultLocked(d *troupe.Dispatch, now time.Time, why string) *troupe.Result {
+	res := &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
+		Status: troupe.StatusCancelled, StartedAt: d.DispatchedAt, CompletedAt: now, ExecutionTimeMS: max(now.Sub(d.DispatchedAt).Milliseconds(), 0),
+		TraceID: &r.rec.traceID, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: why}}}
+	r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
+	return res
 }
 
 // closeOpenLocked records, for a resumed run that is ending, each dispatch its log shows
@@ -2330,11 +2336,7 @@ func (r *Run) closeOpenLocked(why *troupe.ErrorInfo) []string {
 	}
 	now := r.nowLocked()
 	closed := func(d *troupe.Dispatch) *troupe.Result {
-		res := &troupe.Result{DispatchID: d.DispatchID, SessionID: d.SessionID, QueryID: d.QueryID, AgentName: d.TargetAgent,
-			Status: troupe.StatusCancelled, StartedAt: d.DispatchedAt, CompletedAt: now, ExecutionTimeMS: max(now.Sub(d.DispatchedAt).Milliseconds(), 0),
-			TraceID: &r.rec.traceID, Errors: []troupe.ErrorInfo{{Code: troupe.CodeCancelled, Message: "the run ended before running it again: " + reason}}}
-		r.noteRunCancelLocked(res, r.ctxErr() != nil && r.failure == nil)
-		return res
+		return r.endedResultLocked(d, now, "the run ended before running it again: "+reason)
 	}
 	for _, id := range x.nestedStarted {
 		if !x.nestedOpen[id] {

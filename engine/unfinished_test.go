@@ -230,17 +230,23 @@ func TestTimedOutCompositeKeepsMemberUse(t *testing.T) {
 	}
 }
 
+// stuckSequence is a sequence of one member, m, that ignores its context until release is
+// called (before the engine's cleanup, which waits for it: deferred in the test).
+func stuckSequence() (seq troupe.Agent, release func()) {
+	ch := make(chan struct{})
+	stuck := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
+		<-ch
+		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
+	})
+	return flow.Sequential(flow.SequentialConfig{}, flow.Named("m", stuck)), func() { close(ch) }
+}
+
 // A composite whose member ignores its context times out: the member's dispatch_started is
 // answered, cancelled, just after the composite's timeout, so the finished log answers every
 // dispatch it started. It was left open.
 func TestTimedOutCompositeEndsItsOpenMembers(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	stuck := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-		<-release
-		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
-	})
-	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("m", stuck))
+	seq, release := stuckSequence()
+	defer release()
 	eng := newEngine(t, engine.Config{Registry: agents(t, "seq", opt(seq, troupe.WithTimeout(20*time.Millisecond))), Planner: chain("seq")})
 	evs, err := troupetest.Collect(eng.Run(t.Context(), troupe.Request{Query: "q"}))
 	if err != nil {
@@ -301,13 +307,8 @@ func TestCancelDuringRetryBackoff(t *testing.T) {
 // its member still open takes the composite's result and closes the member as it ends, so its
 // log answers every start too, and the run ends as it did.
 func TestResumedTimedOutCompositeClosesItsOpenMember(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	stuck := troupe.AgentFunc(func(ctx context.Context, d *troupe.Dispatch) (*troupe.Result, error) {
-		<-release
-		return &troupe.Result{AgentResult: map[string]any{"ok": true}}, nil
-	})
-	seq := flow.Sequential(flow.SequentialConfig{}, flow.Named("m", stuck))
+	seq, release := stuckSequence()
+	defer release()
 	st := memory.New()
 	cfg := engine.Config{Registry: agents(t, "seq", opt(seq, troupe.WithTimeout(20*time.Millisecond))), Planner: chain("seq"), Store: st}
 	id, ref := runToEnd(t, cfg, troupe.Request{Query: "q"})

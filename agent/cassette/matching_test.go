@@ -14,6 +14,44 @@ import (
 	"github.com/troupehq/troupe/agent/cassette"
 )
 
+// recordGets records a GET of each of urls, with hdr, into a new cassette file made with cfg
+// (its Mode set to record), saves it, and returns the file's path and its bytes.
+func recordGets(t *testing.T, cfg cassette.Config, hdr map[string]string, urls ...string) (string, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.json")
+	cfg.Mode = cassette.ModeRecord
+	rec, err := cassette.New(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range urls {
+		if _, _, err := do(t, rec.Client(), "GET", u, "", hdr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Save(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+// replayGet replays a GET of url from the cassette file at path, made with cfg (its Mode set to
+// replay), and returns the body it serves.
+func replayGet(t *testing.T, path string, cfg cassette.Config, url string) (string, error) {
+	t.Helper()
+	cfg.Mode = cassette.ModeReplay
+	rep, err := cassette.New(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := do(t, rep.Client(), "GET", url, "", nil)
+	return body, err
+}
+
 // Two requests that differ only in a query value holding a ';' are different requests; the
 // doc says the URL is compared with its query parameters sorted, so a replay of the second
 // must get the second's answer, and the file must keep the query.
@@ -22,20 +60,7 @@ func TestSemicolonQueryIsKeptAndMatched(t *testing.T) {
 		io.WriteString(w, "answer for "+r.URL.RawQuery)
 	}))
 	defer srv.Close()
-	path := filepath.Join(t.TempDir(), "c.json")
-	rec, err := cassette.New(path, cassette.Config{Mode: cassette.ModeRecord})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"fields=a;b", "fields=c;d"} {
-		if _, _, err := do(t, rec.Client(), "GET", srv.URL+"/items?"+q, "", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rec.Save(); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(path)
+	path, data := recordGets(t, cassette.Config{}, nil, srv.URL+"/items?fields=a;b", srv.URL+"/items?fields=c;d")
 	f, err := cassette.Parse(data)
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +71,7 @@ func TestSemicolonQueryIsKeptAndMatched(t *testing.T) {
 		}
 	}
 	srv.Close()
-	rep, err := cassette.New(path, cassette.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, err := do(t, rep.Client(), "GET", srv.URL+"/items?fields=c;d", "", nil)
+	body, err := replayGet(t, path, cassette.Config{}, srv.URL+"/items?fields=c;d")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,18 +91,7 @@ func TestEchoedKeyAsJSONMemberNameIsRedacted(t *testing.T) {
 		io.WriteString(w, `{"errors":{"`+r.Header.Get("X-Api-Key")+`":"revoked"}}`)
 	}))
 	defer srv.Close()
-	path := filepath.Join(t.TempDir(), "c.json")
-	rec, err := cassette.New(path, cassette.Config{Mode: cassette.ModeRecord})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := do(t, rec.Client(), "GET", srv.URL+"/v1/models", "", map[string]string{"X-Api-Key": key}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Save(); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(path)
+	_, data := recordGets(t, cassette.Config{}, map[string]string{"X-Api-Key": key}, srv.URL+"/v1/models")
 	if bytes.Contains(data, []byte(key)) {
 		t.Errorf("the key reached the file:\n%s", data)
 	}
@@ -96,18 +106,7 @@ func TestCRLFStreamIsStoredOneEventPerEntry(t *testing.T) {
 		io.WriteString(w, strings.Join(events, ""))
 	}))
 	defer srv.Close()
-	path := filepath.Join(t.TempDir(), "c.json")
-	rec, err := cassette.New(path, cassette.Config{Mode: cassette.ModeRecord})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := do(t, rec.Client(), "GET", srv.URL+"/stream", "", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Save(); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(path)
+	_, data := recordGets(t, cassette.Config{}, nil, srv.URL+"/stream")
 	f, err := cassette.Parse(data)
 	if err != nil {
 		t.Fatal(err)
@@ -124,26 +123,11 @@ func TestPatternOverAQueryParameterStillMatches(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	path := filepath.Join(t.TempDir(), "c.json")
-	cfg := cassette.Config{Mode: cassette.ModeRecord, RedactPatterns: []*regexp.Regexp{regexp.MustCompile(`sig=[^&]+`)}}
-	rec, err := cassette.New(path, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := cassette.Config{RedactPatterns: []*regexp.Regexp{regexp.MustCompile(`sig=[^&]+`)}}
 	u := srv.URL + "/files?a=1&sig=0123456789abcdef"
-	if _, _, err := do(t, rec.Client(), "GET", u, "", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Save(); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := recordGets(t, cfg, nil, u)
 	srv.Close()
-	cfg.Mode = cassette.ModeReplay
-	rep, err := cassette.New(path, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, body, err := do(t, rep.Client(), "GET", u, "", nil); err != nil || body != "ok" {
+	if body, err := replayGet(t, path, cfg, u); err != nil || body != "ok" {
 		t.Errorf("replay of the recorded request: %q, %v", body, err)
 	}
 }
